@@ -1,0 +1,168 @@
+"""The IR's objects: SSA values, the one ``Op`` class, blocks and kernel functions.
+
+An op is a kind (``ir.ops.Kind``), operands, results, attributes, regions and a source
+location.  A region is a single ``Block`` whose arguments are its entry values (a loop's
+induction variable and carried values).  ``Function`` is a kernel: typed arguments and a
+body block ending in ``func.return``.
+
+Example::
+
+    >>> from npujit.ir import Builder, Function, Kind, types as T
+    >>> fn = Function("k", [T.PtrType(T.float32)], ["x"])
+    >>> b = Builder(fn.body)
+    >>> pid = b.op(Kind.PROGRAM_ID, [], {"axis": 0})
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from .ops import INFO, Kind
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where an op came from in the user's Python source."""
+
+    file: str
+    line: int
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+UNKNOWN_LOC = Loc("<unknown>", 0)
+
+
+class Value:
+    """An SSA value: the result of an op or an argument of a block."""
+
+    __slots__ = ("type", "owner", "index", "name")
+
+    def __init__(self, type, owner, index: int, name: str | None = None):
+        self.type = type
+        self.owner = owner      # the defining Op, or the Block for a block argument
+        self.index = index      # result number, or argument number
+        self.name = name        # optional hint for printing (kernel argument names)
+
+    @property
+    def op(self) -> "Op | None":
+        """The defining op, or None for a block argument."""
+        return self.owner if isinstance(self.owner, Op) else None
+
+    def __repr__(self) -> str:
+        return f"<Value {self.type} #{self.index} of {getattr(self.owner, 'kind', 'block')}>"
+
+
+class Op:
+    """One operation.  ``kind`` says what it is; tables in ``ir.ops`` say what that means."""
+
+    __slots__ = ("kind", "operands", "results", "attrs", "regions", "loc", "parent")
+
+    def __init__(self, kind: Kind, operands, result_types, attrs=None, regions=(), loc=None):
+        self.kind = kind
+        self.operands = list(operands)
+        self.results = [Value(t, self, i) for i, t in enumerate(result_types)]
+        self.attrs = dict(attrs or {})
+        self.regions = list(regions)
+        self.loc = loc or UNKNOWN_LOC
+        self.parent: Block | None = None
+        for r in self.regions:
+            r.parent_op = self
+
+    @property
+    def result(self) -> Value:
+        assert len(self.results) == 1, f"{self.kind.value} has {len(self.results)} results"
+        return self.results[0]
+
+    @property
+    def info(self):
+        return INFO[self.kind]
+
+    @property
+    def body(self) -> "Block":
+        return self.regions[0]
+
+    def walk(self) -> Iterator["Op"]:
+        """This op, then every op nested in its regions, in order."""
+        yield self
+        for r in self.regions:
+            yield from r.walk()
+
+    def __repr__(self) -> str:
+        return f"<Op {self.kind.value} at {self.loc}>"
+
+
+class Block:
+    """A straight-line list of ops with typed entry arguments (the body of a region)."""
+
+    __slots__ = ("args", "ops", "parent_op")
+
+    def __init__(self, arg_types=(), arg_names=None):
+        names = arg_names or [None] * len(arg_types)
+        self.args = [Value(t, self, i, n) for i, (t, n) in enumerate(zip(arg_types, names))]
+        self.ops: list[Op] = []
+        self.parent_op: Op | None = None
+
+    def add_arg(self, type, name=None) -> Value:
+        v = Value(type, self, len(self.args), name)
+        self.args.append(v)
+        return v
+
+    def append(self, op: Op) -> Op:
+        op.parent = self
+        self.ops.append(op)
+        return op
+
+    def insert(self, index: int, op: Op) -> Op:
+        op.parent = self
+        self.ops.insert(index, op)
+        return op
+
+    @property
+    def terminator(self) -> Op | None:
+        return self.ops[-1] if self.ops and self.ops[-1].info.terminator else None
+
+    def walk(self) -> Iterator[Op]:
+        for op in list(self.ops):
+            yield from op.walk()
+
+
+class Function:
+    """A kernel in IR form: named, typed arguments and a body that ends in ``func.return``.
+
+    ``attrs`` holds facts about the specialisation (constexpr values, options) for printing.
+    """
+
+    def __init__(self, name: str, arg_types, arg_names=None, attrs=None):
+        self.name = name
+        self.body = Block(arg_types, list(arg_names) if arg_names else None)
+        self.attrs = dict(attrs or {})
+
+    @property
+    def args(self) -> list[Value]:
+        return self.body.args
+
+    def walk(self) -> Iterator[Op]:
+        return self.body.walk()
+
+
+def replace_all_uses(root: Block, old: Value, new: Value) -> int:
+    """Point every use of ``old`` under ``root`` at ``new``; returns how many were changed."""
+    n = 0
+    for op in root.walk():
+        for i, v in enumerate(op.operands):
+            if v is old:
+                op.operands[i] = new
+                n += 1
+    return n
+
+
+def use_counts(root: Block) -> dict[int, int]:
+    """How many times each value (by ``id``) is used as an operand under ``root``."""
+    counts: dict[int, int] = {}
+    for op in root.walk():
+        for v in op.operands:
+            counts[id(v)] = counts.get(id(v), 0) + 1
+    return counts

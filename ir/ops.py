@@ -1,0 +1,423 @@
+"""The op kinds of the npujit IR and what each one is: operands, attributes, type rule, purity.
+
+One ``Op`` class serves every kind (see ``ir/core.py``); what a kind *means* lives in tables:
+this file gives the signature and type rule, ``backends/reference`` the numeric semantics
+(the definition), ``backends/numba`` the lowering.
+
+Conventions every tier follows:
+
+* Elementwise ops take operands of one shape (the front end inserts ``npu.broadcast`` /
+  ``npu.splat``) and, except where noted, one dtype (the front end inserts ``npu.cast``).
+* f16/bf16 arithmetic is done in f32 and rounded to the 16-bit type (round to nearest even)
+  after every op.  Integer arithmetic wraps at the type's width.
+* Optional operands are trailing; an op's operand count says which are present.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable
+
+from .types import (DType, PtrType, TensorType, bool_, float32, int32, int64, tensor)
+
+
+class Kind(enum.Enum):
+    """Every op kind, by its dialect-qualified text name."""
+
+    # --- structure -------------------------------------------------------------------------
+    RETURN = "func.return"          # end of a kernel body
+    FOR = "scf.for"                 # (lb, ub, step, *init) region(iv, *carried) -> carried
+    YIELD = "scf.yield"             # terminator of a loop body: next carried values
+    FUSED = "npu.fused"             # elementwise ops grouped into one loop nest (a region)
+
+    # --- constants, ids, index tiles -------------------------------------------------------
+    CONSTANT = "arith.constant"     # {value, dtype} -> scalar
+    PROGRAM_ID = "npu.program_id"   # {axis} -> i32
+    NUM_PROGRAMS = "npu.num_programs"  # {axis} -> i32
+    ARANGE = "npu.arange"           # {start, end} -> tensor<(end-start) x i32>
+
+    # --- elementwise binary (same shape, same dtype) ----------------------------------------
+    ADD = "npu.add"
+    SUB = "npu.sub"
+    MUL = "npu.mul"
+    DIV = "npu.div"                 # floats: true division
+    FLOORDIV = "npu.floordiv"       # ints: floor division (Python semantics); /0 gives 0
+    REM = "npu.rem"                 # floor modulo (sign of the divisor), Python semantics
+    POW = "npu.pow"                 # floats only
+    MAXIMUM = "npu.maximum"         # NaN-propagating (np.maximum)
+    MINIMUM = "npu.minimum"
+    AND = "npu.and"                 # bitwise on ints, logical on i1
+    OR = "npu.or"
+    XOR = "npu.xor"
+    SHL = "npu.shl"                 # ints; shift counts outside [0, bits) give 0
+    SHR = "npu.shr"                 # arithmetic shift right
+
+    CMP = "npu.cmp"                 # {predicate: eq ne lt le gt ge} -> i1 tile
+    SELECT = "npu.select"           # (cond: i1, a, b) -> where(cond, a, b)
+
+    # --- elementwise unary -----------------------------------------------------------------
+    NEG = "npu.neg"
+    NOT = "npu.not"                 # bitwise not on ints, logical not on i1
+    ABS = "npu.abs"
+    EXP = "npu.exp"                 # float-only math from here on
+    EXP2 = "npu.exp2"
+    LOG = "npu.log"
+    LOG2 = "npu.log2"
+    SQRT = "npu.sqrt"
+    RSQRT = "npu.rsqrt"
+    SIN = "npu.sin"
+    COS = "npu.cos"
+    FLOOR = "npu.floor"
+    CEIL = "npu.ceil"
+    SIGMOID = "npu.sigmoid"         # 1 / (1 + exp(-x))
+    TANH = "npu.tanh"
+    ERF = "npu.erf"
+    GELU = "npu.gelu"               # {approximate: "none" (erf form) | "tanh"}
+    SILU = "npu.silu"               # x * sigmoid(x)
+    CAST = "npu.cast"               # {dtype}; float->int truncates toward zero, ->i1 is x != 0
+
+    # --- shape -----------------------------------------------------------------------------
+    SPLAT = "npu.splat"             # scalar -> tensor {shape}
+    BROADCAST = "npu.broadcast"     # same rank, size-1 dims stretched {shape}
+    RESHAPE = "npu.reshape"         # row-major {shape}
+    TRANS = "npu.trans"             # {perm}
+
+    # --- reductions, scans, selection ------------------------------------------------------
+    REDUCE = "npu.reduce"           # {kind: sum max min prod argmax argmin, axis}
+    SCAN = "npu.scan"               # {kind: sum, axis} inclusive prefix
+    SORT = "npu.sort"               # {axis, descending} -> values
+    TOPK = "npu.topk"               # {k, axis} -> (values, indices: i32), largest first
+
+    # --- Cube ------------------------------------------------------------------------------
+    DOT = "npu.dot"                 # (a: MxK, b: KxN, acc?: MxN) -> MxN f32 (i32 for i8)
+
+    # --- global memory ---------------------------------------------------------------------
+    LOAD = "npu.load"               # (ptr, offsets, mask?, other?) -> tile
+    STORE = "npu.store"             # (ptr, offsets, value, mask?)
+    BLOCK_LOAD = "npu.block_load"   # (ptr, *shape, *strides, *offsets) {block_shape, ...}
+    BLOCK_STORE = "npu.block_store"  # (ptr, *shape, *strides, *offsets, value) {...}
+    ATOMIC_ADD = "npu.atomic_add"   # (ptr, offsets, value, mask?) -> old values
+
+    # --- debugging -------------------------------------------------------------------------
+    PRINT = "npu.print"             # (*values) {prefix}
+
+
+BINARY = frozenset({Kind.ADD, Kind.SUB, Kind.MUL, Kind.DIV, Kind.FLOORDIV, Kind.REM, Kind.POW,
+                    Kind.MAXIMUM, Kind.MINIMUM, Kind.AND, Kind.OR, Kind.XOR, Kind.SHL,
+                    Kind.SHR})
+UNARY = frozenset({Kind.NEG, Kind.NOT, Kind.ABS, Kind.EXP, Kind.EXP2, Kind.LOG, Kind.LOG2,
+                   Kind.SQRT, Kind.RSQRT, Kind.SIN, Kind.COS, Kind.FLOOR, Kind.CEIL,
+                   Kind.SIGMOID, Kind.TANH, Kind.ERF, Kind.GELU, Kind.SILU})
+FLOAT_ONLY = frozenset({Kind.DIV, Kind.POW, Kind.EXP, Kind.EXP2, Kind.LOG, Kind.LOG2,
+                        Kind.SQRT, Kind.RSQRT, Kind.SIN, Kind.COS, Kind.FLOOR, Kind.CEIL,
+                        Kind.SIGMOID, Kind.TANH, Kind.ERF, Kind.GELU, Kind.SILU})
+INT_ONLY = frozenset({Kind.FLOORDIV, Kind.SHL, Kind.SHR})
+INT_OR_BOOL = frozenset({Kind.AND, Kind.OR, Kind.XOR, Kind.NOT})
+# Ops that map one element to one element: what the fusion pass may group.
+ELEMENTWISE = BINARY | UNARY | frozenset({Kind.CMP, Kind.SELECT, Kind.CAST, Kind.SPLAT,
+                                          Kind.BROADCAST})
+COMMUTATIVE = frozenset({Kind.ADD, Kind.MUL, Kind.MAXIMUM, Kind.MINIMUM, Kind.AND, Kind.OR,
+                         Kind.XOR})
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+REDUCE_KINDS = ("sum", "max", "min", "prod", "argmax", "argmin")
+
+
+class TypeRuleError(ValueError):
+    """Operands or attributes do not fit an op kind.  The front end turns it into a
+    ``CompilationError`` at the user's source line."""
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What the IR knows about a kind without running it."""
+
+    kind: Kind
+    pure: bool               # no memory effects: CSE and DCE may touch it
+    terminator: bool
+    regions: int             # number of regions the op owns
+    type_rule: Callable      # (operand types, attrs) -> tuple of result types
+
+
+def _need(cond: bool, msg: str) -> None:
+    if not cond:
+        raise TypeRuleError(msg)
+
+
+def _tensor(t, what: str) -> TensorType:
+    _need(isinstance(t, TensorType), f"{what} must be a tile or scalar, got {t}")
+    return t
+
+
+def _rule_binary(kind):
+    def rule(ts, attrs):
+        _need(len(ts) == 2, f"{kind.value} takes 2 operands")
+        a, b = _tensor(ts[0], "lhs"), _tensor(ts[1], "rhs")
+        _need(a == b, f"{kind.value} operands must have one type, got {a} and {b}")
+        _check_domain(kind, a.dtype)
+        return (a,)
+    return rule
+
+
+def _rule_unary(kind):
+    def rule(ts, attrs):
+        _need(len(ts) == 1, f"{kind.value} takes 1 operand")
+        a = _tensor(ts[0], "operand")
+        _check_domain(kind, a.dtype)
+        if kind is Kind.GELU:
+            _need(attrs.get("approximate", "none") in ("none", "tanh"),
+                  "gelu approximate must be 'none' or 'tanh'")
+        return (a,)
+    return rule
+
+
+def _check_domain(kind: Kind, d: DType) -> None:
+    if kind in FLOAT_ONLY:
+        _need(d.is_float, f"{kind.value} needs a float operand, got {d}; cast it with .to(nl.float32)")
+    if kind in INT_ONLY:
+        _need(d.is_int, f"{kind.value} needs an integer operand, got {d}")
+    if kind in INT_OR_BOOL:
+        _need(not d.is_float, f"{kind.value} needs an integer or bool operand, got {d}")
+    if kind in (Kind.NEG, Kind.ABS, Kind.SUB, Kind.ADD, Kind.MUL, Kind.REM, Kind.MAXIMUM,
+                Kind.MINIMUM):
+        _need(not d.is_bool, f"{kind.value} is not defined on bool tiles; cast to an int first")
+
+
+def _rule_constant(ts, attrs):
+    _need(not ts, "arith.constant takes no operands")
+    d = attrs["dtype"]
+    _need(isinstance(d, DType), "arith.constant needs a dtype")
+    return (tensor((), d),)
+
+
+def _rule_program_id(ts, attrs):
+    _need(attrs.get("axis") in (0, 1, 2), "program axis must be 0, 1 or 2")
+    return (tensor((), int32),)
+
+
+def _rule_arange(ts, attrs):
+    start, end = attrs["start"], attrs["end"]
+    _need(isinstance(start, int) and isinstance(end, int) and end > start,
+          f"arange needs constant ints with end > start, got {start}, {end}")
+    return (tensor((end - start,), int32),)
+
+
+def _rule_cmp(ts, attrs):
+    _need(len(ts) == 2, "npu.cmp takes 2 operands")
+    a, b = _tensor(ts[0], "lhs"), _tensor(ts[1], "rhs")
+    _need(a == b, f"npu.cmp operands must have one type, got {a} and {b}")
+    _need(attrs.get("predicate") in CMP_PREDICATES, f"bad predicate {attrs.get('predicate')}")
+    return (a.with_dtype(bool_),)
+
+
+def _rule_select(ts, attrs):
+    _need(len(ts) == 3, "npu.select takes (cond, a, b)")
+    c, a, b = (_tensor(t, n) for t, n in zip(ts, ("cond", "a", "b")))
+    _need(c.dtype == bool_, f"select condition must be i1, got {c.dtype}")
+    _need(a == b and c.shape == a.shape, f"select operands must agree, got {c}, {a}, {b}")
+    return (a,)
+
+
+def _rule_cast(ts, attrs):
+    _need(len(ts) == 1, "npu.cast takes 1 operand")
+    return (_tensor(ts[0], "operand").with_dtype(attrs["dtype"]),)
+
+
+def _rule_splat(ts, attrs):
+    a = _tensor(ts[0], "operand")
+    _need(a.is_scalar, f"splat takes a scalar, got {a}")
+    return (tensor(attrs["shape"], a.dtype),)
+
+
+def _rule_broadcast(ts, attrs):
+    a = _tensor(ts[0], "operand")
+    shape = tuple(attrs["shape"])
+    _need(len(shape) == a.rank and all(s == d or s == 1 for s, d in zip(a.shape, shape)),
+          f"cannot broadcast {a} to shape {list(shape)}")
+    return (tensor(shape, a.dtype),)
+
+
+def _rule_reshape(ts, attrs):
+    a = _tensor(ts[0], "operand")
+    out = tensor(attrs["shape"], a.dtype)
+    _need(out.numel == a.numel, f"cannot reshape {a} to {list(out.shape)}: sizes differ")
+    return (out,)
+
+
+def _rule_trans(ts, attrs):
+    a = _tensor(ts[0], "operand")
+    perm = tuple(attrs["perm"])
+    _need(sorted(perm) == list(range(a.rank)), f"bad permutation {list(perm)} for {a}")
+    return (tensor([a.shape[p] for p in perm], a.dtype),)
+
+
+def _axis(a: TensorType, attrs) -> int:
+    axis = attrs.get("axis")
+    _need(isinstance(axis, int) and 0 <= axis < a.rank, f"axis {axis} out of range for {a}")
+    return axis
+
+
+def reduce_result_dtype(kind: str, d: DType) -> DType:
+    """sum/prod of i1 and i8 widen to i32; argmax/argmin give i32 indices."""
+    if kind in ("argmax", "argmin"):
+        return int32
+    if kind in ("sum", "prod") and (d.is_bool or d.itemsize < 4) and not d.is_float:
+        return int32
+    return d
+
+
+def _rule_reduce(ts, attrs):
+    a = _tensor(ts[0], "operand")
+    axis = _axis(a, attrs)
+    _need(attrs.get("kind") in REDUCE_KINDS, f"bad reduction {attrs.get('kind')}")
+    shape = a.shape[:axis] + a.shape[axis + 1:]
+    return (tensor(shape, reduce_result_dtype(attrs["kind"], a.dtype)),)
+
+
+def _rule_scan(ts, attrs):
+    a = _tensor(ts[0], "operand")
+    _axis(a, attrs)
+    _need(attrs.get("kind") == "sum", "only sum scans exist")
+    return (a.with_dtype(reduce_result_dtype("sum", a.dtype)),)
+
+
+def _rule_sort(ts, attrs):
+    a = _tensor(ts[0], "operand")
+    _axis(a, attrs)
+    return (a,)
+
+
+def _rule_topk(ts, attrs):
+    a = _tensor(ts[0], "operand")
+    axis = _axis(a, attrs)
+    k = attrs.get("k")
+    _need(isinstance(k, int) and 1 <= k <= a.shape[axis],
+          f"topk k={k} must be between 1 and the axis size {a.shape[axis]}")
+    shape = a.shape[:axis] + (k,) + a.shape[axis + 1:]
+    return (tensor(shape, a.dtype), tensor(shape, int32))
+
+
+def dot_result_dtype(d: DType) -> DType:
+    return int32 if d.is_int else float32
+
+
+def _rule_dot(ts, attrs):
+    _need(len(ts) in (2, 3), "npu.dot takes (a, b) or (a, b, acc)")
+    a, b = _tensor(ts[0], "a"), _tensor(ts[1], "b")
+    _need(a.rank == 2 and b.rank == 2, f"dot needs 2-D tiles, got {a} and {b}")
+    _need(a.shape[1] == b.shape[0], f"dot inner dimensions differ: {a} @ {b}")
+    _need(a.dtype == b.dtype, f"dot operands must have one dtype, got {a.dtype} and {b.dtype}")
+    _need(a.dtype.is_float or a.dtype.name == "i8", f"dot takes float or i8 tiles, got {a.dtype}")
+    out = tensor((a.shape[0], b.shape[1]), dot_result_dtype(a.dtype))
+    if len(ts) == 3:
+        _need(ts[2] == out, f"dot accumulator must be {out}, got {ts[2]}")
+    return (out,)
+
+
+def _ptr(t) -> PtrType:
+    _need(isinstance(t, PtrType), f"expected a GM pointer, got {t}")
+    return t
+
+
+def _offsets(t) -> TensorType:
+    t = _tensor(t, "offsets")
+    _need(t.dtype.is_int, f"offsets must be integers, got {t.dtype}")
+    return t
+
+
+def _rule_load(ts, attrs):
+    _need(2 <= len(ts) <= 4, "npu.load takes (ptr, offsets, mask?, other?)")
+    p, off = _ptr(ts[0]), _offsets(ts[1])
+    out = off.with_dtype(p.dtype)
+    if len(ts) >= 3:
+        _need(ts[2] == off.with_dtype(bool_), f"load mask must be {off.with_dtype(bool_)}, got {ts[2]}")
+    if len(ts) == 4:
+        _need(ts[3] == out, f"load other must be {out}, got {ts[3]}")
+    return (out,)
+
+
+def _rule_store(ts, attrs):
+    _need(3 <= len(ts) <= 4, "npu.store takes (ptr, offsets, value, mask?)")
+    p, off = _ptr(ts[0]), _offsets(ts[1])
+    _need(ts[2] == off.with_dtype(p.dtype), f"stored value must be {off.with_dtype(p.dtype)}, got {ts[2]}")
+    if len(ts) == 4:
+        _need(ts[3] == off.with_dtype(bool_), f"store mask must be {off.with_dtype(bool_)}, got {ts[3]}")
+    return ()
+
+
+def _rule_atomic_add(ts, attrs):
+    _need(3 <= len(ts) <= 4, "npu.atomic_add takes (ptr, offsets, value, mask?)")
+    _rule_store(ts, attrs)
+    return (_offsets(ts[1]).with_dtype(ts[0].dtype),)
+
+
+def _block_operands(ts, attrs, extra: int):
+    bs = tuple(attrs["block_shape"])
+    r = len(bs)
+    _need(len(ts) == 1 + 3 * r + extra, f"block pointer of rank {r} needs {1 + 3 * r + extra} operands")
+    p = _ptr(ts[0])
+    for t in ts[1:1 + 3 * r]:
+        _need(isinstance(t, TensorType) and t.is_scalar and t.dtype.is_int,
+              f"block pointer shape/strides/offsets must be integer scalars, got {t}")
+    for ax in attrs.get("boundary_check", ()):
+        _need(0 <= ax < r, f"boundary_check axis {ax} out of range for rank {r}")
+    return p, tensor(bs, p.dtype)
+
+
+def _rule_block_load(ts, attrs):
+    _need(attrs.get("padding", "zero") in ("zero", "nan"), "padding must be 'zero' or 'nan'")
+    return (_block_operands(ts, attrs, 0)[1],)
+
+
+def _rule_block_store(ts, attrs):
+    _, tile = _block_operands(ts, attrs, 1)
+    _need(ts[-1] == tile, f"stored block must be {tile}, got {ts[-1]}")
+    return ()
+
+
+def _rule_none(ts, attrs):
+    return ()
+
+
+def _rule_for(ts, attrs):
+    _need(len(ts) >= 3, "scf.for takes (lb, ub, step, *init)")
+    for t in ts[:3]:
+        _need(isinstance(t, TensorType) and t.is_scalar and t.dtype.is_int,
+              f"loop bounds must be integer scalars, got {t}")
+    return tuple(ts[3:])
+
+
+def _rule_fused(ts, attrs):
+    # Result types are those yielded by the region; checked by the verifier.
+    return None
+
+
+_RULES = {
+    Kind.RETURN: _rule_none, Kind.YIELD: _rule_none, Kind.FOR: _rule_for,
+    Kind.FUSED: _rule_fused,
+    Kind.CONSTANT: _rule_constant, Kind.PROGRAM_ID: _rule_program_id,
+    Kind.NUM_PROGRAMS: _rule_program_id, Kind.ARANGE: _rule_arange,
+    Kind.CMP: _rule_cmp, Kind.SELECT: _rule_select, Kind.CAST: _rule_cast,
+    Kind.SPLAT: _rule_splat, Kind.BROADCAST: _rule_broadcast, Kind.RESHAPE: _rule_reshape,
+    Kind.TRANS: _rule_trans, Kind.REDUCE: _rule_reduce, Kind.SCAN: _rule_scan,
+    Kind.SORT: _rule_sort, Kind.TOPK: _rule_topk, Kind.DOT: _rule_dot,
+    Kind.LOAD: _rule_load, Kind.STORE: _rule_store, Kind.BLOCK_LOAD: _rule_block_load,
+    Kind.BLOCK_STORE: _rule_block_store, Kind.ATOMIC_ADD: _rule_atomic_add,
+    Kind.PRINT: _rule_none,
+}
+for _k in BINARY:
+    _RULES[_k] = _rule_binary(_k)
+for _k in UNARY:
+    _RULES[_k] = _rule_unary(_k)
+
+_IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
+           Kind.BLOCK_STORE, Kind.ATOMIC_ADD, Kind.PRINT}
+# Loads only read; they are kept impure so DCE/CSE never move them across stores.
+
+INFO = {k: OpInfo(k, pure=k not in _IMPURE, terminator=k in (Kind.RETURN, Kind.YIELD),
+                  regions=1 if k in (Kind.FOR, Kind.FUSED) else 0, type_rule=_RULES[k])
+        for k in Kind}
+
+
+def infer_types(kind: Kind, operand_types, attrs) -> tuple | None:
+    """Result types of ``kind`` applied to ``operand_types``; raises TypeRuleError."""
+    return INFO[kind].type_rule(tuple(operand_types), attrs)

@@ -1,0 +1,69 @@
+"""Every environment knob npujit reads, in one typed place.
+
+``NPUJIT_CACHE_DIR``      where compiled kernels are kept (default: the per-user cache dir)
+``NPUJIT_DISABLE_CACHE``  1 = never read or write the disk cache
+``NPUJIT_DUMP_IR``        ``all`` or ``after:<pass>[,<pass>...]``: print the IR after passes
+``NPUJIT_BACKEND``        default backend for launches: ``numba`` (default) or ``reference``
+``NPUJIT_DEBUG``          1 = bounds-check every GM access
+``NPUJIT_NUM_THREADS``    threads for the numba backend's grid loop (0 = numba's default)
+
+Example::
+
+    >>> from npujit.jit import knobs
+    >>> knobs.backend()
+    'numba'
+"""
+from __future__ import annotations
+
+import os
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return default
+    return v.strip().lower() in ("1", "true", "yes", "on")
+
+
+def env_int(name: str, default: int) -> int:
+    v = os.environ.get(name)
+    if v is None or v.strip() == "":
+        return default
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={v!r} must be an integer") from None
+
+
+def env_str(name: str, default: str) -> str:
+    v = os.environ.get(name)
+    return default if v is None or v == "" else v
+
+
+def cache_dir() -> str:
+    """The root of the on-disk kernel cache."""
+    d = os.environ.get("NPUJIT_CACHE_DIR")
+    if not d:
+        import platformdirs
+        d = platformdirs.user_cache_dir("npujit")
+    return d
+
+
+def cache_disabled() -> bool:
+    return env_bool("NPUJIT_DISABLE_CACHE")
+
+
+def dump_ir() -> str:
+    return env_str("NPUJIT_DUMP_IR", "")
+
+
+def backend() -> str:
+    return env_str("NPUJIT_BACKEND", "numba")
+
+
+def debug() -> bool:
+    return env_bool("NPUJIT_DEBUG")
+
+
+def num_threads() -> int:
+    return env_int("NPUJIT_NUM_THREADS", 0)

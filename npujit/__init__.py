@@ -1,0 +1,1 @@
+"""npujit: a Triton-style JIT compiler for a simulated Ascend-like NPU."""
