@@ -1,1 +1,16 @@
-"""npujit: a Triton-style JIT compiler for a simulated Ascend-like NPU."""
+"""npujit: a Triton-style JIT compiler for a simulated Ascend-like NPU.
+
+Example::
+
+    import npujit.language as nl
+    from npujit import npu_kernel
+"""
+from npujit.jit.errors import CompilationError, LaunchError, NPUJitError, OutOfResources
+from npujit.jit.kernel import NPUKernel, npu_kernel
+
+from . import language
+
+__version__ = "0.1.0"
+
+__all__ = ["npu_kernel", "NPUKernel", "language", "CompilationError", "LaunchError",
+           "NPUJitError", "OutOfResources", "__version__"]

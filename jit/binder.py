@@ -1,0 +1,146 @@
+"""Launch-time argument handling: classify each argument for the specialisation key,
+validate it with a message that names it, and turn it into what a backend runs on.
+
+Arrays (numpy, anything with ``__array__`` or DLPack such as torch CPU tensors) become
+flat 1-D views (``!npu.ptr<T>`` in the IR); ints become i64 scalars, floats f32, bools i1;
+``None`` is passed through to the traced function (part of the key); constexprs are values.
+
+Example::
+
+    >>> sig = arg_signature("x", np.zeros((4, 8), np.float16))
+    >>> sig
+    ('A', 'f16', 2, True)
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from npujit.ir import types as T
+
+from .errors import LaunchError
+
+_SUPPORTED = ", ".join(T.PUBLIC_NAMES[d.name] for d in T.ALL_DTYPES)
+
+
+def to_numpy(value, name: str) -> np.ndarray:
+    """A numpy view of an array-like argument (no copy for numpy and torch CPU tensors)."""
+    if isinstance(value, np.ndarray):
+        return value
+    mod = type(value).__module__
+    if mod.startswith("torch"):
+        dev = getattr(value, "device", None)
+        if dev is not None and getattr(dev, "type", "cpu") != "cpu":
+            raise LaunchError(f"argument '{name}': a tensor on device '{dev}' cannot be used; "
+                              "npujit runs on host memory — pass tensor.cpu()")
+        if getattr(value, "requires_grad", False):
+            value = value.detach()
+        if str(getattr(value, "dtype", "")) == "torch.bfloat16":
+            import ml_dtypes
+            return value.view(__import__("torch").int16).numpy().view(ml_dtypes.bfloat16)
+        return value.numpy()
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except Exception as e:  # pragma: no cover - depends on the producer
+            raise LaunchError(f"argument '{name}': could not read it through DLPack: {e}") from None
+    if hasattr(value, "__array__"):
+        return np.asarray(value)
+    raise LaunchError(f"argument '{name}': expected an array, a number or None, got "
+                      f"{type(value).__name__}")
+
+
+def _is_array(value) -> bool:
+    return isinstance(value, np.ndarray) or hasattr(value, "__array__") \
+        or hasattr(value, "__dlpack__")
+
+
+def arg_signature(name: str, value):
+    """The part of the specialisation key for one runtime argument (validated)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        return ("S", "i1")
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+        if not -2**63 <= v < 2**63:
+            raise LaunchError(f"argument '{name}': integer {v} does not fit in 64 bits")
+        return ("S", "i64")
+    if isinstance(value, numbers.Real):
+        return ("S", "f32")
+    if isinstance(value, numbers.Complex):
+        raise LaunchError(f"argument '{name}': complex numbers are not supported")
+    if _is_array(value):
+        a = to_numpy(value, name)
+        d = T.dtype_of_numpy(a.dtype)
+        if d is None:
+            hint = " (use float32)" if a.dtype == np.float64 else ""
+            raise LaunchError(f"argument '{name}': arrays of dtype {a.dtype} are not "
+                              f"supported{hint}; supported dtypes: {_SUPPORTED}")
+        if a.ndim == 0:
+            raise LaunchError(f"argument '{name}': a 0-d array is not a buffer; pass a Python "
+                              "number for a scalar or a 1-element array")
+        return ("A", d.name, a.ndim, bool(a.flags.c_contiguous))
+    raise LaunchError(f"argument '{name}': expected an array, a number or None, got "
+                      f"{type(value).__name__} {value!r}")
+
+
+def ir_type(sig):
+    """The IR type of a runtime argument with signature ``sig``."""
+    if sig[0] == "A":
+        return T.PtrType(T.BY_NAME[sig[1]])
+    return T.scalar(T.BY_NAME[sig[1]])
+
+
+def flat_view(a: np.ndarray, name: str) -> np.ndarray:
+    """A 1-D view whose element 0 is ``a``'s first element and that spans all of ``a``.
+
+    Kernels address arrays with their own element strides, so a strided view works as
+    long as its strides are non-negative multiples of the itemsize.
+    """
+    if a.flags.c_contiguous:
+        return a.reshape(-1)
+    item = a.itemsize
+    if any(s < 0 or s % item for s in a.strides):
+        raise LaunchError(f"argument '{name}': strides {a.strides} are negative or not a "
+                          "multiple of the element size; pass np.ascontiguousarray(...)")
+    if a.size == 0:
+        return a.reshape(-1)
+    span = 1 + sum((n - 1) * (s // item) for n, s in zip(a.shape, a.strides))
+    return np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,))
+
+
+def runtime_value(sig, value, name: str):
+    """What the backend receives for one runtime argument."""
+    if sig[0] == "A":
+        a = value if isinstance(value, np.ndarray) else to_numpy(value, name)
+        return flat_view(a, name)
+    if sig[1] == "i1":
+        return bool(value)
+    if sig[1] == "i64":
+        return int(value)
+    return float(value)
+
+
+def normalize_grid(grid, name: str) -> tuple:
+    """A 3-tuple of positive ints from a user grid (int or tuple of up to 3 ints)."""
+    if isinstance(grid, numbers.Integral):
+        grid = (grid,)
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise LaunchError(f"kernel '{name}': grid must be an int or a tuple of 1 to 3 ints "
+                          f"(or a callable returning one), got {grid!r}")
+    out = []
+    for i, g in enumerate(grid):
+        if isinstance(g, bool) or not isinstance(g, numbers.Integral):
+            raise LaunchError(f"kernel '{name}': grid[{i}] must be an int, got {g!r}")
+        if g <= 0:
+            raise LaunchError(f"kernel '{name}': grid[{i}] = {g}; every grid dimension must be "
+                              "positive (a launch with no programs is almost always a bug in "
+                              "the grid computation)")
+        if g > 2**31 - 1:
+            raise LaunchError(f"kernel '{name}': grid[{i}] = {g} exceeds 2**31-1 programs")
+        out.append(int(g))
+    while len(out) < 3:
+        out.append(1)
+    return tuple(out)

@@ -1,0 +1,103 @@
+"""Compile stages of a kernel specialisation, each with a named artifact:
+
+``trace``  run the (loop-rewritten) Python function on proxies -> IR (``ir.Function``)
+``passes`` the IR pipeline (verify, fold, CSE, DCE, fuse)       -> optimised IR
+``backend`` the backend's compile                               -> ``run(grid, args)``
+
+Example::
+
+    >>> c = compile_specialization(kernel, sigs, constexprs, options)   # doctest: +SKIP
+    >>> print(c.artifacts["ir"])                                        # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import time
+
+from npujit.ir import Function, Kind
+from npujit.language.core import pointer, tensor
+
+from .binder import ir_type
+from .errors import CompilationError, NPUJitError
+from .tracing import TraceContext, tracing
+
+# Every compile is recorded here so tests can count them (Triton's jit_cache_hook).
+compile_log: list = []
+
+
+class Compiled:
+    """One compiled specialisation: the runnable, its artifacts, and launch facts."""
+
+    def __init__(self, run, artifacts: dict, runtime_index: list, sigs: tuple,
+                 used_globals: dict, fn_ir: Function):
+        self.run = run
+        self.artifacts = artifacts
+        self.runtime_index = runtime_index   # positions of the runtime (IR) arguments
+        self.sigs = sigs
+        self.used_globals = used_globals
+        self.ir = fn_ir
+
+
+def trace(kernel, sigs: tuple, constexprs: dict) -> Function:
+    """The kernel's IR for argument signatures ``sigs`` and constexpr values."""
+    params = kernel.params
+    arg_types, arg_names = [], []
+    for p, s in zip(params, sigs):
+        if p in kernel.constexpr_params or s is None:
+            continue
+        arg_types.append(ir_type(s))
+        arg_names.append(p)
+    fn = Function(kernel.name, arg_types, arg_names,
+                  attrs={k: v for k, v in sorted(constexprs.items()) if _printable(v)})
+    ctx = TraceContext(fn, kernel.name)
+    proxies, i = [], 0
+    for p, s in zip(params, sigs):
+        if p in kernel.constexpr_params:
+            proxies.append(constexprs[p])
+        elif s is None:
+            proxies.append(None)
+        else:
+            v = fn.args[i]
+            i += 1
+            proxies.append(pointer(v) if s[0] == "A" else tensor(v))
+    with tracing(ctx):
+        result = kernel.traced_fn()(*proxies)
+        if result is not None:
+            raise CompilationError(f"kernel '{kernel.name}' returned {result!r}; kernels write "
+                                   "their results with nl.store and return nothing",
+                                   ctx.loc(), kernel.name)
+        ctx.builder.create(Kind.RETURN, [], {})
+    return fn
+
+
+def _printable(v) -> bool:
+    return isinstance(v, (int, float, bool, str)) or v is None
+
+
+def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
+                           backend) -> Compiled:
+    from npujit.ir.passes.pipeline import run_passes
+    from npujit.ir.printer import print_function
+    from npujit.ir.verifier import VerifyError, verify
+
+    t0 = time.perf_counter()
+    fn = trace(kernel, sigs, constexprs)
+    try:
+        verify(fn)
+    except VerifyError as e:
+        # A value computed inside an nl.range body used after it (e.g. appended to a list).
+        raise CompilationError(f"the traced kernel is malformed: {e}. A common cause is a "
+                               "value computed inside an nl.range loop and used after it "
+                               "without being a loop-carried variable", None, kernel.name) from None
+    artifacts = {"trace": print_function(fn)}
+    run_passes(fn)
+    artifacts["ir"] = print_function(fn)
+    try:
+        run = backend.compile(fn, options)
+    except NPUJitError:
+        raise
+    artifacts["backend"] = getattr(run, "source", None)
+    runtime_index = [i for i, (p, s) in enumerate(zip(kernel.params, sigs))
+                     if p not in kernel.constexpr_params and s is not None]
+    compile_log.append({"kernel": kernel.name, "sigs": sigs, "constexprs": dict(constexprs),
+                        "backend": backend.name, "seconds": time.perf_counter() - t0})
+    return Compiled(run, artifacts, runtime_index, sigs, kernel.read_globals(), fn)

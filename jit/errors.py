@@ -1,0 +1,43 @@
+"""Errors a user sees, each pointing at their own source line or argument.
+
+Example::
+
+    >>> from npujit.ir import Loc
+    >>> print(CompilationError("tile shapes (4,) and (8,) do not broadcast", Loc("k.py", 3)))
+    ... # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import linecache
+
+
+class NPUJitError(Exception):
+    """Base class of every error npujit raises on purpose."""
+
+
+class CompilationError(NPUJitError):
+    """A kernel could not be traced or compiled; ``loc`` is the user's source line."""
+
+    def __init__(self, message: str, loc=None, kernel: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.kernel = kernel
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        if self.loc is None or self.loc.line <= 0:
+            return self.message
+        where = f"{self.loc.file}:{self.loc.line}"
+        if self.kernel:
+            where += f" in kernel '{self.kernel}'"
+        text = linecache.getline(self.loc.file, self.loc.line).rstrip()
+        excerpt = f"\n    {text.strip()}\n" if text else "\n"
+        return f"at {where}:{excerpt}{self.message}"
+
+
+class LaunchError(NPUJitError, TypeError):
+    """Arguments or grid of a launch are wrong; the message names the argument."""
+
+
+class OutOfResources(CompilationError):
+    """Tiles do not fit a memory scope of the NPU."""

@@ -1,0 +1,39 @@
+"""The npujit kernel language (``import npujit.language as nl``), Triton-shaped.
+
+Every function here builds IR while a kernel is traced; called outside a kernel it says so.
+"""
+from npujit.jit.inline import inline
+
+from .core import (bfloat16, block_ptr, bool_, constexpr, dtype, float16, float32, int1, int8,
+                   int16, int32, int64, pointer, pointer_type, tensor)
+from .creation import (arange, cdiv, full, full_like, num_programs, program_id, zeros,
+                       zeros_like)
+from .cube import dot
+from .debug import device_print, static_assert
+from .loops import range, static_range
+from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu, log, log2,
+                   maximum, minimum, rsqrt, sigmoid, silu, sin, sqrt, tanh, where)
+from .memory import advance, atomic_add, load, make_block_ptr, store
+from .reduction import argmax, argmin, cumsum, max, min, prod, softmax, sort, sum, topk
+from .shape import broadcast_to, expand_dims, reshape, trans, view
+
+__all__ = [
+    # dtypes and values
+    "bfloat16", "bool_", "constexpr", "dtype", "float16", "float32", "int1", "int8", "int16",
+    "int32", "int64", "tensor", "pointer", "pointer_type", "block_ptr",
+    # programs and creation
+    "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like", "cdiv",
+    # memory
+    "load", "store", "atomic_add", "make_block_ptr", "advance",
+    # math
+    "abs", "cast", "ceil", "clamp", "cos", "erf", "exp", "exp2", "floor", "fma", "gelu", "log",
+    "log2", "maximum", "minimum", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "where",
+    # reductions and selection
+    "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",
+    # shape
+    "reshape", "view", "expand_dims", "trans", "broadcast_to",
+    # cube
+    "dot",
+    # control flow and debugging
+    "range", "static_range", "inline", "static_assert", "device_print",
+]

@@ -1,0 +1,390 @@
+"""The values a kernel computes with while it is traced: tensors, GM pointers, block pointers.
+
+A ``tensor`` wraps one SSA value (a tile or a scalar); Python operators on it build IR.
+A ``pointer`` is a kernel array argument plus an integer offset tensor (Triton's pointer
+arithmetic).  A ``block_ptr`` describes a strided 2-D (or n-D) tile of an array.
+
+Example (inside a kernel)::
+
+    offs = pid * BLOCK + nl.arange(0, BLOCK)   # tensor<BLOCKxi32>
+    x = nl.load(x_ptr + offs, mask=offs < n)    # pointer + tensor -> pointer
+"""
+from __future__ import annotations
+
+import functools
+
+from npujit.ir import Kind
+from npujit.ir import types as T
+
+# dtypes, as Triton spells them
+float32 = T.float32
+float16 = T.float16
+bfloat16 = T.bfloat16
+int8 = T.int8
+int16 = T.int16
+int32 = T.int32
+int64 = T.int64
+bool_ = T.bool_
+int1 = T.bool_
+dtype = T.DType
+
+
+class constexpr:
+    """Marks a kernel parameter as a compile-time constant (``BLOCK: nl.constexpr``).
+
+    Each distinct value compiles its own kernel; inside the kernel it is a plain Python value.
+
+    Example::
+
+        @npu_kernel
+        def k(x_ptr, BLOCK: nl.constexpr): ...
+    """
+
+    def __init__(self, value):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr({self.value!r})"
+
+
+def builtin(fn):
+    """Marks a language function: calling it outside a traced kernel raises a clear error."""
+    from npujit.jit.tracing import current
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        current(f"nl.{fn.__name__}")
+        return fn(*args, **kwargs)
+
+    wrapper.__npujit_builtin__ = True
+    return wrapper
+
+
+def _sem():
+    from . import semantic
+    return semantic
+
+
+class tensor:
+    """A traced tile or scalar.  Supports arithmetic, comparisons, ``[:, None]`` indexing,
+    ``.to(dtype)``, ``.reshape``, ``.T`` and reductions as methods.
+
+    Example (inside a kernel)::
+
+        y = (x * 2.0 + 1.0).to(nl.float16)
+    """
+
+    __slots__ = ("handle",)
+    __array_priority__ = 1000  # so numpy scalars defer to our operators
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    # --- what it is ----------------------------------------------------------------------
+    @property
+    def type(self) -> T.TensorType:
+        return self.handle.type
+
+    @property
+    def shape(self) -> tuple:
+        return self.handle.type.shape
+
+    @property
+    def dtype(self) -> T.DType:
+        return self.handle.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return self.handle.type.numel
+
+    def __repr__(self) -> str:
+        return f"nl.tensor<{self.handle.type}>"
+
+    __hash__ = object.__hash__
+
+    # --- Python protocols a traced value cannot honour -----------------------------------
+    def __bool__(self):
+        raise _sem().error(
+            "a traced tensor cannot be used as a Python bool (in `if`, `while`, `and`, `or`, "
+            "`not` or `assert`): its value is only known when the kernel runs. Use "
+            "nl.where(cond, a, b) to choose values, masks for loads/stores, or make the "
+            "condition a constexpr parameter.")
+
+    def __index__(self):
+        raise _sem().error(
+            "a traced tensor cannot be used where Python needs an int (a shape, a range bound "
+            "of nl.static_range, an index): use a constexpr parameter, or nl.range for loops.")
+
+    __int__ = __index__
+
+    def __float__(self):
+        raise _sem().error("a traced tensor cannot be converted to a Python float")
+
+    def __iter__(self):
+        raise _sem().error("cannot iterate over a traced tensor; use nl.range or index math")
+
+    def __len__(self):
+        raise _sem().error("len() of a traced tensor is not defined; use .shape")
+
+    # --- arithmetic ----------------------------------------------------------------------
+    def __add__(self, o):
+        if isinstance(o, pointer):
+            return o + self
+        return _sem().binary(Kind.ADD, self, o)
+
+    def __radd__(self, o):
+        return _sem().binary(Kind.ADD, o, self)
+
+    def __sub__(self, o):
+        return _sem().binary(Kind.SUB, self, o)
+
+    def __rsub__(self, o):
+        return _sem().binary(Kind.SUB, o, self)
+
+    def __mul__(self, o):
+        return _sem().binary(Kind.MUL, self, o)
+
+    def __rmul__(self, o):
+        return _sem().binary(Kind.MUL, o, self)
+
+    def __truediv__(self, o):
+        return _sem().binary(Kind.DIV, self, o)
+
+    def __rtruediv__(self, o):
+        return _sem().binary(Kind.DIV, o, self)
+
+    def __floordiv__(self, o):
+        return _sem().binary(Kind.FLOORDIV, self, o)
+
+    def __rfloordiv__(self, o):
+        return _sem().binary(Kind.FLOORDIV, o, self)
+
+    def __mod__(self, o):
+        return _sem().binary(Kind.REM, self, o)
+
+    def __rmod__(self, o):
+        return _sem().binary(Kind.REM, o, self)
+
+    def __pow__(self, o):
+        return _sem().binary(Kind.POW, self, o)
+
+    def __rpow__(self, o):
+        return _sem().binary(Kind.POW, o, self)
+
+    def __and__(self, o):
+        return _sem().binary(Kind.AND, self, o)
+
+    def __rand__(self, o):
+        return _sem().binary(Kind.AND, o, self)
+
+    def __or__(self, o):
+        return _sem().binary(Kind.OR, self, o)
+
+    def __ror__(self, o):
+        return _sem().binary(Kind.OR, o, self)
+
+    def __xor__(self, o):
+        return _sem().binary(Kind.XOR, self, o)
+
+    def __rxor__(self, o):
+        return _sem().binary(Kind.XOR, o, self)
+
+    def __lshift__(self, o):
+        return _sem().binary(Kind.SHL, self, o)
+
+    def __rlshift__(self, o):
+        return _sem().binary(Kind.SHL, o, self)
+
+    def __rshift__(self, o):
+        return _sem().binary(Kind.SHR, self, o)
+
+    def __rrshift__(self, o):
+        return _sem().binary(Kind.SHR, o, self)
+
+    def __neg__(self):
+        return _sem().unary(Kind.NEG, self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _sem().unary(Kind.ABS, self)
+
+    def __invert__(self):
+        return _sem().unary(Kind.NOT, self)
+
+    # --- comparisons (return bool tensors) ------------------------------------------------
+    def __lt__(self, o):
+        return _sem().compare("lt", self, o)
+
+    def __le__(self, o):
+        return _sem().compare("le", self, o)
+
+    def __gt__(self, o):
+        return _sem().compare("gt", self, o)
+
+    def __ge__(self, o):
+        return _sem().compare("ge", self, o)
+
+    def __eq__(self, o):
+        return _sem().compare("eq", self, o)
+
+    def __ne__(self, o):
+        return _sem().compare("ne", self, o)
+
+    # --- shape ---------------------------------------------------------------------------
+    def __getitem__(self, idx):
+        """Only ``None`` (new axis) and ``:`` (keep axis) are allowed: ``x[:, None]``."""
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        shape, k = [], 0
+        for i in idx:
+            if i is None:
+                shape.append(1)
+            elif isinstance(i, slice) and i == slice(None):
+                if k >= len(self.shape):
+                    raise _sem().error(f"too many indices for a tile of shape {list(self.shape)}")
+                shape.append(self.shape[k])
+                k += 1
+            elif i is Ellipsis:
+                n_rest = sum(1 for j in idx if j is not None and j is not Ellipsis)
+                take = len(self.shape) - k - (n_rest - sum(1 for j in idx[:idx.index(i)]
+                                                             if j is not None))
+                shape.extend(self.shape[k:k + take])
+                k += take
+            else:
+                raise _sem().error(
+                    f"tile indexing supports only None and ':' (e.g. x[:, None]), got {i!r}; "
+                    "use nl.load with offsets to pick elements")
+        shape.extend(self.shape[k:])
+        return _sem().reshape(self, tuple(shape))
+
+    def to(self, dtype: T.DType, bitcast: bool = False) -> "tensor":
+        """Cast to ``dtype`` (round to nearest even for floats, truncation float->int)."""
+        if bitcast:
+            raise _sem().error("bitcast is not supported yet")
+        if not isinstance(dtype, T.DType):
+            raise _sem().error(f".to() needs an nl dtype such as nl.float16, got {dtype!r}")
+        return _sem().cast(self, dtype)
+
+    def reshape(self, *shape) -> "tensor":
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return _sem().reshape(self, shape)
+
+    def broadcast_to(self, *shape) -> "tensor":
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return _sem().broadcast_to(self, tuple(shape))
+
+    @property
+    def T(self) -> "tensor":
+        from .shape import trans
+        return trans(self)
+
+    def sum(self, axis=None, keep_dims=False):
+        from .reduction import sum as _sum
+        return _sum(self, axis, keep_dims)
+
+    def max(self, axis=None, keep_dims=False):
+        from .reduction import max as _max
+        return _max(self, axis, keep_dims=keep_dims)
+
+    def min(self, axis=None, keep_dims=False):
+        from .reduction import min as _min
+        return _min(self, axis, keep_dims=keep_dims)
+
+    def argmax(self, axis):
+        from .reduction import argmax
+        return argmax(self, axis)
+
+
+class pointer_type:
+    """The type of a pointer value: ``x_ptr.dtype.element_ty`` is its element dtype."""
+
+    def __init__(self, element_ty: T.DType):
+        self.element_ty = element_ty
+
+    def __repr__(self) -> str:
+        return f"pointer<{self.element_ty!r}>"
+
+
+class pointer:
+    """A GM array argument plus an integer element-offset tensor (None = offset 0)."""
+
+    __slots__ = ("base", "offset")
+
+    def __init__(self, base, offset: tensor | None = None):
+        self.base = base          # the IR Value of the kernel argument (!npu.ptr<T>)
+        self.offset = offset
+
+    @property
+    def element_ty(self) -> T.DType:
+        return self.base.type.dtype
+
+    @property
+    def dtype(self) -> pointer_type:
+        return pointer_type(self.element_ty)
+
+    @property
+    def shape(self) -> tuple:
+        return () if self.offset is None else self.offset.shape
+
+    def __repr__(self) -> str:
+        return f"nl.pointer<{self.element_ty}, shape={list(self.shape)}>"
+
+    def __add__(self, o):
+        sem = _sem()
+        if isinstance(o, pointer):
+            raise sem.error("cannot add two pointers; add an integer offset to one pointer")
+        o = sem.to_tensor(o)
+        if not (o.dtype.is_int or o.dtype.is_bool):
+            raise sem.error(f"pointer offsets must be integers, got a {o.dtype} tensor")
+        if self.offset is None:
+            return pointer(self.base, o)
+        return pointer(self.base, sem.binary(Kind.ADD, self.offset, o))
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self + (-_sem().to_tensor(o))
+
+    def __bool__(self):
+        raise _sem().error("a pointer cannot be used as a Python bool")
+
+    def __getitem__(self, idx):
+        if self.offset is None:
+            raise _sem().error("index a pointer only after adding an offset tile to it")
+        return pointer(self.base, self.offset[idx])
+
+    def broadcast_to(self, shape):
+        off = self.offset if self.offset is not None else _sem().to_tensor(0)
+        return pointer(self.base, _sem().broadcast_to(off, tuple(shape)))
+
+
+class block_ptr:
+    """A strided n-D tile of an array: made by ``nl.make_block_ptr``, moved by ``nl.advance``."""
+
+    __slots__ = ("base", "shape", "strides", "offsets", "block_shape", "order")
+
+    def __init__(self, base, shape, strides, offsets, block_shape, order):
+        self.base = base                  # IR Value of the kernel argument
+        self.shape = tuple(shape)         # scalar i64 tensors
+        self.strides = tuple(strides)     # scalar i64 tensors
+        self.offsets = tuple(offsets)     # scalar i64 tensors
+        self.block_shape = tuple(block_shape)  # Python ints
+        self.order = tuple(order)
+
+    @property
+    def element_ty(self) -> T.DType:
+        return self.base.type.dtype
+
+    def __repr__(self) -> str:
+        return f"nl.block_ptr<{self.element_ty}, block={list(self.block_shape)}>"
+
+    def __bool__(self):
+        raise _sem().error("a block pointer cannot be used as a Python bool")

@@ -1,0 +1,50 @@
+"""The Cube unit: ``dot``, a tile matrix multiply accumulating in f32 (i32 for int8)."""
+from __future__ import annotations
+
+from npujit.ir import Kind
+from npujit.ir import types as T
+
+from . import semantic as sem
+from .core import builtin, tensor
+
+
+@builtin
+def dot(a, b, acc=None, out_dtype=T.float32) -> tensor:
+    """``acc + a @ b`` for 2-D tiles, accumulated in f32 (i32 for int8 inputs).
+
+    ``a`` is M×K, ``b`` is K×N; mixed input dtypes are promoted first.  The result (and
+    ``acc``) is f32, or i32 for int8.
+
+    Example::
+
+        acc = nl.dot(a, b, acc)          # a: (BM, BK) f16, b: (BK, BN) f16, acc f32
+    """
+    a, b = sem.to_tensor(a), sem.to_tensor(b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise sem.error(f"dot needs 2-D tiles, got shapes {list(a.shape)} and {list(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise sem.error(f"dot inner dimensions differ: a is {list(a.shape)} and b is "
+                        f"{list(b.shape)}; a.shape[1] must equal b.shape[0]")
+    if a.dtype != b.dtype:
+        d = T.promote(a.dtype, b.dtype)
+        a, b = sem.cast(a, d), sem.cast(b, d)
+    if a.dtype.is_bool or (a.dtype.is_int and a.dtype != T.int8):
+        raise sem.error(f"dot takes float or int8 tiles, got {a.dtype}; cast with .to(nl.float16)")
+    res_dtype = T.int32 if a.dtype.is_int else T.float32
+    if out_dtype not in (T.float32, T.int32, T.float16, T.bfloat16):
+        raise sem.error(f"dot out_dtype must be nl.float32 (or nl.float16/bfloat16), got {out_dtype!r}")
+    operands = [a, b]
+    if acc is not None:
+        acc = sem.to_tensor(acc)
+        want = (a.shape[0], b.shape[1])
+        if acc.shape != want:
+            raise sem.error(f"dot accumulator has shape {list(acc.shape)}, expected {list(want)}")
+        if acc.dtype != res_dtype:
+            raise sem.error(f"dot accumulator must be {res_dtype!r} (the Cube accumulates in "
+                            f"{res_dtype}), got {acc.dtype!r}; create it with "
+                            f"nl.zeros(..., dtype={res_dtype!r})")
+        operands.append(acc)
+    out = sem.emit(Kind.DOT, operands)
+    if out_dtype in (T.float16, T.bfloat16):
+        out = sem.cast(out, out_dtype)
+    return out

@@ -1,0 +1,116 @@
+"""Elementwise math: ``exp log sqrt rsqrt abs maximum minimum sigmoid tanh erf gelu silu``,
+``exp2 log2 sin cos floor ceil``, ``where``, ``cast``, ``fma``, ``clamp``.
+
+Integer inputs to float functions are computed as float32 (as numpy does).  16-bit floats
+compute in f32 and round back after every op.
+"""
+from __future__ import annotations
+
+from npujit.ir import Kind
+
+from . import semantic as sem
+from .core import builtin, tensor
+
+
+def _unary(kind: Kind, doc: str):
+    def fn(x):
+        return sem.unary(kind, x)
+    fn.__name__ = kind.value.split(".")[1]
+    fn.__doc__ = doc
+    return builtin(fn)
+
+
+exp = _unary(Kind.EXP, "e**x.\n\nExample::\n\n    y = nl.exp(x - m[:, None])\n")
+exp2 = _unary(Kind.EXP2, "2**x.\n\nExample::\n\n    y = nl.exp2(x)\n")
+log = _unary(Kind.LOG, "Natural log.\n\nExample::\n\n    y = nl.log(x)\n")
+log2 = _unary(Kind.LOG2, "Base-2 log.\n\nExample::\n\n    y = nl.log2(x)\n")
+sqrt = _unary(Kind.SQRT, "Square root.\n\nExample::\n\n    y = nl.sqrt(var + eps)\n")
+rsqrt = _unary(Kind.RSQRT, "1 / sqrt(x).\n\nExample::\n\n    inv = nl.rsqrt(var + eps)\n")
+sin = _unary(Kind.SIN, "Sine.\n\nExample::\n\n    y = nl.sin(x)\n")
+cos = _unary(Kind.COS, "Cosine.\n\nExample::\n\n    y = nl.cos(x)\n")
+floor = _unary(Kind.FLOOR, "Round down (ints unchanged).\n\nExample::\n\n    y = nl.floor(x)\n")
+ceil = _unary(Kind.CEIL, "Round up (ints unchanged).\n\nExample::\n\n    y = nl.ceil(x)\n")
+abs = _unary(Kind.ABS, "Absolute value.\n\nExample::\n\n    y = nl.abs(x)\n")
+sigmoid = _unary(Kind.SIGMOID, "1 / (1 + exp(-x)).\n\nExample::\n\n    g = nl.sigmoid(x)\n")
+tanh = _unary(Kind.TANH, "Hyperbolic tangent.\n\nExample::\n\n    y = nl.tanh(x)\n")
+erf = _unary(Kind.ERF, "The error function.\n\nExample::\n\n    y = nl.erf(x)\n")
+silu = _unary(Kind.SILU, "x * sigmoid(x) (SiLU / swish).\n\nExample::\n\n    h = nl.silu(g) * u\n")
+
+
+@builtin
+def gelu(x, approximate: str = "none") -> tensor:
+    """GELU: ``"none"`` is the exact erf form, ``"tanh"`` the tanh approximation (as torch).
+
+    Example::
+
+        y = nl.gelu(x, approximate="tanh")
+    """
+    if approximate not in ("none", "tanh"):
+        raise sem.error(f"gelu approximate must be 'none' or 'tanh', got {approximate!r}")
+    return sem.unary(Kind.GELU, x, {"approximate": approximate})
+
+
+@builtin
+def maximum(a, b) -> tensor:
+    """Elementwise max; NaN propagates (as np.maximum).
+
+    Example::
+
+        y = nl.maximum(x, 0.0)   # ReLU
+    """
+    return sem.binary(Kind.MAXIMUM, a, b)
+
+
+@builtin
+def minimum(a, b) -> tensor:
+    """Elementwise min; NaN propagates (as np.minimum).
+
+    Example::
+
+        y = nl.minimum(x, 6.0)
+    """
+    return sem.binary(Kind.MINIMUM, a, b)
+
+
+@builtin
+def clamp(x, lo, hi) -> tensor:
+    """``minimum(maximum(x, lo), hi)``.
+
+    Example::
+
+        y = nl.clamp(x, -1.0, 1.0)
+    """
+    return sem.binary(Kind.MINIMUM, sem.binary(Kind.MAXIMUM, x, lo), hi)
+
+
+@builtin
+def fma(a, b, c) -> tensor:
+    """``a * b + c`` (two rounded ops, not a fused multiply-add).
+
+    Example::
+
+        y = nl.fma(x, w, b)
+    """
+    return sem.binary(Kind.ADD, sem.binary(Kind.MUL, a, b), c)
+
+
+@builtin
+def where(cond, a, b) -> tensor:
+    """``a`` where ``cond`` holds, else ``b``; all three broadcast together.
+
+    Example::
+
+        y = nl.where(x > 0, x, 0.01 * x)
+    """
+    return sem.where(cond, a, b)
+
+
+@builtin
+def cast(x, dtype) -> tensor:
+    """``x.to(dtype)``.
+
+    Example::
+
+        h = nl.cast(acc, nl.float16)
+    """
+    return sem.to_tensor(x).to(dtype)

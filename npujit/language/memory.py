@@ -1,0 +1,220 @@
+"""Global memory: ``load``, ``store``, ``atomic_add`` through pointers, and block pointers
+(``make_block_ptr``, ``advance``) for strided n-D tiles.
+
+Masked-off lanes never touch memory; they read ``other`` (0 when omitted).
+"""
+from __future__ import annotations
+
+from npujit.ir import Kind
+from npujit.ir import types as T
+
+from . import semantic as sem
+from .core import block_ptr, builtin, constexpr, pointer, tensor
+
+
+def _check_pointer(p, what: str) -> pointer:
+    if isinstance(p, pointer):
+        return p
+    if isinstance(p, tensor):
+        raise sem.error(f"{what}: expected a pointer (an array argument plus offsets), got a "
+                        f"{p.dtype} tensor; write x_ptr + offsets")
+    raise sem.error(f"{what}: expected a pointer, got {type(p).__name__} {p!r}; was the array "
+                    "argument passed as None or as a number?")
+
+
+def _offsets(p: pointer) -> tensor:
+    return p.offset if p.offset is not None else sem.to_tensor(0, T.int32)
+
+
+def _mask(mask, shape: tuple, what: str) -> tensor:
+    m = sem.to_tensor(mask)
+    if not m.dtype.is_bool:
+        raise sem.error(f"{what}: mask must be a bool tile (e.g. offs < n), got {m.dtype}")
+    try:
+        sem.broadcast_shapes(m.shape, shape)
+    except Exception:
+        raise sem.error(f"{what}: mask of shape {list(m.shape)} does not broadcast to the "
+                        f"pointer shape {list(shape)}") from None
+    return m
+
+
+def _align(p: pointer, mask, extra):
+    """Broadcast pointer offsets, mask and an extra tile (value/other) to one shape."""
+    off = _offsets(p)
+    shape = off.shape
+    if mask is not None:
+        shape = sem.broadcast_shapes(shape, mask.shape)
+    if extra is not None:
+        shape = sem.broadcast_shapes(shape, extra.shape)
+    off = sem.broadcast_to(off, shape)
+    mask = sem.broadcast_to(mask, shape) if mask is not None else None
+    extra = sem.broadcast_to(extra, shape) if extra is not None else None
+    return off, mask, extra
+
+
+@builtin
+def load(ptr, mask=None, other=None, boundary_check=(), padding_option: str = ""):
+    """Load a tile from GM.
+
+    With a pointer (``x_ptr + offsets``): lane i reads element ``offsets[i]``; where ``mask``
+    is false it reads nothing and gives ``other`` (0 if omitted).  With a block pointer:
+    the block at its offsets; axes in ``boundary_check`` give the padding ("zero" or "nan")
+    outside the array's shape.
+
+    Example::
+
+        x = nl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        a = nl.load(a_block, boundary_check=(0, 1))
+    """
+    if isinstance(ptr, block_ptr):
+        if mask is not None or other is not None:
+            raise sem.error("load from a block pointer takes boundary_check=, not mask=/other=")
+        return _block_load(ptr, boundary_check, padding_option)
+    p = _check_pointer(ptr, "load")
+    if mask is None and other is not None:
+        raise sem.error("load: other= needs a mask=; without a mask every lane is read")
+    m = _mask(mask, _offsets(p).shape, "load") if mask is not None else None
+    o = None
+    if other is not None:
+        o = sem.cast(sem.to_tensor(other, p.element_ty), p.element_ty)
+    off, m, o = _align(p, m, o)
+    operands = [tensor(p.base), off]
+    if m is not None:
+        operands.append(m)
+        if o is not None:
+            operands.append(o)
+    return sem.emit(Kind.LOAD, operands)
+
+
+@builtin
+def store(ptr, value, mask=None, boundary_check=()):
+    """Store ``value`` (cast to the array's dtype, broadcast to the pointer's shape) to GM.
+
+    Where ``mask`` is false nothing is written.  With a block pointer, elements outside
+    the checked bounds are not written.
+
+    Example::
+
+        nl.store(out_ptr + offs, y, mask=offs < n)
+    """
+    if isinstance(ptr, block_ptr):
+        if mask is not None:
+            raise sem.error("store to a block pointer takes boundary_check=, not mask=")
+        return _block_store(ptr, value, boundary_check)
+    p = _check_pointer(ptr, "store")
+    v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
+    m = _mask(mask, _offsets(p).shape, "store") if mask is not None else None
+    off, m, v = _align(p, m, v)
+    operands = [tensor(p.base), off, v] + ([m] if m is not None else [])
+    sem.emit(Kind.STORE, operands, nresults=0)
+
+
+@builtin
+def atomic_add(ptr, value, mask=None) -> tensor:
+    """Atomically add ``value`` into GM at ``ptr``; returns the values seen before each add.
+
+    Example::
+
+        nl.atomic_add(counts_ptr + expert_ids, 1, mask=valid)
+    """
+    p = _check_pointer(ptr, "atomic_add")
+    v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
+    m = _mask(mask, _offsets(p).shape, "atomic_add") if mask is not None else None
+    off, m, v = _align(p, m, v)
+    operands = [tensor(p.base), off, v] + ([m] if m is not None else [])
+    return sem.emit(Kind.ATOMIC_ADD, operands)
+
+
+def _index_scalar(x, what: str) -> tensor:
+    if isinstance(x, constexpr):
+        x = x.value
+    t = sem.to_tensor(x, T.int64)
+    if t.shape != () or not (t.dtype.is_int or t.dtype.is_bool):
+        raise sem.error(f"make_block_ptr: {what} entries must be integer scalars, got {t!r}")
+    return sem.cast(t, T.int64)
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order=None) -> block_ptr:
+    """A pointer to a ``block_shape`` tile of the array ``base`` (of logical ``shape`` and
+    element ``strides``) starting at ``offsets``.
+
+    Example::
+
+        a_blk = nl.make_block_ptr(a_ptr, shape=(M, K), strides=(stride_am, 1),
+                                  offsets=(pid_m * BM, 0), block_shape=(BM, BK), order=(1, 0))
+    """
+    if not isinstance(base, pointer):
+        raise sem.error(f"make_block_ptr: base must be an array argument, got {base!r}")
+    if base.offset is not None:
+        raise sem.error("make_block_ptr: base must be the array argument itself; put the "
+                        "starting position in offsets= (shifted pointers are not supported yet)")
+    r = len(block_shape)
+    for name, seq in (("shape", shape), ("strides", strides), ("offsets", offsets)):
+        if len(seq) != r:
+            raise sem.error(f"make_block_ptr: {name} has {len(seq)} entries but block_shape "
+                            f"has {r}; give one per axis")
+    bs = []
+    for b in block_shape:
+        b = b.value if isinstance(b, constexpr) else b
+        if isinstance(b, bool) or not isinstance(b, int) or b <= 0:
+            raise sem.error(f"make_block_ptr: block_shape entries must be positive constant "
+                            f"ints, got {b!r}")
+        bs.append(b)
+    order = tuple(order) if order is not None else tuple(range(r - 1, -1, -1))
+    return block_ptr(base.base, [_index_scalar(s, "shape") for s in shape],
+                     [_index_scalar(s, "strides") for s in strides],
+                     [_index_scalar(o, "offsets") for o in offsets], bs, order)
+
+
+@builtin
+def advance(ptr: block_ptr, offsets) -> block_ptr:
+    """The block pointer moved by ``offsets`` (one per axis).
+
+    Example::
+
+        a_blk = nl.advance(a_blk, (0, BK))
+    """
+    if not isinstance(ptr, block_ptr):
+        raise sem.error(f"advance needs a block pointer from make_block_ptr, got {ptr!r}")
+    if len(offsets) != len(ptr.block_shape):
+        raise sem.error(f"advance: {len(offsets)} offsets for a rank-{len(ptr.block_shape)} "
+                        "block pointer")
+    new = []
+    for o, d in zip(ptr.offsets, offsets):
+        d = d.value if isinstance(d, constexpr) else d
+        new.append(o if isinstance(d, int) and not isinstance(d, bool) and d == 0
+                   else sem.binary(Kind.ADD, o, _index_scalar(d, "advance offsets")))
+    return block_ptr(ptr.base, ptr.shape, ptr.strides, new, ptr.block_shape, ptr.order)
+
+
+def _block_operands(p: block_ptr):
+    return [tensor(p.base), *p.shape, *p.strides, *p.offsets]
+
+
+def _boundary(p: block_ptr, boundary_check) -> tuple:
+    r = len(p.block_shape)
+    out = []
+    for a in boundary_check:
+        if not isinstance(a, int) or not 0 <= a < r:
+            raise sem.error(f"boundary_check axis {a!r} out of range for a rank-{r} block")
+        out.append(a)
+    return tuple(sorted(set(out)))
+
+
+def _block_load(p: block_ptr, boundary_check, padding_option: str) -> tensor:
+    padding = {"": "zero", "zero": "zero", "nan": "nan"}.get(padding_option)
+    if padding is None:
+        raise sem.error(f"padding_option must be 'zero' or 'nan', got {padding_option!r}")
+    if padding == "nan" and not p.element_ty.is_float:
+        raise sem.error("padding_option='nan' needs a float array")
+    attrs = {"block_shape": p.block_shape, "boundary_check": _boundary(p, boundary_check),
+             "padding": padding}
+    return sem.emit(Kind.BLOCK_LOAD, _block_operands(p), attrs)
+
+
+def _block_store(p: block_ptr, value, boundary_check):
+    v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
+    v = sem.broadcast_to(v, p.block_shape)
+    attrs = {"block_shape": p.block_shape, "boundary_check": _boundary(p, boundary_check)}
+    sem.emit(Kind.BLOCK_STORE, _block_operands(p) + [v], attrs, nresults=0)

@@ -1,0 +1,183 @@
+"""Reductions, scans and selection along an axis: ``sum max min argmax argmin prod``,
+``cumsum``, ``sort``, ``topk``, ``softmax``.
+
+Float sums accumulate in f32 and round once to the input dtype; small ints widen to i32.
+"""
+from __future__ import annotations
+
+import builtins
+
+from npujit.ir import Kind
+from npujit.ir import types as T
+
+from . import semantic as sem
+from .core import builtin, constexpr, tensor
+
+
+def _reduce(kind: str, x, axis, keep_dims: bool, what: str) -> tensor:
+    x = sem.to_tensor(x)
+    if isinstance(axis, constexpr):
+        axis = axis.value
+    if x.ndim == 0:
+        raise sem.error(f"{what} needs a tile, got a scalar")
+    if axis is None:
+        flat = sem.reshape(x, (x.numel,))
+        out = sem.emit(Kind.REDUCE, [flat], {"kind": kind, "axis": 0})
+        return sem.reshape(out, (1,) * x.ndim) if keep_dims else out
+    axis = sem.normalize_axis(x, axis, what)
+    if x.dtype.is_bool and kind in ("max", "min"):
+        x = sem.cast(x, T.int32)
+    out = sem.emit(Kind.REDUCE, [x], {"kind": kind, "axis": axis})
+    if keep_dims:
+        out = sem.reshape(out, x.shape[:axis] + (1,) + x.shape[axis + 1:])
+    return out
+
+
+@builtin
+def sum(x, axis=None, keep_dims: bool = False) -> tensor:
+    """Sum along ``axis`` (all axes when None).
+
+    Example::
+
+        row_sum = nl.sum(e, axis=1)
+    """
+    return _reduce("sum", x, axis, keep_dims, "sum")
+
+
+@builtin
+def prod(x, axis=None, keep_dims: bool = False) -> tensor:
+    """Product along ``axis``.
+
+    Example::
+
+        p = nl.prod(x, axis=0)
+    """
+    return _reduce("prod", x, axis, keep_dims, "prod")
+
+
+@builtin
+def max(x, axis=None, return_indices: bool = False, keep_dims: bool = False):
+    """Maximum along ``axis`` (NaN propagates); with ``return_indices`` also the argmax.
+
+    Example::
+
+        m = nl.max(x, axis=1)
+    """
+    v = _reduce("max", x, axis, keep_dims, "max")
+    if return_indices:
+        return v, _reduce("argmax", x, axis, keep_dims, "max")
+    return v
+
+
+@builtin
+def min(x, axis=None, return_indices: bool = False, keep_dims: bool = False):
+    """Minimum along ``axis`` (NaN propagates); with ``return_indices`` also the argmin.
+
+    Example::
+
+        lo = nl.min(x, axis=0)
+    """
+    v = _reduce("min", x, axis, keep_dims, "min")
+    if return_indices:
+        return v, _reduce("argmin", x, axis, keep_dims, "min")
+    return v
+
+
+@builtin
+def argmax(x, axis, keep_dims: bool = False) -> tensor:
+    """i32 index of the first maximum along ``axis`` (the first NaN if any).
+
+    Example::
+
+        best = nl.argmax(logits, axis=1)
+    """
+    return _reduce("argmax", x, axis, keep_dims, "argmax")
+
+
+@builtin
+def argmin(x, axis, keep_dims: bool = False) -> tensor:
+    """i32 index of the first minimum along ``axis``.
+
+    Example::
+
+        i = nl.argmin(d, axis=0)
+    """
+    return _reduce("argmin", x, axis, keep_dims, "argmin")
+
+
+@builtin
+def cumsum(x, axis: int = 0, reverse: bool = False) -> tensor:
+    """Inclusive prefix sum along ``axis``.
+
+    Example::
+
+        offsets = nl.cumsum(counts, axis=0) - counts
+    """
+    x = sem.to_tensor(x)
+    if reverse:
+        raise sem.error("cumsum(reverse=True) is not supported; flip the data with index math")
+    if x.ndim == 0:
+        raise sem.error("cumsum needs a tile, got a scalar")
+    axis = sem.normalize_axis(x, axis, "cumsum")
+    return sem.emit(Kind.SCAN, [x], {"kind": "sum", "axis": axis})
+
+
+@builtin
+def sort(x, axis: int = -1, descending: bool = False) -> tensor:
+    """Sorted values along ``axis`` (NaN last ascending; descending is the exact reverse).
+
+    Example::
+
+        s = nl.sort(x, descending=True)
+    """
+    x = sem.to_tensor(x)
+    if x.ndim == 0:
+        raise sem.error("sort needs a tile, got a scalar")
+    axis = sem.normalize_axis(x, axis, "sort")
+    return sem.emit(Kind.SORT, [x], {"axis": axis, "descending": bool(descending)})
+
+
+@builtin
+def topk(x, k: int, axis: int = -1):
+    """The ``k`` largest values along ``axis`` and their i32 indices, largest first
+    (ties: lower index first; NaN ranks highest).
+
+    Example::
+
+        w, idx = nl.topk(logits, 2, axis=1)
+    """
+    x = sem.to_tensor(x)
+    if isinstance(k, constexpr):
+        k = k.value
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise sem.error(f"topk: k must be a constant int, got {k!r}")
+    if x.ndim == 0:
+        raise sem.error("topk needs a tile, got a scalar")
+    axis = sem.normalize_axis(x, axis, "topk")
+    if not 1 <= k <= x.shape[axis]:
+        raise sem.error(f"topk: k={k} must be between 1 and the size of axis {axis} "
+                        f"({x.shape[axis]}) of the tile {list(x.shape)}")
+    return sem.emit(Kind.TOPK, [x], {"k": k, "axis": axis}, nresults=2)
+
+
+@builtin
+def softmax(x, axis: int = -1) -> tensor:
+    """Numerically stable softmax along ``axis``; 16-bit inputs compute in f32 and round once.
+
+    Example::
+
+        p = nl.softmax(scores, axis=1)
+    """
+    x = sem.to_tensor(x)
+    dt = x.dtype
+    if not dt.is_float:
+        raise sem.error(f"softmax needs a float tile, got {dt}")
+    xf = sem.cast(x, T.float32)
+    axis = sem.normalize_axis(x, axis, "softmax")
+    m = _reduce("max", xf, axis, True, "softmax")
+    e = sem.unary(Kind.EXP, xf - m)
+    s = _reduce("sum", e, axis, True, "softmax")
+    return sem.cast(e / s, dt)
+
+
+_ = builtins  # the module shadows sum/max/min on purpose, as Triton's language does

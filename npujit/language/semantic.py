@@ -1,0 +1,208 @@
+"""Where the language builds IR: dtype promotion, broadcasting, casts and op emission.
+
+User-facing functions (``npujit.language``) check and normalise their arguments, then call
+here (Triton's core.py / semantic.py split).  Every op gets the user's source location, and
+type-rule failures become a ``CompilationError`` at that line.
+
+Example (inside a kernel)::
+
+    c = binary(Kind.ADD, a, 1.0)   # literal takes a's dtype, result is a tensor
+"""
+from __future__ import annotations
+
+from npujit.ir import Kind, TypeRuleError
+from npujit.ir import types as T
+from npujit.jit.errors import CompilationError
+from npujit.jit.tracing import current
+
+from .core import tensor
+
+_INT_RANGE = {T.int8: (-2**7, 2**7 - 1), T.int16: (-2**15, 2**15 - 1),
+              T.int32: (-2**31, 2**31 - 1), T.int64: (-2**63, 2**63 - 1)}
+
+
+def error(message: str) -> CompilationError:
+    """A compile error at the current user line."""
+    ctx = current()
+    return CompilationError(message, ctx.loc(), ctx.fn.name)
+
+
+def emit(kind: Kind, operands, attrs=None, nresults: int = 1):
+    """Create an op on the active trace; returns tensor(s) wrapping its results."""
+    ctx = current()
+    loc = ctx.loc()
+    try:
+        op = ctx.builder.create(kind, [o.handle for o in operands], attrs, loc=loc)
+    except TypeRuleError as e:
+        raise CompilationError(str(e), loc, ctx.fn.name) from None
+    if nresults == 0:
+        return op
+    outs = [tensor(v) for v in op.results]
+    return outs[0] if nresults == 1 else tuple(outs)
+
+
+def constant(value, dtype: T.DType) -> tensor:
+    ctx = current()
+    return tensor(ctx.builder.constant(value, dtype, loc=ctx.loc()))
+
+
+def literal_dtype(value, like: T.DType | None = None) -> T.DType:
+    """The dtype a Python literal takes next to a tensor of dtype ``like`` (weak typing)."""
+    if isinstance(value, bool):
+        return like if like is not None else T.bool_
+    if isinstance(value, int):
+        if like is not None and (like.is_float or like.is_int):
+            lo, hi = _INT_RANGE.get(like, (None, None))
+            if like.is_float or lo <= value <= hi:
+                return like
+            if like == T.int32 and -2**63 <= value < 2**63:
+                return T.int64
+            raise error(f"integer literal {value} does not fit {like}; cast the tensor first")
+        if -2**31 <= value < 2**31:
+            return T.int32
+        if -2**63 <= value < 2**63:
+            return T.int64
+        raise error(f"integer literal {value} does not fit in 64 bits")
+    if isinstance(value, float):
+        return like if like is not None and like.is_float else T.float32
+    raise error(f"cannot use {type(value).__name__} value {value!r} in a kernel expression; "
+                "use a tensor, a number or a constexpr")
+
+
+def to_tensor(x, like: T.DType | None = None) -> tensor:
+    """A tensor for ``x`` (a tensor already, or a Python number as a scalar constant)."""
+    if isinstance(x, tensor):
+        return x
+    from .core import constexpr
+    if isinstance(x, constexpr):
+        x = x.value
+    if hasattr(x, "dtype") and hasattr(x, "item") and getattr(x, "shape", None) == ():
+        x = x.item()  # numpy scalar
+    return constant(x, literal_dtype(x, like))
+
+
+def cast(x: tensor, dtype: T.DType) -> tensor:
+    if x.dtype == dtype:
+        return x
+    return emit(Kind.CAST, [x], {"dtype": dtype})
+
+
+def broadcast_shapes(a: tuple, b: tuple) -> tuple:
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            raise error(f"tile shapes {list(a)} and {list(b)} do not broadcast; reshape one "
+                        "or index with [:, None] / [None, :]")
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def broadcast_to(x: tensor, shape: tuple) -> tensor:
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    if x.shape == ():
+        return emit(Kind.SPLAT, [x], {"shape": shape})
+    if len(x.shape) > len(shape):
+        raise error(f"cannot broadcast a tile of shape {list(x.shape)} to {list(shape)}")
+    if len(x.shape) < len(shape):
+        x = reshape(x, (1,) * (len(shape) - len(x.shape)) + x.shape)
+    for s, d in zip(x.shape, shape):
+        if s != d and s != 1:
+            raise error(f"cannot broadcast a tile of shape {list(x.shape)} to {list(shape)}")
+    if x.shape == shape:
+        return x
+    return emit(Kind.BROADCAST, [x], {"shape": shape})
+
+
+def reshape(x: tensor, shape) -> tensor:
+    shape = tuple(int(s) for s in shape)
+    if x.shape == shape:
+        return x
+    n = 1
+    for s in shape:
+        n *= s
+    if n != x.numel:
+        raise error(f"cannot reshape a tile of shape {list(x.shape)} ({x.numel} elements) to "
+                    f"{list(shape)} ({n} elements)")
+    return emit(Kind.RESHAPE, [x], {"shape": shape})
+
+
+def promote_pair(a, b):
+    """Tensors for ``a`` and ``b`` of one dtype and one shape."""
+    if not isinstance(a, tensor) and not isinstance(b, tensor):
+        a = to_tensor(a)
+    if isinstance(a, tensor) and not isinstance(b, tensor):
+        b = to_tensor(b, a.dtype)
+    elif isinstance(b, tensor) and not isinstance(a, tensor):
+        a = to_tensor(a, b.dtype)
+    d = T.promote(a.dtype, b.dtype)
+    a, b = cast(a, d), cast(b, d)
+    shape = broadcast_shapes(a.shape, b.shape)
+    return broadcast_to(a, shape), broadcast_to(b, shape)
+
+
+_FLOAT_ONLY_BINARY = {Kind.DIV, Kind.POW}
+
+
+def binary(kind: Kind, a, b) -> tensor:
+    """An elementwise binary op with Triton's promotion and numpy broadcasting."""
+    a, b = promote_pair(a, b)
+    if kind in _FLOAT_ONLY_BINARY and not a.dtype.is_float:
+        a, b = cast(a, T.float32), cast(b, T.float32)
+    if kind is Kind.FLOORDIV and a.dtype.is_float:
+        return unary(Kind.FLOOR, emit(Kind.DIV, [a, b]))
+    if kind in (Kind.AND, Kind.OR, Kind.XOR, Kind.SHL, Kind.SHR) and a.dtype.is_float:
+        raise error(f"bitwise {kind.value.split('.')[1]} needs integer or bool tiles, got {a.dtype}")
+    if kind in (Kind.SHL, Kind.SHR, Kind.FLOORDIV) and a.dtype.is_bool:
+        a, b = cast(a, T.int32), cast(b, T.int32)
+    if kind in (Kind.ADD, Kind.SUB, Kind.MUL, Kind.REM, Kind.MAXIMUM, Kind.MINIMUM) \
+            and a.dtype.is_bool:
+        a, b = cast(a, T.int32), cast(b, T.int32)
+    return emit(kind, [a, b])
+
+
+def compare(predicate: str, a, b) -> tensor:
+    a, b = promote_pair(a, b)
+    return emit(Kind.CMP, [a, b], {"predicate": predicate})
+
+
+_FLOAT_UNARY = {Kind.EXP, Kind.EXP2, Kind.LOG, Kind.LOG2, Kind.SQRT, Kind.RSQRT, Kind.SIN,
+                Kind.COS, Kind.SIGMOID, Kind.TANH, Kind.ERF, Kind.GELU, Kind.SILU}
+
+
+def unary(kind: Kind, x, attrs=None) -> tensor:
+    x = to_tensor(x)
+    if kind in _FLOAT_UNARY and not x.dtype.is_float:
+        x = cast(x, T.float32)  # as numpy does: math on ints is float math
+    if kind in (Kind.FLOOR, Kind.CEIL) and not x.dtype.is_float:
+        return x
+    if kind in (Kind.NEG, Kind.ABS) and x.dtype.is_bool:
+        x = cast(x, T.int32)
+    if kind is Kind.NOT and x.dtype.is_float:
+        raise error(f"~ needs an integer or bool tile, got {x.dtype}")
+    return emit(kind, [x], attrs)
+
+
+def where(cond, a, b) -> tensor:
+    cond = to_tensor(cond)
+    if not cond.dtype.is_bool:
+        cond = emit(Kind.CMP, [cond, to_tensor(0, cond.dtype)] if cond.shape == () else
+                    [cond, broadcast_to(to_tensor(0, cond.dtype), cond.shape)], {"predicate": "ne"})
+    a, b = promote_pair(a, b)
+    shape = broadcast_shapes(cond.shape, a.shape)
+    return emit(Kind.SELECT, [broadcast_to(cond, shape), broadcast_to(a, shape),
+                              broadcast_to(b, shape)])
+
+
+def normalize_axis(x: tensor, axis: int, what: str) -> int:
+    if not isinstance(axis, int):
+        raise error(f"{what}: axis must be a constant int, got {axis!r}")
+    r = len(x.shape)
+    if not -r <= axis < r:
+        raise error(f"{what}: axis {axis} is out of range for a tile of shape {list(x.shape)} "
+                    f"(rank {r}); use an axis in [{-r}, {r - 1}]")
+    return axis % r
