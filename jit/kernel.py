@@ -62,11 +62,27 @@ class NPUKernel:
         self.defaults = {n: p.default for n, p in sig.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self.cache: dict = {}
+        self._variants: dict = {}
         self.compile_count = 0
         self._traced = None
         self.__doc__ = fn.__doc__
         self.__name__ = self.name
         self.__wrapped__ = fn
+
+    def with_options(self, **options) -> "NPUKernel":
+        """The same kernel with other options (e.g. ``backend="reference"``); cached.
+
+        Example::
+
+            add.with_options(backend="reference")[grid](x, y, out, n, BLOCK=256)
+        """
+        key = tuple(sorted(options.items()))
+        k = self._variants.get(key)
+        if k is None:
+            k = NPUKernel(self.fn, **{**self.options, **options})
+            k._traced = self._traced
+            self._variants[key] = k
+        return k
 
     # --- tracing support ---------------------------------------------------------------
     def traced_fn(self):

@@ -9,8 +9,9 @@ from npujit.jit.errors import CompilationError, LaunchError, NPUJitError, OutOfR
 from npujit.jit.kernel import NPUKernel, npu_kernel
 
 from . import language
+from .host import cdiv, next_power_of_2
 
 __version__ = "0.1.0"
 
 __all__ = ["npu_kernel", "NPUKernel", "language", "CompilationError", "LaunchError",
-           "NPUJitError", "OutOfResources", "__version__"]
+           "NPUJitError", "OutOfResources", "cdiv", "next_power_of_2", "__version__"]

@@ -1,0 +1,34 @@
+"""Elementwise kernels: vector add (the hello world) and a fused scale-add-activation.
+
+Example::
+
+    >>> out = add(np.ones(1000, np.float32), np.ones(1000, np.float32))
+    >>> float(out[0])
+    2.0
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import npujit.language as nl
+from npujit import cdiv, npu_kernel
+
+
+@npu_kernel
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: nl.constexpr):
+    pid = nl.program_id(0)
+    offs = pid * BLOCK + nl.arange(0, BLOCK)
+    mask = offs < n
+    x = nl.load(x_ptr + offs, mask=mask)
+    y = nl.load(y_ptr + offs, mask=mask)
+    nl.store(out_ptr + offs, x + y, mask=mask)
+
+
+def add(x: np.ndarray, y: np.ndarray, block: int = 1024, backend: str | None = None):
+    """``x + y`` for two 1-D arrays of one dtype."""
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"add takes two 1-D arrays of one shape, got {x.shape} and {y.shape}")
+    out = np.empty_like(x)
+    k = add_kernel if backend is None else add_kernel.with_options(backend=backend)
+    k[(cdiv(x.size, block),)](x, y, out, x.size, BLOCK=block)
+    return out
