@@ -1,0 +1,255 @@
+"""The IR verifier: a list of small rules every function must obey (tinygrad's spec.py).
+
+Each op rule is a function ``rule(op, ctx) -> str | None`` returning what is wrong; the first
+broken rule raises ``VerifyError`` naming the op, its source location and the rule.  Passes
+run the verifier after every step in tests (``run_passes(fn, verify=True)``).
+
+Example::
+
+    >>> from npujit.ir import Builder, Function, Kind, types as T
+    >>> fn = Function("k", [])
+    >>> _ = Builder(fn.body).op(Kind.PROGRAM_ID, [], {"axis": 0})
+    >>> verify(fn)
+    Traceback (most recent call last):
+    ...
+    npujit.ir.verifier.VerifyError: func.func 'k': function body must end with func.return...
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .core import Block, Function, Op
+from .ops import ELEMENTWISE, INFO, Kind, infer_types
+from .printer import print_op
+
+# Attributes each kind cannot do without (its type rule or its semantics reads them).
+REQUIRED_ATTRS = {
+    Kind.CONSTANT: ("value", "dtype"),
+    Kind.PROGRAM_ID: ("axis",), Kind.NUM_PROGRAMS: ("axis",),
+    Kind.ARANGE: ("start", "end"),
+    Kind.CMP: ("predicate",), Kind.CAST: ("dtype",),
+    Kind.SPLAT: ("shape",), Kind.BROADCAST: ("shape",), Kind.RESHAPE: ("shape",),
+    Kind.TRANS: ("perm",),
+    Kind.REDUCE: ("kind", "axis"), Kind.SCAN: ("kind", "axis"), Kind.SORT: ("axis",),
+    Kind.TOPK: ("k", "axis"),
+    Kind.BLOCK_LOAD: ("block_shape",), Kind.BLOCK_STORE: ("block_shape",),
+}
+FEEDERS = frozenset({Kind.SPLAT, Kind.BROADCAST})  # fused-region ops that widen inputs
+
+
+class VerifyError(Exception):
+    """The IR breaks a rule; the message names the op, its location and the rule."""
+
+
+@dataclass
+class Context:
+    """What a rule may look at besides the op: the function, the block holding the op and
+    the ids of the values visible at the op (defined before it, here or in an enclosing
+    block)."""
+
+    fn: Function
+    block: Block
+    visible: set = field(default_factory=set)
+
+
+# --- op rules ------------------------------------------------------------------------------
+
+def rule_parent_links(op: Op, ctx: Context) -> str | None:
+    """op.parent, region.parent_op and value owners point where the op actually sits."""
+    if op.parent is not ctx.block:
+        return "op.parent is not the block that holds the op"
+    for i, v in enumerate(op.results):
+        if v.owner is not op or v.index != i:
+            return f"result #{i} does not point back at its op (owner/index)"
+    for r in op.regions:
+        if r.parent_op is not op:
+            return "a region's parent_op is not the op that owns it"
+        for i, a in enumerate(r.args):
+            if a.owner is not r or a.index != i:
+                return f"region argument #{i} does not point back at its block"
+    return None
+
+
+def rule_operands_dominate(op: Op, ctx: Context) -> str | None:
+    """Every operand is defined before its use, in this block or an enclosing one."""
+    for i, v in enumerate(op.operands):
+        if id(v) not in ctx.visible:
+            return (f"operand #{i} ({v.type}) is not defined before this use in this block "
+                    "or an enclosing one")
+    return None
+
+
+def rule_region_count(op: Op, ctx: Context) -> str | None:
+    """The op owns as many regions as its kind has."""
+    if len(op.regions) != INFO[op.kind].regions:
+        return f"has {len(op.regions)} regions; {op.kind.value} has {INFO[op.kind].regions}"
+    return None
+
+
+def rule_required_attrs(op: Op, ctx: Context) -> str | None:
+    """Attributes the kind needs are present."""
+    missing = [a for a in REQUIRED_ATTRS.get(op.kind, ()) if a not in op.attrs]
+    return f"missing attribute(s) {', '.join(missing)}" if missing else None
+
+
+def rule_result_types(op: Op, ctx: Context) -> str | None:
+    """Result types are what the kind's type rule gives for the operand types."""
+    if op.kind is Kind.FUSED:
+        return None  # rule_fused_region checks them against the region's yield
+    try:
+        expected = infer_types(op.kind, [v.type for v in op.operands], op.attrs)
+    except Exception as e:  # a TypeRuleError, or a malformed attribute the rule tripped on
+        return f"type rule failed: {e}"
+    got = tuple(v.type for v in op.results)
+    if tuple(expected) != got:
+        return (f"result types ({', '.join(map(str, got))}) differ from the type rule's "
+                f"({', '.join(map(str, expected))})")
+    return None
+
+
+def rule_terminator_last(op: Op, ctx: Context) -> str | None:
+    """A terminator only ends a block."""
+    if INFO[op.kind].terminator and ctx.block.ops[-1] is not op:
+        return "terminator in the middle of a block"
+    return None
+
+
+def rule_terminator_placement(op: Op, ctx: Context) -> str | None:
+    """func.return ends the function body (with no operands: kernels return nothing);
+    scf.yield ends an scf.for or npu.fused body."""
+    if op.kind is Kind.RETURN:
+        if ctx.block is not ctx.fn.body:
+            return "func.return outside the function body (regions end with scf.yield)"
+        if op.operands:
+            return "func.return takes no operands: kernels write results to memory"
+    if op.kind is Kind.YIELD:
+        owner = ctx.block.parent_op
+        if owner is None or owner.kind not in (Kind.FOR, Kind.FUSED):
+            return "scf.yield outside an scf.for or npu.fused body"
+    return None
+
+
+def rule_region_terminators(op: Op, ctx: Context) -> str | None:
+    """Every region of scf.for / npu.fused ends with scf.yield."""
+    for r in op.regions:
+        if not r.ops or r.ops[-1].kind is not Kind.YIELD:
+            return f"{op.kind.value} body must end with scf.yield"
+    return None
+
+
+def rule_for_body(op: Op, ctx: Context) -> str | None:
+    """scf.for's body args are (iv, *carried) and its yield gives the carried types."""
+    if op.kind is not Kind.FOR or len(op.operands) < 3 or len(op.regions) != 1:
+        return None
+    body = op.regions[0]
+    carried = [v.type for v in op.operands[3:]]
+    args = [a.type for a in body.args]
+    if args != [op.operands[0].type] + carried:
+        return (f"body arguments ({', '.join(map(str, args))}) must be the induction variable "
+                f"({op.operands[0].type}) then the carried types "
+                f"({', '.join(map(str, carried))})")
+    yielded = [v.type for v in body.ops[-1].operands] if body.ops else []
+    if yielded != carried:
+        return (f"scf.yield gives ({', '.join(map(str, yielded))}) but the loop carries "
+                f"({', '.join(map(str, carried))})")
+    return None
+
+
+def rule_fused_region(op: Op, ctx: Context) -> str | None:
+    """npu.fused: region args mirror the operands one to one, the region holds only
+    elementwise ops and sees nothing from outside, the results are the yielded values, and
+    every op except splat/broadcast works at the results' shape."""
+    if op.kind is not Kind.FUSED or len(op.regions) != 1:
+        return None
+    body = op.regions[0]
+    if [a.type for a in body.args] != [v.type for v in op.operands]:
+        return "region arguments must have the operand types, one to one"
+    inner = {id(a) for a in body.args}
+    for inner_op in body.ops[:-1]:
+        if inner_op.kind not in ELEMENTWISE:
+            return f"{inner_op.kind.value} is not elementwise and cannot be fused"
+        if any(id(v) not in inner for v in inner_op.operands):
+            return (f"{inner_op.kind.value} in the region uses a value from outside; fused "
+                    "regions see only their block arguments")
+        inner.update(id(v) for v in inner_op.results)
+    yielded = [v.type for v in body.ops[-1].operands] if body.ops else []
+    if [v.type for v in op.results] != yielded:
+        return "results must have the types the region yields"
+    shapes = {v.type.shape for v in op.results if hasattr(v.type, "shape")}
+    if len(shapes) > 1:
+        return "results must all have one shape (the fused loop nest's)"
+    for inner_op in body.ops[:-1]:
+        if inner_op.kind in FEEDERS:
+            continue
+        for v in inner_op.results:
+            shapes.add(getattr(v.type, "shape", None))
+        if len(shapes) > 1:
+            return (f"{inner_op.kind.value} works at another shape than the fused results; "
+                    "only splat/broadcast may change shape inside npu.fused")
+    return None
+
+
+OP_RULES = [rule_parent_links, rule_operands_dominate, rule_region_count, rule_required_attrs,
+            rule_result_types, rule_terminator_last, rule_terminator_placement,
+            rule_region_terminators, rule_for_body, rule_fused_region]
+
+
+# --- function rules ------------------------------------------------------------------------
+
+def rule_body_returns(fn: Function) -> str | None:
+    """The function body ends with func.return."""
+    if not fn.body.ops or fn.body.ops[-1].kind is not Kind.RETURN:
+        return "function body must end with func.return"
+    return None
+
+
+def rule_body_is_top_level(fn: Function) -> str | None:
+    """The function body is no op's region."""
+    if fn.body.parent_op is not None:
+        return "the function body block has a parent op"
+    return None
+
+
+FUNCTION_RULES = [rule_body_is_top_level, rule_body_returns]
+
+
+def _fail(op: Op, rule, message: str) -> VerifyError:
+    title = rule.__name__.removeprefix("rule_").replace("_", " ")
+    try:
+        text = print_op(op)
+    except Exception:  # the op may be too broken to print (bad attribute values)
+        text = repr(op)
+    first_line = text.splitlines()[0]
+    return VerifyError(f"{op.kind.value} at {op.loc}: {title}: {message}\n  {first_line}")
+
+
+def _verify_block(block: Block, ctx: Context, visible: set) -> None:
+    visible = visible | {id(a) for a in block.args}  # a copy: inner values stay inside
+    op_ctx = Context(ctx.fn, block, visible)
+    for op in block.ops:
+        for rule in OP_RULES:
+            message = rule(op, op_ctx)
+            if message:
+                raise _fail(op, rule, message)
+        for region in op.regions:
+            _verify_block(region, ctx, visible)
+        visible.update(id(v) for v in op.results)
+
+
+def verify(fn: Function) -> None:
+    """Check every rule on ``fn``; raise ``VerifyError`` at the first broken one.
+
+    Example::
+
+        >>> from npujit.ir.parser import parse_function
+        >>> verify(parse_function('''"func.func"() ({
+        ... ^bb0:
+        ...   "func.return"() : () -> ()
+        ... }) {function_type = () -> (), sym_name = "k"} : () -> ()'''))
+    """
+    for rule in FUNCTION_RULES:
+        message = rule(fn)
+        if message:
+            title = rule.__name__.removeprefix("rule_").replace("_", " ")
+            raise VerifyError(f"func.func {fn.name!r}: {message} ({title})")
+    _verify_block(fn.body, Context(fn, fn.body), set())

@@ -1,0 +1,73 @@
+"""Shared helpers for the IR tests: hand-built kernels and IR-text shorthands."""
+from __future__ import annotations
+
+from npujit.ir import Builder, Function, Kind, Loc, types as T
+from npujit.ir.parser import parse_function
+from npujit.ir.printer import print_function
+
+F32_64 = T.tensor((64,), T.float32)
+
+
+def func(args: str, body: str, name: str = "k") -> str:
+    """A kernel's text from its argument list (``%x: !npu.ptr<f32>, %n: i32``) and body
+    lines; ``func.return`` is added.  The parser ignores indentation."""
+    types = [a.split(":", 1)[1].strip() for a in args.split(",")] if args.strip() else []
+    header = f"^bb0({args}):" if args.strip() else "^bb0:"
+    return (f'"func.func"() ({{\n{header}\n{body.strip()}\n  "func.return"() : () -> ()\n'
+            f'}}) {{function_type = ({", ".join(types)}) -> (), sym_name = "{name}"}} : () -> ()')
+
+
+def canon(text: str) -> str:
+    """Text as the printer writes it (renumbered, reformatted)."""
+    return print_function(parse_function(text))
+
+
+def run_pass(p, text: str) -> tuple[bool, str]:
+    fn = parse_function(text)
+    changed = p.run(fn)
+    return changed, print_function(fn)
+
+
+def add_kernel() -> Function:
+    """out[i] = x[i] + y[i] over one 64-wide block, with a mask."""
+    fn = Function("add_kernel", [T.PtrType(T.float32)] * 3 + [T.scalar(T.int32)],
+                  ["x", "y", "out", "n"])
+    b = Builder(fn.body, loc=Loc("add.py", 7))
+    pid = b.op(Kind.PROGRAM_ID, [], {"axis": 0})
+    block = b.constant(64, T.int32)
+    start = b.op(Kind.MUL, [pid, block])
+    offs = b.op(Kind.ADD, [b.op(Kind.SPLAT, [start], {"shape": (64,)}),
+                           b.op(Kind.ARANGE, [], {"start": 0, "end": 64})])
+    mask = b.op(Kind.CMP, [offs, b.op(Kind.SPLAT, [fn.args[3]], {"shape": (64,)})],
+                {"predicate": "lt"})
+    x = b.op(Kind.LOAD, [fn.args[0], offs, mask], loc=Loc("add.py", 9, 4))
+    y = b.op(Kind.LOAD, [fn.args[1], offs, mask])
+    b.create(Kind.STORE, [fn.args[2], offs, b.op(Kind.ADD, [x, y]), mask])
+    b.create(Kind.RETURN, [])
+    return fn
+
+
+def loop_kernel(nested: bool = False) -> Function:
+    """A loop carrying a tile and a scalar; optionally with an inner loop."""
+    fn = Function("loop", [T.PtrType(T.float32), T.scalar(T.int32)], ["x", "n"])
+    b = Builder(fn.body)
+    offs = b.op(Kind.ARANGE, [], {"start": 0, "end": 64})
+    zero = b.op(Kind.SPLAT, [b.constant(0.0, T.float32)], {"shape": (64,)})
+    lb, step = b.constant(0, T.int32), b.constant(1, T.int32)
+    count = b.constant(0, T.int32)
+    loop = b.for_loop(lb, fn.args[1], step, [zero, count], attrs={"num_stages": 2})
+    iv, acc, cnt = loop.body.args
+    with b.at(loop.body):
+        x = b.op(Kind.LOAD, [fn.args[0], offs])
+        if nested:
+            inner = b.for_loop(lb, iv, step, [x])
+            with b.at(inner.body):
+                y = b.op(Kind.MUL, [inner.body.args[1], acc])  # uses an outer block arg
+                b.create(Kind.YIELD, [y])
+            x = inner.results[0]
+        new_acc = b.op(Kind.ADD, [acc, x])
+        b.create(Kind.YIELD, [new_acc, b.op(Kind.ADD, [cnt, step])])
+    b.create(Kind.STORE, [fn.args[0], offs, loop.results[0]])
+    b.create(Kind.PRINT, [loop.results[1]], {"prefix": "count"})
+    b.create(Kind.RETURN, [])
+    return fn
