@@ -81,7 +81,11 @@ def arg_signature(name: str, value):
         if a.ndim == 0:
             raise LaunchError(f"argument '{name}': a 0-d array is not a buffer; pass a Python "
                               "number for a scalar or a 1-element array")
-        return ("A", d.name, a.ndim, bool(a.flags.c_contiguous))
+        contiguous = bool(a.flags.c_contiguous)
+        if not contiguous and any(st < 0 or st % a.itemsize for st in a.strides):
+            raise LaunchError(f"argument '{name}': strides {a.strides} are negative or not a "
+                              "multiple of the element size; pass np.ascontiguousarray(...)")
+        return ("A", d.name, a.ndim, contiguous)
     raise LaunchError(f"argument '{name}': expected an array, a number or None, got "
                       f"{type(value).__name__} {value!r}")
 

@@ -88,7 +88,7 @@ def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
         raise CompilationError(f"the traced kernel is malformed: {e}. A common cause is a "
                                "value computed inside an nl.range loop and used after it "
                                "without being a loop-carried variable", None, kernel.name) from None
-    artifacts = {"trace": print_function(fn)}
+    artifacts = {"trace": print_function(fn, locs=True)}
     run_passes(fn)
     artifacts["ir"] = print_function(fn)
     try:

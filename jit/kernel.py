@@ -190,10 +190,10 @@ class NPUKernel:
 
     def run(self, grid, args, kwargs):
         bound = self._bind(args, kwargs)
-        c, constexprs = self._get_compiled(bound)
         if callable(grid):
             grid = grid(dict(bound))
         g = normalize_grid(grid, self.name)
+        c, constexprs = self._get_compiled(bound)
         rt = [runtime_value(c.sigs[i], bound[self.params[i]], self.params[i])
               for i in c.runtime_index]
         c.run(g, rt)

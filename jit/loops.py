@@ -51,7 +51,8 @@ _MISSING = object()
 
 def carry_in(local_vars: dict, names) -> tuple:
     """The current values of ``names`` (``_MISSING`` for those not yet assigned)."""
-    return tuple(local_vars.get(n, _MISSING) for n in names)
+    vals = (local_vars.get(n, _MISSING) for n in names)
+    return tuple(_MISSING if isinstance(v, Undefined) else v for v in vals)
 
 
 def range(*args, **kwargs) -> nl_range:

@@ -65,6 +65,9 @@ def literal_dtype(value, like: T.DType | None = None) -> T.DType:
         raise error(f"integer literal {value} does not fit in 64 bits")
     if isinstance(value, float):
         return like if like is not None and like.is_float else T.float32
+    if value is None:
+        raise error("None cannot be used in a kernel expression; was an array argument "
+                    "passed as None? (check it with `if x_ptr is not None:`)")
     raise error(f"cannot use {type(value).__name__} value {value!r} in a kernel expression; "
                 "use a tensor, a number or a constexpr")
 

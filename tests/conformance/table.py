@@ -1,0 +1,312 @@
+"""The shared conformance table: every language op, the dtypes it applies to, and an
+independent numpy oracle that follows docs/semantics.md (16-bit floats: compute in f32,
+round once per op; ints wrap).
+
+A case is ``Case(name, fn, oracle, dtypes, domain, tol)``: ``fn(x, y)`` runs inside a kernel
+on two (4, 32) tiles; ``oracle(x, y)`` computes the same on numpy arrays of the storage
+dtype.  Either may return a tuple.  ``tol`` is a relative tolerance for float results
+(0 = bit-exact); int and bool results are always compared exactly.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import ml_dtypes
+import numpy as np
+
+import npujit.language as nl
+
+SHAPE = (4, 32)
+F32, F16, BF16 = np.float32, np.float16, ml_dtypes.bfloat16
+FLOATS = ("f32", "f16", "bf16")
+INTS = ("i32", "i8", "i64")
+NP = {"f32": F32, "f16": F16, "bf16": BF16, "i8": np.int8, "i16": np.int16,
+      "i32": np.int32, "i64": np.int64, "i1": np.bool_}
+NL = {"f32": nl.float32, "f16": nl.float16, "bf16": nl.bfloat16, "i8": nl.int8,
+      "i16": nl.int16, "i32": nl.int32, "i64": nl.int64, "i1": nl.bool_}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    fn: Callable
+    oracle: Callable
+    dtypes: tuple
+    domain: str = "any"
+    tol: float = 0.0
+
+
+def rnd(v, like):
+    """Round an exact/f64 result to f32, then to ``like``'s dtype (the half rule)."""
+    return np.asarray(v).astype(F32).astype(like.dtype)
+
+
+def isfloat(x) -> bool:
+    return x.dtype.kind == "f" or x.dtype == BF16
+
+
+def f32(x):
+    return np.asarray(x).astype(F32)
+
+
+def _erf(v):
+    return np.vectorize(math.erf, otypes=[np.float64])(v)
+
+
+def _gelu(v):
+    v = v.astype(np.float64)
+    return 0.5 * v * (1 + _erf(v / math.sqrt(2)))
+
+
+def _gelu_tanh(v):
+    v = v.astype(np.float64)
+    return 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)))
+
+
+def _unary(name, nlfn, npfn, domain="any", tol=2e-6, dtypes=FLOATS):
+    return Case(name, lambda x, y: nlfn(x),
+                lambda x, y: rnd(npfn(x.astype(np.float64)), x), dtypes, domain, tol)
+
+
+UNARY = [
+    _unary("exp", nl.exp, np.exp),
+    _unary("exp2", nl.exp2, np.exp2),
+    _unary("log", nl.log, np.log, "positive"),
+    _unary("log2", nl.log2, np.log2, "positive"),
+    _unary("sqrt", nl.sqrt, np.sqrt, "positive", tol=0),
+    _unary("rsqrt", nl.rsqrt, lambda v: 1 / np.sqrt(v), "positive"),
+    _unary("sin", nl.sin, np.sin),
+    _unary("cos", nl.cos, np.cos),
+    _unary("floor", nl.floor, np.floor, tol=0),
+    _unary("ceil", nl.ceil, np.ceil, tol=0),
+    _unary("sigmoid", nl.sigmoid, lambda v: 1 / (1 + np.exp(-v))),
+    _unary("tanh", nl.tanh, np.tanh),
+    _unary("erf", nl.erf, _erf),
+    _unary("gelu", nl.gelu, _gelu, tol=5e-6),
+    _unary("gelu_tanh", lambda x: nl.gelu(x, approximate="tanh"), _gelu_tanh, tol=5e-6),
+    _unary("silu", nl.silu, lambda v: v / (1 + np.exp(-v)), tol=5e-6),
+    Case("neg", lambda x, y: -x, lambda x, y: -x, FLOATS + INTS),
+    Case("abs", lambda x, y: nl.abs(x), lambda x, y: np.abs(x), FLOATS + INTS),
+    Case("not", lambda x, y: ~x, lambda x, y: ~x, INTS),
+]
+
+
+def _fbin(name, op, npop, domain="any", tol=0.0):
+    return Case(name, op, lambda x, y: rnd(npop(f32(x), f32(y)), x), FLOATS, domain, tol)
+
+
+def _ibin(name, op, npop):
+    def oracle(x, y):
+        with np.errstate(all="ignore"):
+            return npop(x, y).astype(x.dtype)
+    return Case(name, op, oracle, INTS)
+
+
+def _floordiv_int(x, y):
+    with np.errstate(all="ignore"):
+        return np.where(y == 0, 0, np.floor_divide(x, np.where(y == 0, 1, y))).astype(x.dtype)
+
+
+def _mod_int(x, y):
+    with np.errstate(all="ignore"):
+        return np.where(y == 0, 0, np.mod(x, np.where(y == 0, 1, y))).astype(x.dtype)
+
+
+BINARY = [
+    _fbin("add", lambda x, y: x + y, np.add),
+    _fbin("sub", lambda x, y: x - y, np.subtract),
+    _fbin("mul", lambda x, y: x * y, np.multiply),
+    _fbin("div", lambda x, y: x / y, np.divide),
+    Case("floordiv_float", lambda x, y: x // y,
+         lambda x, y: rnd(np.floor(f32(rnd(f32(x) / f32(y), x))), x), FLOATS),
+    _fbin("mod_float", lambda x, y: x % y, np.mod, tol=1e-6),
+    _fbin("pow", lambda x, y: x ** y, np.power, "positive", tol=2e-6),
+    _fbin("maximum", nl.maximum, np.maximum),
+    _fbin("minimum", nl.minimum, np.minimum),
+    _ibin("add_int", lambda x, y: x + y, np.add),
+    _ibin("sub_int", lambda x, y: x - y, np.subtract),
+    _ibin("mul_int", lambda x, y: x * y, np.multiply),
+    Case("floordiv_int", lambda x, y: x // y, _floordiv_int, INTS),
+    Case("mod_int", lambda x, y: x % y, _mod_int, INTS),
+    _ibin("maximum_int", nl.maximum, np.maximum),
+    _ibin("minimum_int", nl.minimum, np.minimum),
+    _ibin("and", lambda x, y: x & y, np.bitwise_and),
+    _ibin("or", lambda x, y: x | y, np.bitwise_or),
+    _ibin("xor", lambda x, y: x ^ y, np.bitwise_xor),
+    Case("shl", lambda x, y: x << (y & 7), lambda x, y: (x << (y & 7)).astype(x.dtype), INTS),
+    Case("shr", lambda x, y: x >> (y & 7), lambda x, y: (x >> (y & 7)).astype(x.dtype), INTS),
+]
+
+_CMP = [("lt", lambda x, y: x < y, np.less), ("le", lambda x, y: x <= y, np.less_equal),
+        ("gt", lambda x, y: x > y, np.greater), ("ge", lambda x, y: x >= y, np.greater_equal),
+        ("eq", lambda x, y: x == y, np.equal), ("ne", lambda x, y: x != y, np.not_equal)]
+COMPARE = [Case(f"cmp_{n}", op, (lambda f: lambda x, y: f(f32(x), f32(y)) if isfloat(x)
+                                 else f(x, y))(npop), FLOATS + INTS)
+           for n, op, npop in _CMP]
+COMPARE += [
+    Case("where", lambda x, y: nl.where(x > y, x, y), lambda x, y: np.where(f32(x) > f32(y), x, y),
+         FLOATS + INTS),
+    Case("where_scalar", lambda x, y: nl.where(x > 0, x, 0),
+         lambda x, y: np.where(f32(x) > 0, x, np.zeros_like(x)), FLOATS + INTS),
+    Case("logical_and", lambda x, y: (x > 0) & (y > 0), lambda x, y: (f32(x) > 0) & (f32(y) > 0),
+         FLOATS + INTS),
+]
+
+
+def _cast_case(dst):
+    def oracle(x, y):
+        to = NP[dst]
+        if dst == "i1":
+            return x != 0
+        if x.dtype == np.bool_:
+            return x.astype(to)
+        if np.dtype(to).kind == "f" or to is BF16:
+            return x.astype(F32).astype(to) if x.dtype.kind in "iu" else x.astype(to)
+        if x.dtype.kind == "f" or x.dtype == BF16:
+            return np.trunc(f32(x)).astype(np.int64).astype(to)
+        return x.astype(to)
+    return Case(f"cast_to_{dst}", lambda x, y: x.to(NL[dst]), oracle, FLOATS + INTS + ("i1",),
+                "cast")
+
+
+CASTS = [_cast_case(d) for d in ("f32", "f16", "bf16", "i8", "i32", "i64", "i1")]
+
+
+def _red(kind):
+    def oracle(x, y, axis):
+        xf = f32(x) if isfloat(x) else x
+        if kind == "sum":
+            if x.dtype.kind in "iub":
+                w = np.int64 if x.dtype == np.int64 else np.int32
+                return x.astype(w).sum(axis=axis, dtype=w)
+            return rnd(xf.astype(np.float64).sum(axis=axis), x)
+        if kind == "max":
+            return xf.max(axis=axis).astype(x.dtype)
+        if kind == "min":
+            return xf.min(axis=axis).astype(x.dtype)
+        if kind == "argmax":
+            return np.argmax(xf, axis=axis).astype(np.int32)
+        return np.argmin(xf, axis=axis).astype(np.int32)
+    return oracle
+
+
+REDUCE = []
+for _k, _f in (("sum", nl.sum), ("max", nl.max), ("min", nl.min), ("argmax", nl.argmax),
+               ("argmin", nl.argmin)):
+    for _ax in (0, 1):
+        REDUCE.append(Case(f"{_k}_axis{_ax}", (lambda f, a: lambda x, y: f(x, axis=a))(_f, _ax),
+                           (lambda o, a: lambda x, y: o(x, y, a))(_red(_k), _ax),
+                           FLOATS + ("i32", "i8"), "any", 1e-5 if _k == "sum" else 0.0))
+
+
+def _cumsum_oracle(axis):
+    def oracle(x, y):
+        if x.dtype.kind in "iub":
+            w = np.int64 if x.dtype == np.int64 else np.int32
+            return np.cumsum(x.astype(w), axis=axis, dtype=w)
+        return rnd(np.cumsum(f32(x).astype(np.float64), axis=axis), x)
+    return oracle
+
+
+def _topk_oracle(k):
+    def oracle(x, y):
+        xf = f32(x).astype(np.float64) if isfloat(x) else x.astype(np.int64)
+        idx = np.argsort(-xf, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(x, idx, axis=1), idx.astype(np.int32)
+    return oracle
+
+
+def _sort_oracle(desc):
+    def oracle(x, y):
+        s = np.sort(f32(x) if x.dtype == BF16 else x, axis=1).astype(x.dtype)
+        return s[:, ::-1] if desc else s
+    return oracle
+
+
+SCAN_SORT = [
+    Case("cumsum_axis0", lambda x, y: nl.cumsum(x, axis=0), _cumsum_oracle(0), FLOATS + ("i32",),
+         "any", 1e-5),
+    Case("cumsum_axis1", lambda x, y: nl.cumsum(x, axis=1), _cumsum_oracle(1), FLOATS + ("i32",),
+         "any", 1e-5),
+    Case("sort", lambda x, y: nl.sort(x, axis=1), _sort_oracle(False), FLOATS + ("i32",)),
+    Case("sort_desc", lambda x, y: nl.sort(x, axis=1, descending=True), _sort_oracle(True),
+         FLOATS + ("i32",)),
+    Case("topk3", lambda x, y: nl.topk(x, 3, axis=1), _topk_oracle(3), FLOATS + ("i32",)),
+    Case("softmax", lambda x, y: nl.softmax(x, axis=1),
+         lambda x, y: rnd(np.exp(f32(x) - f32(x).max(1, keepdims=True)) /
+                          np.exp(f32(x) - f32(x).max(1, keepdims=True)).sum(1, keepdims=True), x),
+         FLOATS, "any", 1e-5),
+]
+
+
+def _dot_oracle(x, y):
+    if x.dtype == np.int8:
+        return x.astype(np.int32) @ y.T.astype(np.int32)
+    return f32(x).astype(np.float64) @ f32(y).T.astype(np.float64)
+
+
+SHAPE_AND_DOT = [
+    Case("dot", lambda x, y: nl.dot(x, nl.trans(y)), _dot_oracle, FLOATS + ("i8",), "any", 1e-5),
+    Case("dot_acc", lambda x, y: nl.dot(x, nl.trans(y), nl.full((4, 4), 1.5, nl.float32)),
+         lambda x, y: _dot_oracle(x, y) + 1.5, FLOATS, "any", 1e-5),
+    Case("reshape", lambda x, y: nl.reshape(x, (8, 16)), lambda x, y: x.reshape(8, 16),
+         FLOATS + INTS),
+    Case("trans", lambda x, y: nl.trans(x), lambda x, y: x.T, FLOATS + INTS),
+    Case("expand_broadcast", lambda x, y: x[:, None, :] + y[None, :, :],
+         lambda x, y: rnd(f32(x)[:, None, :] + f32(y)[None, :, :], x)
+         if isfloat(x) else (x[:, None, :] + y[None, :, :]).astype(x.dtype),
+         FLOATS + ("i32",)),
+    Case("row_broadcast", lambda x, y: x - nl.max(x, axis=1)[:, None],
+         lambda x, y: rnd(f32(x) - f32(x).max(1, keepdims=True), x)
+         if isfloat(x) else (x - x.max(1, keepdims=True)).astype(x.dtype),
+         FLOATS + ("i32",)),
+    Case("scalar_literals", lambda x, y: x * 2 + 1, lambda x, y: rnd(f32(x) * 2 + 1, x)
+         if isfloat(x) else (x * 2 + 1).astype(x.dtype), FLOATS + INTS),
+    Case("chain_rounds_each_op", lambda x, y: (x + y) * y - x,
+         lambda x, y: rnd(f32(rnd(f32(rnd(f32(x) + f32(y), x)) * f32(y), x)) - f32(x), x), FLOATS),
+]
+
+SPECIAL = [  # NaN, ±inf, -0.0 and subnormals (f32 and f16)
+    _fbin("add_special", lambda x, y: x + y, np.add, "special"),
+    _fbin("mul_special", lambda x, y: x * y, np.multiply, "special"),
+    _fbin("maximum_special", nl.maximum, np.maximum, "special"),
+    _fbin("minimum_special", nl.minimum, np.minimum, "special"),
+    Case("cmp_lt_special", lambda x, y: x < y, lambda x, y: f32(x) < f32(y), FLOATS, "special"),
+    Case("ne_special", lambda x, y: x != y, lambda x, y: f32(x) != f32(y), FLOATS, "special"),
+    Case("max_reduce_special", lambda x, y: nl.max(x, axis=1),
+         lambda x, y: f32(x).max(axis=1).astype(x.dtype), FLOATS, "special"),
+    Case("argmax_special", lambda x, y: nl.argmax(x, axis=1),
+         lambda x, y: np.argmax(f32(x), axis=1).astype(np.int32), FLOATS, "special"),
+    _unary("sqrt_special", nl.sqrt, np.sqrt, "special", tol=0),
+    _unary("exp_special", nl.exp, np.exp, "special"),
+]
+
+ALL = UNARY + BINARY + COMPARE + CASTS + REDUCE + SCAN_SORT + SHAPE_AND_DOT + SPECIAL
+
+
+def make_input(domain: str, dtype: str, seed: int):
+    """Two (4, 32) arrays of ``dtype`` for ``domain``."""
+    rng = np.random.default_rng(seed)
+    to = NP[dtype]
+    if dtype == "i1":
+        return rng.random(SHAPE) > 0.5, rng.random(SHAPE) > 0.5
+    if np.dtype(to).kind in "iu":
+        lo, hi = (-1000, 1000) if domain == "cast" else (-100, 100)
+        if dtype == "i8":
+            lo, hi = -100, 100
+        return (rng.integers(lo, hi, SHAPE).astype(to), rng.integers(lo, hi, SHAPE).astype(to))
+    if domain == "positive":
+        vals = rng.uniform(0.1, 4.0, (2,) + SHAPE)
+    elif domain == "cast":
+        vals = rng.uniform(-100, 100, (2,) + SHAPE)
+    elif domain == "special":
+        pool = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -3e-39, 6e-8, 1.0, -2.5,
+                         65504.0, 1e30], np.float64)
+        vals = rng.choice(pool, (2,) + SHAPE)
+        vals[:, :, :8] = rng.standard_normal((2, SHAPE[0], 8))
+    else:
+        vals = rng.standard_normal((2,) + SHAPE) * 3
+    with np.errstate(over="ignore"):
+        return vals[0].astype(F32).astype(to), vals[1].astype(F32).astype(to)

@@ -1,0 +1,255 @@
+"""Bad kernels and bad launches: each raises a clear error that names the source line
+(CompilationError, with the line's text) or the argument (LaunchError)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npujit.language as nl
+from npujit import CompilationError, LaunchError, npu_kernel
+
+X = np.zeros(16, np.float32)
+
+
+def _compile_error(kernel, *args, **kw) -> str:
+    with pytest.raises(CompilationError) as e:
+        kernel.with_options(backend="reference")[(1,)](*args, **kw)
+    return str(e.value)
+
+
+@npu_kernel
+def good(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    nl.store(out_ptr + offs, nl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+# --- launch errors name the argument ---------------------------------------------------
+
+def test_too_many_arguments():
+    with pytest.raises(LaunchError, match="takes 4 arguments .* but 5 were given"):
+        good[(1,)](X, X, 16, 16, 3)
+
+
+def test_missing_argument():
+    with pytest.raises(LaunchError, match="missing the argument 'n'"):
+        good[(1,)](X, X, BLOCK=16)
+
+
+def test_missing_constexpr():
+    with pytest.raises(LaunchError, match="missing the constexpr argument 'BLOCK'"):
+        good[(1,)](X, X, 16)
+
+
+def test_unknown_keyword():
+    with pytest.raises(LaunchError, match="unknown keyword argument 'BLOK'"):
+        good[(1,)](X, X, 16, BLOK=16)
+
+
+def test_float64_array_names_argument():
+    with pytest.raises(LaunchError, match="argument 'out_ptr': arrays of dtype float64"):
+        good[(1,)](X, np.zeros(16), 16, BLOCK=16)
+
+
+def test_wrong_argument_type():
+    with pytest.raises(LaunchError, match="argument 'n': expected an array, a number or None"):
+        good[(1,)](X, X, "16", BLOCK=16)
+
+
+def test_zero_d_array():
+    with pytest.raises(LaunchError, match="argument 'x_ptr': a 0-d array"):
+        good[(1,)](np.zeros((), np.float32), X, 16, BLOCK=16)
+
+
+def test_negative_strides():
+    with pytest.raises(LaunchError, match="argument 'x_ptr': strides"):
+        good[(1,)](X[::-1], X, 16, BLOCK=16)
+
+
+def test_launch_without_grid():
+    with pytest.raises(LaunchError, match=r"must be launched with a grid: good\[grid\]"):
+        good(X, X, 16, BLOCK=16)
+
+
+def test_zero_grid():
+    with pytest.raises(LaunchError, match=r"grid\[0\] = 0; every grid dimension must be positive"):
+        good[(0,)](X, X, 16, BLOCK=16)
+
+
+def test_grid_of_wrong_arity():
+    with pytest.raises(LaunchError, match="grid must be an int or a tuple of 1 to 3 ints"):
+        good[(1, 1, 1, 1)](X, X, 16, BLOCK=16)
+
+
+def test_grid_callable_returning_float():
+    with pytest.raises(LaunchError, match=r"grid\[0\] must be an int"):
+        good[lambda meta: (meta["n"] / 4,)](X, X, 16, BLOCK=16)
+
+
+LIMIT = 4
+
+
+@npu_kernel
+def reads_global(out_ptr):
+    nl.store(out_ptr + nl.arange(0, 4), nl.zeros((4,), nl.float32) + LIMIT)
+
+
+def test_global_changed_after_compile():
+    global LIMIT
+    out = np.zeros(4, np.float32)
+    k = reads_global.with_options(backend="reference")
+    k[(1,)](out)
+    assert (out == 4).all()
+    LIMIT = 5
+    try:
+        with pytest.raises(LaunchError, match="global 'LIMIT' was 4, but it is now 5"):
+            k[(1,)](out)
+    finally:
+        LIMIT = 4
+
+
+# --- compile errors name the source line --------------------------------------------------
+
+def test_if_on_traced_value():
+    @npu_kernel
+    def k(x_ptr):
+        v = nl.load(x_ptr)
+        while v > 0:
+            v = v - 1.0
+    msg = _compile_error(k, X)
+    assert "while v > 0:" in msg and "cannot be used as a Python bool" in msg
+
+
+def test_shapes_do_not_broadcast():
+    @npu_kernel
+    def k(x_ptr):
+        a = nl.load(x_ptr + nl.arange(0, 4))
+        b = nl.load(x_ptr + nl.arange(0, 8))
+        nl.store(x_ptr + nl.arange(0, 4), a + b)
+    msg = _compile_error(k, X)
+    assert "a + b" in msg and "do not broadcast" in msg
+
+
+def test_dot_inner_dims():
+    @npu_kernel
+    def k(x_ptr):
+        a = nl.zeros((4, 8), nl.float16)
+        b = nl.zeros((4, 8), nl.float16)
+        c = nl.dot(a, b)
+    msg = _compile_error(k, X)
+    assert "c = nl.dot(a, b)" in msg and "inner dimensions differ" in msg
+
+
+def test_dot_accumulator_dtype():
+    @npu_kernel
+    def k(x_ptr):
+        acc = nl.zeros((4, 4), nl.float16)
+        acc = nl.dot(nl.zeros((4, 8), nl.float16), nl.zeros((8, 4), nl.float16), acc)
+    msg = _compile_error(k, X)
+    assert "accumulator must be nl.float32" in msg and "acc = nl.dot" in msg
+
+
+def test_topk_k_too_large():
+    @npu_kernel
+    def k(x_ptr):
+        v, i = nl.topk(nl.load(x_ptr + nl.arange(0, 8)), 9)
+    msg = _compile_error(k, X)
+    assert "k=9 must be between 1 and the size of axis 0 (8)" in msg and "nl.topk" in msg
+
+
+def test_axis_out_of_range():
+    @npu_kernel
+    def k(x_ptr):
+        s = nl.sum(nl.zeros((4, 4), nl.float32), axis=2)
+    msg = _compile_error(k, X)
+    assert "axis 2 is out of range" in msg and "s = nl.sum" in msg
+
+
+def test_arange_needs_constants():
+    @npu_kernel
+    def k(x_ptr, n):
+        offs = nl.arange(0, n)
+    msg = _compile_error(k, X, 4)
+    assert "arange end must be a constant int" in msg and "offs = nl.arange(0, n)" in msg
+
+
+def test_mask_must_be_bool():
+    @npu_kernel
+    def k(x_ptr):
+        offs = nl.arange(0, 8)
+        v = nl.load(x_ptr + offs, mask=offs)
+    msg = _compile_error(k, X)
+    assert "mask must be a bool tile" in msg and "mask=offs" in msg
+
+
+def test_break_in_ir_loop():
+    @npu_kernel
+    def k(x_ptr, n):
+        for i in nl.range(0, n):
+            break
+    msg = _compile_error(k, X, 4)
+    assert "cannot contain `break`" in msg and "for i in nl.range(0, n):" in msg
+
+
+def test_carried_value_changes_dtype():
+    @npu_kernel
+    def k(x_ptr, n):
+        acc = nl.zeros((4,), nl.float16)
+        for i in nl.range(0, n):
+            acc = acc + nl.zeros((4,), nl.float32)
+    msg = _compile_error(k, X, 4)
+    assert "loop-carried variable 'acc'" in msg and "keep its type" in msg
+
+
+def test_variable_assigned_only_in_loop():
+    @npu_kernel
+    def k(x_ptr, n):
+        for i in nl.range(0, n):
+            last = nl.load(x_ptr + i)
+        nl.store(x_ptr, last)
+    msg = _compile_error(k, X, 4)
+    assert "variable 'last'" in msg and "initialise it before the loop" in msg
+    assert "nl.store(x_ptr, last)" in msg
+
+
+def test_static_assert():
+    @npu_kernel
+    def k(x_ptr, BLOCK: nl.constexpr):
+        nl.static_assert(BLOCK % 16 == 0, "BLOCK must be a multiple of 16")
+    msg = _compile_error(k, X, BLOCK=10)
+    assert "static_assert failed: BLOCK must be a multiple of 16" in msg
+    assert "nl.static_assert(BLOCK % 16 == 0" in msg
+
+
+def test_store_to_a_tensor():
+    @npu_kernel
+    def k(x_ptr):
+        v = nl.load(x_ptr)
+        nl.store(v, 1.0)
+    msg = _compile_error(k, X)
+    assert "expected a pointer" in msg and "nl.store(v, 1.0)" in msg
+
+
+def test_integer_indexing_a_tile():
+    @npu_kernel
+    def k(x_ptr):
+        v = nl.load(x_ptr + nl.arange(0, 8))
+        w = v[0]
+    msg = _compile_error(k, X)
+    assert "supports only None and ':'" in msg and "w = v[0]" in msg
+
+
+def test_kernel_returning_a_value():
+    @npu_kernel
+    def k(x_ptr):
+        return nl.load(x_ptr)
+    assert "kernels write their results with nl.store" in _compile_error(k, X)
+
+
+def test_language_function_outside_a_kernel():
+    with pytest.raises(RuntimeError, match=r"nl.load can only be called inside an @npu_kernel"):
+        nl.load(X)
+
+
+def test_none_passed_for_a_pointer():
+    msg = _compile_error(good, None, X, 16, BLOCK=16)
+    assert "passed as None" in msg and "nl.load(x_ptr + offs" in msg
