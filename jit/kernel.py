@@ -28,6 +28,7 @@ from .ast_rewrite import rewrite_function
 from .binder import arg_signature, normalize_grid, runtime_value
 from .compiler import compile_specialization
 from .errors import LaunchError
+from .fastpath import SLOW, make_binder, make_plan
 
 _OPTION_NAMES = ("backend", "parallel", "debug")
 
@@ -62,6 +63,9 @@ class NPUKernel:
         self.defaults = {n: p.default for n, p in sig.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self.cache: dict = {}
+        self._fast: dict = {}
+        self._grids: dict = {}
+        self._binder = make_binder(self.params, self.constexpr_params, self.defaults)
         self._variants: dict = {}
         self.compile_count = 0
         self._traced = None
@@ -189,14 +193,45 @@ class NPUKernel:
                                   "argument instead")
 
     def run(self, grid, args, kwargs):
+        try:
+            key, vals = self._binder(*args, **kwargs)
+            entry = self._fast.get((key, knobs.backend(), knobs.debug()))
+        except Exception:       # bad arguments: the slow path says what is wrong
+            entry = None
+        if entry is not None:
+            c, plan = entry
+            if c.used_globals:
+                self._check_globals(c)
+            g = self._grids.get(grid) if type(grid) is tuple else None
+            if g is None:
+                g = self._grid(grid, vals)
+            c.run(g, [conv(vals[i]) if conv is not None else
+                      runtime_value(c.sigs[i], vals[i], self.params[i]) for i, conv in plan])
+            return
         bound = self._bind(args, kwargs)
-        if callable(grid):
-            grid = grid(dict(bound))
-        g = normalize_grid(grid, self.name)
+        g = self._grid(grid, tuple(bound[p] for p in self.params))
         c, constexprs = self._get_compiled(bound)
         rt = [runtime_value(c.sigs[i], bound[self.params[i]], self.params[i])
               for i in c.runtime_index]
         c.run(g, rt)
+        self._remember_fast(bound, c)
+
+    def _grid(self, grid, vals) -> tuple:
+        if callable(grid):
+            grid = grid(dict(zip(self.params, vals)))
+        g = normalize_grid(grid, self.name)
+        if type(grid) is tuple and len(self._grids) < 256:
+            self._grids[grid] = g     # a valid grid tuple: no need to check it again
+        return g
+
+    def _remember_fast(self, bound: dict, c) -> None:
+        try:
+            key, _ = self._binder(**bound)
+        except Exception:
+            return
+        if any(k is SLOW for k in key):
+            return
+        self._fast[(key, knobs.backend(), knobs.debug())] = (c, make_plan(c.sigs, c.runtime_index))
 
     # --- introspection -----------------------------------------------------------------
     def inspect(self, *args, **kwargs) -> dict:
