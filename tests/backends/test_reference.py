@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from npujit.backends import get_backend
-from npujit.backends.reference import OutOfBoundsError, ReferenceBackend, missing_kinds
-from npujit.ir import Block, Builder, Function, Kind, Loc, infer_types
+from npujit.backends.reference import (OutOfBoundsError, ReferenceBackend, ResultTypeError,
+                                       missing_kinds)
+from npujit.ir import Block, Builder, Function, Kind, Loc, TypeRuleError, infer_types
 from npujit.ir import types as T
 
 F32, F16, BF16 = np.float32, np.float16, ml_dtypes.bfloat16
@@ -666,4 +667,25 @@ def test_arguments_are_checked_by_name():
     with pytest.raises(OverflowError, match="'s0'"):
         run(fn, (1,), [np.zeros(2, F32), 1000])
     with pytest.raises(TypeError, match="takes 2 arguments"):
+        run(fn, (1,), [np.zeros(2, F32)])
+
+
+def test_ir_rejects_ops_without_a_meaning():
+    fn, b = new_kernel("bad", [np.bool_, np.int32])
+    lanes = offsets_of(b, (2,))
+    flags = b.op(Kind.LOAD, [fn.args[0], lanes])
+    with pytest.raises(TypeRuleError, match="bool"):
+        b.op(Kind.ATOMIC_ADD, [fn.args[0], lanes, flags])
+    dims = [b.constant(v, T.int32) for v in (2, 1, 0)]
+    with pytest.raises(TypeRuleError, match="nan"):
+        b.op(Kind.BLOCK_LOAD, [fn.args[1], *dims], {"block_shape": (2,), "padding": "nan"})
+
+
+def test_a_result_of_the_wrong_type_is_caught_at_its_op():
+    fn, b = new_kernel("lying", [F32])
+    wrong = b.create(Kind.ARANGE, [], {"start": 0, "end": 2},
+                     result_types=[T.tensor((2,), T.float32)])      # arange is i32
+    b.create(Kind.STORE, [fn.args[0], offsets_of(b, (2,)), wrong.result])
+    b.create(Kind.RETURN, [])
+    with pytest.raises(ResultTypeError, match="npu.arange at kern.py:42"):
         run(fn, (1,), [np.zeros(2, F32)])

@@ -8,12 +8,13 @@ from npujit.ir.printer import print_function
 F32_64 = T.tensor((64,), T.float32)
 
 
-def func(args: str, body: str, name: str = "k") -> str:
+def func(args: str, body: str, name: str = "k", ret: bool = True) -> str:
     """A kernel's text from its argument list (``%x: !npu.ptr<f32>, %n: i32``) and body
-    lines; ``func.return`` is added.  The parser ignores indentation."""
+    lines; ``func.return`` is added unless ``ret=False``.  The parser ignores indentation."""
     types = [a.split(":", 1)[1].strip() for a in args.split(",")] if args.strip() else []
     header = f"^bb0({args}):" if args.strip() else "^bb0:"
-    return (f'"func.func"() ({{\n{header}\n{body.strip()}\n  "func.return"() : () -> ()\n'
+    end = '  "func.return"() : () -> ()\n' if ret else ""
+    return (f'"func.func"() ({{\n{header}\n{body.strip()}\n{end}'
             f'}}) {{function_type = ({", ".join(types)}) -> (), sym_name = "{name}"}} : () -> ()')
 
 
