@@ -347,6 +347,7 @@ def _rule_store(ts, attrs):
 def _rule_atomic_add(ts, attrs):
     _need(3 <= len(ts) <= 4, "npu.atomic_add takes (ptr, offsets, value, mask?)")
     _rule_store(ts, attrs)
+    _need(not ts[0].dtype.is_bool, "npu.atomic_add is not defined on bool memory (add is not)")
     return (_offsets(ts[1]).with_dtype(ts[0].dtype),)
 
 
@@ -365,7 +366,10 @@ def _block_operands(ts, attrs, extra: int):
 
 def _rule_block_load(ts, attrs):
     _need(attrs.get("padding", "zero") in ("zero", "nan"), "padding must be 'zero' or 'nan'")
-    return (_block_operands(ts, attrs, 0)[1],)
+    p, tile = _block_operands(ts, attrs, 0)
+    _need(attrs.get("padding", "zero") == "zero" or p.dtype.is_float,
+          f"padding 'nan' needs float memory, got {p.dtype}")
+    return (tile,)
 
 
 def _rule_block_store(ts, attrs):

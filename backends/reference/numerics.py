@@ -1,0 +1,98 @@
+"""How the reference interpreter computes numbers: storage dtypes and the half-float rule.
+
+docs/semantics.md, "Half floats": every arithmetic op on f16/bf16 upcasts its inputs to
+f32, computes in f32 and rounds the f32 result back to the half type (round to nearest
+even, which is what numpy's and ml_dtypes' ``astype`` do).  f32 ops stay in f32 and
+integer ops wrap in their own width (numpy's array arithmetic already does both; the
+interpreter silences numpy's overflow warnings for the whole launch).
+
+Example::
+
+    >>> import numpy as np
+    >>> one = np.array([1.0], np.float16)
+    >>> tiny = np.array([2.0 ** -11], np.float16)   # half an f16 ulp at 1.0
+    >>> arith(np.add, one, tiny)                   # a tie: rounds to even, stays 1.0
+    array([1.], dtype=float16)
+"""
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+F32 = np.dtype(np.float32)
+F16 = np.dtype(np.float16)
+BF16 = np.dtype(ml_dtypes.bfloat16)
+I32 = np.dtype(np.int32)
+I64 = np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+HALF = (F16, BF16)
+
+try:  # scipy's erf has a float32 loop; fall back to math.erf per element without it
+    from scipy.special import erf as _erf
+except ImportError:  # pragma: no cover - scipy is a declared dependency
+    _erf_f64 = np.vectorize(math.erf, otypes=[np.float64])
+
+    def _erf(x):
+        return _erf_f64(x).astype(np.asarray(x).dtype)
+
+
+def is_float(dt: np.dtype) -> bool:
+    """True for f32, f16 and bf16 storage dtypes (ml_dtypes' bf16 has numpy kind 'V').
+
+    Example::
+
+        >>> is_float(np.dtype(np.float16)), is_float(np.dtype(np.int8))
+        (True, False)
+    """
+    return dt.kind == "f" or dt == BF16
+
+
+def widen(x: np.ndarray) -> np.ndarray:
+    """``x`` as f32 when it is a half float (exact), else ``x`` unchanged.
+
+    Example::
+
+        >>> widen(np.array([1.5], np.float16)).dtype
+        dtype('float32')
+    """
+    return x.astype(F32) if x.dtype in HALF else x
+
+
+def arith(f, *xs: np.ndarray) -> np.ndarray:
+    """Apply the numpy function ``f`` to operands of one dtype the way every npujit
+    arithmetic op does: half floats in f32 with one rounding back per call.
+
+    Example::
+
+        >>> arith(np.multiply, np.array([3], np.int8), np.array([100], np.int8))
+        array([44], dtype=int8)
+    """
+    dt = xs[0].dtype
+    if dt in HALF:
+        return np.asarray(f(*(x.astype(F32) for x in xs))).astype(dt)
+    return f(*xs)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function of an f32 array, as f32.
+
+    Example::
+
+        >>> erf(np.array([0.0], np.float32))
+        array([0.], dtype=float32)
+    """
+    return np.asarray(_erf(x), dtype=x.dtype)
+
+
+def fits_int(value: int, dt: np.dtype) -> bool:
+    """Whether the Python int ``value`` is representable in the integer dtype ``dt``.
+
+    Example::
+
+        >>> fits_int(200, np.dtype(np.int8)), fits_int(-128, np.dtype(np.int8))
+        (False, True)
+    """
+    info = np.iinfo(dt)
+    return info.min <= value <= info.max

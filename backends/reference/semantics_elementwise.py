@@ -1,0 +1,191 @@
+"""Reference semantics of the elementwise ops: arithmetic, bitwise, shifts, math, cmp,
+select and cast (docs/semantics.md, "Elementwise ops").
+
+Every function here has the interpreter's signature ``(ctx, op, *operands) -> result``:
+``ctx`` is the running program (unused by pure ops), ``op`` the IR op (for attributes)
+and the operands are numpy arrays (0-d for scalars).  Operands of a binary op share one
+shape and dtype (the front end inserts splat/broadcast/cast), so nothing here broadcasts
+or promotes.
+
+Example::
+
+    >>> import numpy as np
+    >>> from npujit.ir import Kind
+    >>> SEMANTICS_ELEMENTWISE[Kind.FLOORDIV](None, None, np.array([-7, 7], np.int32),
+    ...                                      np.array([2, 0], np.int32))
+    array([-4,  0], dtype=int32)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from npujit.ir import Kind
+
+from .numerics import BOOL, F32, arith, erf, is_float, widen
+
+_ONE = np.float32(1.0)
+_HALF = np.float32(0.5)
+_SQRT2 = np.float32(math.sqrt(2.0))
+_SQRT_2_OVER_PI = np.float32(math.sqrt(2.0 / math.pi))
+_GELU_CUBIC = np.float32(0.044715)
+
+
+def _ufunc(f):
+    """An op whose whole meaning is the numpy function ``f`` under the half-float rule."""
+    def semantics(ctx, op, *xs):
+        return arith(f, *xs)
+    semantics.__name__ = getattr(f, "__name__", "elementwise")
+    semantics.__doc__ = f"``{semantics.__name__}`` elementwise; half floats via f32."
+    return semantics
+
+
+# --- integer division family: the doc fixes x // 0 = 0 and x % 0 = 0 for ints ----------
+
+def floordiv(ctx, op, a, b):
+    """Python floor division on ints; a zero divisor gives 0 (INT_MIN // -1 wraps)."""
+    zero = b == 0
+    q = np.floor_divide(a, np.where(zero, np.ones_like(b), b))
+    return np.where(zero, np.zeros_like(q), q)
+
+
+def rem(ctx, op, a, b):
+    """Floor modulo (sign of the divisor): np.mod for floats, ints with x % 0 = 0."""
+    if is_float(a.dtype):
+        return arith(np.mod, a, b)
+    zero = b == 0
+    r = np.mod(a, np.where(zero, np.ones_like(b), b))
+    return np.where(zero, np.zeros_like(r), r)
+
+
+# --- shifts: counts outside [0, bits) are defined, unlike C -------------------------------
+
+def _shift_count(a, n):
+    bits = a.dtype.itemsize * 8
+    in_range = (n >= 0) & (n < bits)
+    return in_range, np.where(in_range, n, np.zeros_like(n)), bits
+
+
+def shl(ctx, op, a, n):
+    """a << n, wrapping; a count outside [0, bits) gives 0."""
+    in_range, count, _ = _shift_count(a, n)
+    return np.where(in_range, np.left_shift(a, count), np.zeros_like(a))
+
+
+def shr(ctx, op, a, n):
+    """Arithmetic a >> n; a count outside [0, bits) gives the sign fill (0 or -1)."""
+    in_range, count, bits = _shift_count(a, n)
+    sign_fill = np.right_shift(a, np.full_like(a, bits - 1))
+    return np.where(in_range, np.right_shift(a, count), sign_fill)
+
+
+# --- float functions with a formula in the doc (computed in f32 step by step) ------------
+
+def _rsqrt(x):
+    return _ONE / np.sqrt(x)
+
+
+def _sigmoid(x):
+    return _ONE / (_ONE + np.exp(-x))
+
+
+def _silu(x):
+    return x / (_ONE + np.exp(-x))
+
+
+def _gelu_erf(x):
+    return _HALF * x * (_ONE + erf(x / _SQRT2))
+
+
+def _gelu_tanh(x):
+    return _HALF * x * (_ONE + np.tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * (x * x * x))))
+
+
+def gelu(ctx, op, x):
+    """GELU, "none" = erf form, "tanh" = the tanh approximation, computed in f32."""
+    form = _gelu_tanh if op.attrs.get("approximate", "none") == "tanh" else _gelu_erf
+    return arith(form, x)
+
+
+# --- comparisons, select, cast -----------------------------------------------------------
+
+_PREDICATES = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+               "gt": np.greater, "ge": np.greater_equal}
+
+
+def cmp(ctx, op, a, b):
+    """IEEE comparison giving i1 (NaN compares false except ``ne``); halves compared as
+    their exact f32 values."""
+    return _PREDICATES[op.attrs["predicate"]](widen(a), widen(b))
+
+
+def select(ctx, op, c, a, b):
+    """where(c, a, b)."""
+    return np.where(c, a, b)
+
+
+def cast_array(x: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """Convert ``x`` to the storage dtype ``dst`` by the cast rules of docs/semantics.md.
+
+    Example::
+
+        >>> cast_array(np.array([-2.7, 0.5], np.float32), np.dtype(np.int32))
+        array([-2,  0], dtype=int32)
+    """
+    src = x.dtype
+    if dst == BOOL:
+        return widen(x) != 0                    # anything -> i1 is x != 0 (NaN -> True)
+    if is_float(src) and is_float(dst):
+        return widen(x).astype(dst)             # f16 -> f32 is exact, so one RNE rounding
+    if is_float(src):
+        # Truncate toward zero.  NaN / out of range is unspecified by the doc; going via
+        # i64 then wrapping makes it at least the same on every platform.
+        return np.trunc(widen(x)).astype(np.int64).astype(dst)
+    if is_float(dst):
+        return x.astype(F32).astype(dst)        # int / i1 -> float: via f32, RNE
+    return x.astype(dst)                        # int -> int wraps; i1 -> int is 0 or 1
+
+
+def cast(ctx, op, x):
+    """Convert to ``op.attrs["dtype"]`` (see ``cast_array``)."""
+    return cast_array(x, op.attrs["dtype"].np)
+
+
+SEMANTICS_ELEMENTWISE = {
+    Kind.ADD: _ufunc(np.add),
+    Kind.SUB: _ufunc(np.subtract),
+    Kind.MUL: _ufunc(np.multiply),
+    Kind.DIV: _ufunc(np.divide),
+    Kind.FLOORDIV: floordiv,
+    Kind.REM: rem,
+    Kind.POW: _ufunc(np.power),
+    Kind.MAXIMUM: _ufunc(np.maximum),       # NaN-propagating
+    Kind.MINIMUM: _ufunc(np.minimum),
+    Kind.AND: _ufunc(np.bitwise_and),       # logical on bool arrays
+    Kind.OR: _ufunc(np.bitwise_or),
+    Kind.XOR: _ufunc(np.bitwise_xor),
+    Kind.NOT: _ufunc(np.invert),
+    Kind.SHL: shl,
+    Kind.SHR: shr,
+    Kind.CMP: cmp,
+    Kind.SELECT: select,
+    Kind.NEG: _ufunc(np.negative),          # ints wrap: -INT_MIN = INT_MIN
+    Kind.ABS: _ufunc(np.abs),               # abs(INT_MIN) = INT_MIN
+    Kind.EXP: _ufunc(np.exp),
+    Kind.EXP2: _ufunc(np.exp2),
+    Kind.LOG: _ufunc(np.log),
+    Kind.LOG2: _ufunc(np.log2),
+    Kind.SQRT: _ufunc(np.sqrt),
+    Kind.RSQRT: _ufunc(_rsqrt),
+    Kind.SIN: _ufunc(np.sin),
+    Kind.COS: _ufunc(np.cos),
+    Kind.FLOOR: _ufunc(np.floor),
+    Kind.CEIL: _ufunc(np.ceil),
+    Kind.TANH: _ufunc(np.tanh),
+    Kind.ERF: _ufunc(erf),
+    Kind.SIGMOID: _ufunc(_sigmoid),
+    Kind.SILU: _ufunc(_silu),
+    Kind.GELU: gelu,
+    Kind.CAST: cast,
+}

@@ -1,0 +1,104 @@
+"""Reference semantics of reductions, scans, sort and topk (docs/semantics.md,
+"Reductions, scans, selection").
+
+Accumulation rules: floats accumulate in f32 and round once to the input dtype; i1, i8
+and i16 sums/products widen to i32; i32/i64 wrap in their own type (numpy would widen
+them to i64 by default, so the accumulator dtype is always passed explicitly).
+
+Example::
+
+    >>> import numpy as np
+    >>> from npujit.ir import Kind
+    >>> class Op: attrs = {"kind": "argmax", "axis": 0}
+    >>> SEMANTICS_REDUCE[Kind.REDUCE](None, Op, np.array([1.0, np.nan, 5.0], np.float32))
+    array(1, dtype=int32)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from npujit.ir import Kind
+from npujit.ir.ops import reduce_result_dtype
+from npujit.ir.types import dtype_of_numpy
+
+from .numerics import F32, I32, is_float, widen
+
+
+def _accumulator(x: np.ndarray, kind: str) -> np.dtype:
+    """The dtype sum/prod/scan accumulate in: f32 for floats, else the result dtype."""
+    if is_float(x.dtype):
+        return F32
+    return reduce_result_dtype(kind, dtype_of_numpy(x.dtype)).np
+
+
+def _arg_extreme(x: np.ndarray, axis: int, find) -> np.ndarray:
+    """Index of the first extreme along ``axis``; if the lane has a NaN, the first NaN."""
+    x = widen(x)
+    idx = find(x, axis=axis)
+    if is_float(x.dtype):
+        nan = np.isnan(x)
+        idx = np.where(nan.any(axis=axis), np.argmax(nan, axis=axis), idx)
+    return np.asarray(idx).astype(I32)
+
+
+def reduce(ctx, op, x):
+    """Remove ``axis`` by sum / prod / max / min / argmax / argmin."""
+    kind, axis = op.attrs["kind"], op.attrs["axis"]
+    if kind in ("sum", "prod"):
+        f = np.sum if kind == "sum" else np.prod
+        acc = _accumulator(x, kind)
+        out_dtype = x.dtype if is_float(x.dtype) else acc
+        return np.asarray(f(x.astype(acc), axis=axis, dtype=acc)).astype(out_dtype)
+    if kind in ("max", "min"):
+        f = np.max if kind == "max" else np.min          # both propagate NaN
+        return np.asarray(f(widen(x), axis=axis)).astype(x.dtype)
+    return _arg_extreme(x, axis, np.argmax if kind == "argmax" else np.argmin)
+
+
+def scan(ctx, op, x):
+    """Inclusive prefix sum along ``axis``: each output is the unrounded f32 (or widened
+    int) running sum, converted to the result dtype."""
+    acc = _accumulator(x, "sum")
+    out_dtype = x.dtype if is_float(x.dtype) else acc
+    return np.cumsum(x.astype(acc), axis=op.attrs["axis"], dtype=acc).astype(out_dtype)
+
+
+def sort(ctx, op, x):
+    """Ascending (NaN last, equal values keep their order); descending is the exact
+    reverse of ascending along the axis."""
+    axis = op.attrs["axis"]
+    # Stable, so which of -0.0 and 0.0 comes first is defined (their input order).
+    out = np.sort(widen(x), axis=axis, kind="stable").astype(x.dtype)
+    return np.flip(out, axis=axis) if op.attrs.get("descending", False) else out
+
+
+def _descending_key(x: np.ndarray) -> np.ndarray:
+    """A key whose ascending order is ``x``'s descending order, for non-NaN values.
+
+    Negation would overflow INT_MIN, so ints (and bools) use bitwise not (~x = -x - 1,
+    strictly decreasing).
+    """
+    if is_float(x.dtype):
+        return np.where(np.isnan(x), 0, -x)     # NaN lanes are ordered by the NaN key
+    return np.invert(x)
+
+
+def topk(ctx, op, x):
+    """The k largest along ``axis``, largest first; ties go to the lower index first; NaN
+    ranks above every number.  Returns (values, i32 indices)."""
+    k, axis = op.attrs["k"], op.attrs["axis"]
+    last = np.moveaxis(widen(x), axis, -1)
+    not_nan = ~np.isnan(last) if is_float(last.dtype) else np.ones(last.shape, bool)
+    # lexsort is stable and sorts by its last key first: NaNs (not_nan False) first,
+    # then larger values first; equal keys keep index order, so ties go to the lower index.
+    order = np.lexsort((_descending_key(last), not_nan), axis=-1)[..., :k]
+    values = np.take_along_axis(np.moveaxis(x, axis, -1), order, axis=-1)
+    return np.moveaxis(values, -1, axis), np.moveaxis(order.astype(I32), -1, axis)
+
+
+SEMANTICS_REDUCE = {
+    Kind.REDUCE: reduce,
+    Kind.SCAN: scan,
+    Kind.SORT: sort,
+    Kind.TOPK: topk,
+}
