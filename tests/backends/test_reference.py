@@ -19,7 +19,6 @@ from npujit.ir import Block, Builder, Function, Kind, Loc, TypeRuleError, infer_
 from npujit.ir import types as T
 
 F32, F16, BF16 = np.float32, np.float16, ml_dtypes.bfloat16
-HALVES = [F16, BF16]
 FLOATS = [F32, F16, BF16]
 LOC = Loc("kern.py", 42)
 
@@ -374,7 +373,8 @@ def test_topk_largest_first_ties_low_index_nan_largest(dt):
         bits_equal(values[r], x[r][want])
     # along axis 0: transpose the problem
     v0, i0 = apply_op(Kind.TOPK, [x.T.copy()], {"k": 5, "axis": 0})
-    bits_equal(i0, indices.T)
+    bits_equal(i0, indices.T.copy())
+    bits_equal(v0, values.T.copy())
 
 
 # --- dot ---------------------------------------------------------------------------------
@@ -532,6 +532,12 @@ def test_block_load_unchecked_axis_must_be_in_bounds():
     m = np.arange(12, dtype=F32)
     with pytest.raises(OutOfBoundsError, match="axis 1"):
         run(block_kernel((2, 2), (0,), "zero"), (1,), [m, np.zeros(4, F32), 3, 4, 4, 1, 0, 3])
+
+
+def test_block_inside_its_shape_but_beyond_memory_is_out_of_bounds():
+    m = np.arange(6, dtype=F32)                    # the kernel claims a 3x4 matrix
+    with pytest.raises(OutOfBoundsError, match="offset 9"):
+        run(block_kernel((2, 2), (0, 1), "zero"), (1,), [m, np.zeros(4, F32), 3, 4, 4, 1, 2, 1])
 
 
 def test_block_store_skips_elements_outside_checked_bounds():
