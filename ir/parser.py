@@ -189,6 +189,7 @@ class _Parser:
         if self.accept("}"):
             return attrs
         while True:
+            self.skip()
             pos = self.pos
             key = self.string() if self.peek('"') else self.match(_BARE_ID)
             if key is None:
@@ -286,14 +287,10 @@ class _Parser:
             self.expect(")")
             return UNKNOWN_LOC
         file = self.string()
-        self.expect(":")
-        line = self.match(re.compile(r"[0-9]+"))
-        self.expect(":")
-        col = self.match(re.compile(r"[0-9]+"))
-        if line is None or col is None:
+        m = self.match(re.compile(r":([0-9]+):([0-9]+)\)"))
+        if m is None:
             raise self.error("expected loc(\"file\":line:col)")
-        self.expect(")")
-        return Loc(file, int(line.group()), int(col.group()))
+        return Loc(file, int(m.group(1)), int(m.group(2)))
 
     # --- values ----------------------------------------------------------------------------
 
@@ -399,6 +396,7 @@ class _Parser:
             self.expect(")")
         attrs = self.attr_dict() if self.peek("{") else {}
         self.expect(":", "':' and the op's type")
+        self.skip()
         type_pos = self.pos
         ftype = self.function_type()
         self.check_operand_types(name, operands, ftype.inputs, type_pos)
@@ -435,6 +433,7 @@ class _Parser:
         self.scopes.pop()
         self.expect("}")
         self.expect(")")
+        self.skip()
         attrs_pos = self.pos
         attrs = self.attr_dict()
         name, ftype = attrs.pop("sym_name", None), attrs.pop("function_type", None)

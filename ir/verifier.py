@@ -114,18 +114,12 @@ def rule_terminator_last(op: Op, ctx: Context) -> str | None:
     return None
 
 
-def rule_terminator_placement(op: Op, ctx: Context) -> str | None:
-    """func.return ends the function body (with no operands: kernels return nothing);
-    scf.yield ends an scf.for or npu.fused body."""
-    if op.kind is Kind.RETURN:
-        if ctx.block is not ctx.fn.body:
-            return "func.return outside the function body (regions end with scf.yield)"
-        if op.operands:
-            return "func.return takes no operands: kernels write results to memory"
-    if op.kind is Kind.YIELD:
-        owner = ctx.block.parent_op
-        if owner is None or owner.kind not in (Kind.FOR, Kind.FUSED):
-            return "scf.yield outside an scf.for or npu.fused body"
+def rule_return_operands(op: Op, ctx: Context) -> str | None:
+    """func.return takes no operands: kernels write their results to memory.  (Where
+    terminators may stand is rule_terminator_last's, rule_region_terminators' and
+    rule_body_returns' business.)"""
+    if op.kind is Kind.RETURN and op.operands:
+        return "func.return takes no operands: kernels write results to memory"
     return None
 
 
@@ -190,7 +184,7 @@ def rule_fused_region(op: Op, ctx: Context) -> str | None:
 
 
 OP_RULES = [rule_parent_links, rule_operands_dominate, rule_region_count, rule_required_attrs,
-            rule_result_types, rule_terminator_last, rule_terminator_placement,
+            rule_result_types, rule_terminator_last, rule_return_operands,
             rule_region_terminators, rule_for_body, rule_fused_region]
 
 

@@ -18,14 +18,27 @@ def func(args: str, body: str, name: str = "k", ret: bool = True) -> str:
             f'}}) {{function_type = ({", ".join(types)}) -> (), sym_name = "{name}"}} : () -> ()')
 
 
-def canon(text: str) -> str:
-    """Text as the printer writes it (renumbered, reformatted)."""
-    return print_function(parse_function(text))
+def canon(text: str, region_names: bool = True) -> str:
+    """Text as the printer writes it (renumbered, reformatted).  ``region_names=False``
+    drops the name hints of region block arguments (passes create them unnamed)."""
+    fn = parse_function(text)
+    if not region_names:
+        _drop_region_names(fn)
+    return print_function(fn)
 
 
-def run_pass(p, text: str) -> tuple[bool, str]:
+def _drop_region_names(fn: Function) -> None:
+    for op in fn.walk():
+        for region in op.regions:
+            for a in region.args:
+                a.name = None
+
+
+def run_pass(p, text: str, region_names: bool = True) -> tuple[bool, str]:
     fn = parse_function(text)
     changed = p.run(fn)
+    if not region_names:
+        _drop_region_names(fn)
     return changed, print_function(fn)
 
 
