@@ -43,14 +43,27 @@ FUNC_ATTRS = ("sym_name", "function_type")
 # --- attributes ----------------------------------------------------------------------------
 
 def format_type(t) -> str:
-    """The text of an IR type: ``f32``, ``tensor<64x64xf16>``, ``!npu.ptr<f32>``."""
+    """The text of an IR type (a dtype prints as the scalar type).
+
+    Example::
+
+        >>> from npujit.ir import types as T
+        >>> format_type(T.tensor((64, 64), T.float16)), format_type(T.PtrType(T.float32))
+        ('tensor<64x64xf16>', '!npu.ptr<f32>')
+    """
     if isinstance(t, (DType, TensorType, PtrType)):
         return str(t)
     raise TypeError(f"not an IR type: {t!r}")
 
 
 def format_string(s: str) -> str:
-    """A quoted MLIR string; bytes outside printable ASCII (and ``"`` ``\\``) as ``\\XX``."""
+    """A quoted MLIR string; bytes outside printable ASCII (and ``"`` ``\\``) as ``\\XX``.
+
+    Example::
+
+        >>> print(format_string('say "hi"'))
+        "say \\22hi\\22"
+    """
     out = []
     for byte in s.encode("utf-8"):
         ch = chr(byte)
@@ -62,7 +75,13 @@ def format_string(s: str) -> str:
 
 
 def float_bits(value: float, dtype_name: str) -> int:
-    """The bit pattern of ``value`` stored as ``dtype_name`` (f64, f32, f16 or bf16)."""
+    """The bit pattern of ``value`` stored as ``dtype_name`` (f64, f32, f16 or bf16).
+
+    Example::
+
+        >>> hex(float_bits(float("inf"), "f16"))
+        '0x7c00'
+    """
     if dtype_name == "f64":
         return struct.unpack("<Q", struct.pack("<d", value))[0]
     np_dtype = BY_NAME[dtype_name].np
@@ -141,12 +160,25 @@ def _format_sequence(items) -> str:
 
 
 def format_attr_key(key: str) -> str:
+    """An attribute name, quoted unless it is a bare identifier.
+
+    Example::
+
+        >>> format_attr_key("num_stages"), format_attr_key("two words")
+        ('num_stages', '"two words"')
+    """
     return key if BARE_ID.match(key) else format_string(key)
 
 
 def format_attr_dict(attrs: dict, number_type: DType | None = None,
                      extra: dict | None = None) -> str:
-    """``{a = 1 : i64, b = "x"}`` sorted by name; ``extra`` holds pre-formatted entries."""
+    """An attribute dictionary sorted by name; ``extra`` holds pre-formatted entries.
+
+    Example::
+
+        >>> format_attr_dict({"b": "x", "a": 1})
+        '{a = 1 : i64, b = "x"}'
+    """
     entries = {k: format_attr(v, number_type if k == "value" else None)
                for k, v in attrs.items()}
     entries.update(extra or {})
@@ -154,7 +186,13 @@ def format_attr_dict(attrs: dict, number_type: DType | None = None,
 
 
 def format_loc(loc: Loc) -> str:
-    """``loc("k.py":12:0)``, or ``loc(unknown)``."""
+    """An MLIR file/line/column location, or ``loc(unknown)``.
+
+    Example::
+
+        >>> format_loc(Loc("k.py", 12))
+        'loc("k.py":12:0)'
+    """
     if loc is None or loc == UNKNOWN_LOC:
         return "loc(unknown)"
     return f"loc({format_string(loc.file)}:{loc.line}:{loc.col})"

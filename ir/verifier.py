@@ -159,8 +159,8 @@ def rule_fused_region(op: Op, ctx: Context) -> str | None:
     if [a.type for a in body.args] != [v.type for v in op.operands]:
         return "region arguments must have the operand types, one to one"
     inner = {id(a) for a in body.args}
-    for inner_op in body.ops[:-1]:
-        if inner_op.kind not in ELEMENTWISE:
+    for inner_op in body.ops:
+        if inner_op.kind not in ELEMENTWISE and inner_op is not body.ops[-1]:
             return f"{inner_op.kind.value} is not elementwise and cannot be fused"
         if any(id(v) not in inner for v in inner_op.operands):
             return (f"{inner_op.kind.value} in the region uses a value from outside; fused "

@@ -36,7 +36,14 @@ def _int_range(d: DType) -> tuple[int, int]:
 
 
 def wrap(value: int, d: DType) -> int:
-    """Two's-complement wrap of ``value`` to ``d``'s width: ``wrap(128, int8) == -128``."""
+    """Two's-complement wrap of ``value`` to ``d``'s width.
+
+    Example::
+
+        >>> from npujit.ir.types import int8
+        >>> wrap(128, int8), wrap(-129, int8)
+        (-128, 127)
+    """
     bits = d.bits
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >> (bits - 1) else value
@@ -50,7 +57,14 @@ def _round(value, d: DType) -> float:
 
 def constant_value(v: Value):
     """The scalar an ``arith.constant`` result holds, as the runtime materialises it in its
-    dtype, or ``_NO``.  An int that does not fit its dtype is not treated as a constant."""
+    dtype, or ``_NO``.  An int that does not fit its dtype is not treated as a constant.
+
+    Example::
+
+        >>> from npujit.ir import Block, Builder, types as T
+        >>> constant_value(Builder(Block()).constant(0.1, T.float16))
+        0.0999755859375
+    """
     op = v.op
     if op is None or op.kind is not Kind.CONSTANT:
         return _NO
@@ -69,7 +83,15 @@ def constant_value(v: Value):
 
 def uniform_value(v: Value):
     """Like ``constant_value`` but also sees through splat/broadcast: a tile whose every
-    element is one known constant."""
+    element is one known constant.
+
+    Example::
+
+        >>> from npujit.ir import Block, Builder, Kind, types as T
+        >>> b = Builder(Block())
+        >>> uniform_value(b.op(Kind.SPLAT, [b.constant(3, T.int32)], {"shape": (4,)}))
+        3
+    """
     op = v.op
     if op is not None and op.kind in (Kind.SPLAT, Kind.BROADCAST):
         return uniform_value(op.operands[0])
@@ -170,7 +192,16 @@ def _cast(a, src: DType, dst: DType):
 
 
 def evaluate(op: Op):
-    """The value of a scalar op whose operands are all constants, or ``_NO``."""
+    """The value of a scalar op whose operands are all constants, or ``_NO`` when it is
+    not one or its runtime result might differ.
+
+    Example::
+
+        >>> from npujit.ir import Block, Builder, Kind, types as T
+        >>> b = Builder(Block())
+        >>> evaluate(b.op(Kind.FLOORDIV, [b.constant(-7, T.int32), b.constant(2, T.int32)]).op)
+        -4
+    """
     if len(op.results) != 1 or not op.operands:
         return _NO
     args = [constant_value(v) for v in op.operands]
@@ -230,9 +261,10 @@ def fold_add_zero(op: Op):
 
 def fold_sub_zero(op: Op):
     """x - 0 -> x (floats: x - (+0.0) is x even for -0.0)."""
-    if op.kind is Kind.SUB and _is(uniform_value(op.operands[1]), 0.0 if _operand_dtype(op).is_float else 0):
-        return op.operands[0]
-    return None
+    if op.kind is not Kind.SUB:
+        return None
+    zero = 0.0 if _operand_dtype(op).is_float else 0
+    return op.operands[0] if _is(uniform_value(op.operands[1]), zero) else None
 
 
 def fold_mul_one(op: Op):

@@ -233,3 +233,16 @@ def test_unprintable_attr_rejected():
     fn.body.append(Op(Kind.RETURN, [], []))
     with pytest.raises(TypeError, match="cannot print attribute"):
         print_function(fn)
+
+
+def test_op_with_two_regions_round_trips():
+    # No kind has two regions yet; the syntax ("({...}, {...})") must still read back.
+    fn = Function("k", [T.scalar(T.int32)], ["n"])
+    regions = [Block([T.scalar(T.int32)]), Block()]
+    for r in regions:
+        r.append(Op(Kind.YIELD, [], []))
+    fn.body.append(Op(Kind.FOR, [fn.args[0]] * 3, [], regions=regions))
+    fn.body.append(Op(Kind.RETURN, [], []))
+    text = print_function(fn)
+    assert "  }, {\n  ^bb0:\n" in text
+    assert print_function(parse_function(text)) == text

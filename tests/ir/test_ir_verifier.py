@@ -73,6 +73,11 @@ TEXT_CASES = [
        %e = "npu.add"(%a, %x) : ({T4}, {T4}) -> {T4}
        "scf.yield"(%e) : ({T4}) -> ()
      }}) : ({T4}) -> {T4}''', ["fused regions see only their block arguments"]),
+    ("fused region yields an outer value", "%p: !npu.ptr<f32>", LOAD4 + f'''
+     %0 = "npu.fused"(%x) ({{
+     ^bb0(%a: {T4}):
+       "scf.yield"(%x) : ({T4}) -> ()
+     }}) : ({T4}) -> {T4}''', ["scf.yield in the region uses a value from outside"]),
     ("fused results differ from the yield", "%p: !npu.ptr<f32>", LOAD4 + f'''
      %0 = "npu.fused"(%x) ({{
      ^bb0(%a: {T4}):
