@@ -1,0 +1,178 @@
+"""Elementwise ops as scalar Python expressions: the per-element meaning of each op kind.
+
+Every function takes operand expressions (atoms: names, element accesses or literals)
+and returns an expression whose numba type is exactly the op's compute type:
+``np.float32`` for f32/f16/bf16, ``np.intN`` for ints, ``bool`` for i1.  Results are
+wrapped explicitly because numba widens int32 arithmetic to int64 and a bare Python
+literal would make float32 arithmetic float64.  Half results go through
+``hp.round_f16`` / ``hp.round_bf16`` (RNE) after the f32 computation, per
+docs/semantics.md.
+
+Example::
+
+    >>> from npujit.ir.types import float16, int32
+    >>> binary(Kind.ADD, float16, "x", "y")
+    'hp.round_f16(x + y)'
+    >>> binary(Kind.MUL, int32, "x", "y")
+    'np.int32(x * y)'
+"""
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from npujit.ir.ops import Kind
+from npujit.ir.types import DType
+
+from .values import np_type
+
+_ARITH = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*", Kind.DIV: "/"}
+_BITWISE = {Kind.AND: "&", Kind.OR: "|", Kind.XOR: "^"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_F32_FUNCS = {Kind.EXP: "np.exp", Kind.EXP2: "np.exp2", Kind.LOG: "np.log",
+              Kind.LOG2: "np.log2", Kind.SQRT: "np.sqrt", Kind.SIN: "np.sin",
+              Kind.COS: "np.cos", Kind.FLOOR: "np.floor", Kind.CEIL: "np.ceil",
+              Kind.TANH: "np.tanh", Kind.ERF: "math.erf"}
+
+
+def f32(x: float) -> str:
+    """A float32 literal (``x`` rounded to f32)."""
+    v = float(np.float32(x))
+    if math.isnan(v):
+        return "np.float32(np.nan)"
+    if math.isinf(v):
+        return "np.float32(np.inf)" if v > 0 else "np.float32(-np.inf)"
+    return f"np.float32({v!r})"
+
+
+def result(d: DType, expr: str) -> str:
+    """``expr`` (computed in f32 / int64 / bool) converted to ``d``'s compute type:
+    rounded for halves, wrapped for ints."""
+    if d.name == "f16":
+        return f"hp.round_f16({expr})"
+    if d.name == "bf16":
+        return f"hp.round_bf16({expr})"
+    if d.is_bool:
+        return f"bool({expr})"
+    return f"{np_type(d)}({expr})"
+
+
+def constant(value, d: DType) -> str:
+    """A literal of dtype ``d`` holding ``value`` (rounded / wrapped to the type)."""
+    if d.is_bool:
+        return "True" if value else "False"
+    if d.name == "f16":
+        return f32(float(np.float16(value)))
+    if d.name == "bf16":
+        return f32(float(np.float32(ml_dtypes.bfloat16(value))))
+    if d.is_float:
+        return f32(value)
+    bits = d.bits
+    v = (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+    return f"{np_type(d)}({v})"
+
+
+def zero(d: DType) -> str:
+    """The 0 of ``d`` (False for i1)."""
+    return constant(0, d)
+
+
+def binary(kind: Kind, d: DType, a: str, b: str) -> str:
+    """``a <kind> b`` on dtype ``d``."""
+    if kind in _ARITH:
+        if d.is_bool:  # add/mul on i1 only arise from atomic_add: logical or / and
+            return f"({a} | {b})" if kind is Kind.ADD else f"({a} & {b})"
+        return result(d, f"{a} {_ARITH[kind]} {b}")
+    if kind in _BITWISE:
+        if d.is_bool:
+            return f"({a} != {b})" if kind is Kind.XOR else f"({a} {_BITWISE[kind]} {b})"
+        return result(d, f"{a} {_BITWISE[kind]} {b}")
+    if kind is Kind.FLOORDIV:
+        return result(d, f"sl.ifloordiv({a}, {b})")
+    if kind is Kind.REM:
+        return result(d, f"sl.fmod_floor({a}, {b})" if d.is_float else f"sl.irem({a}, {b})")
+    if kind is Kind.POW:
+        return result(d, f"{a} ** {b}")
+    if kind in (Kind.MAXIMUM, Kind.MINIMUM):
+        if d.is_float:
+            fn = "sl.fmaximum" if kind is Kind.MAXIMUM else "sl.fminimum"
+            return f"{fn}({a}, {b})"
+        op = ">" if kind is Kind.MAXIMUM else "<"
+        return f"({a} if {a} {op} {b} else {b})"
+    if kind is Kind.SHL:
+        return result(d, f"sl.shl({a}, {b}, {d.bits})")
+    if kind is Kind.SHR:
+        return result(d, f"sl.shr({a}, {b}, {d.bits})")
+    raise NotImplementedError(f"numba backend: no lowering for {kind.value}")
+
+
+def unary(kind: Kind, attrs: dict, d: DType, a: str) -> str:
+    """``kind(a)`` on dtype ``d``; float math is float32 math."""
+    one = "np.float32(1.0)"
+    if kind is Kind.NEG:
+        return f"np.float32(-{a})" if d.is_float else result(d, f"-{a}")
+    if kind is Kind.NOT:
+        return f"(not {a})" if d.is_bool else result(d, f"~{a}")
+    if kind is Kind.ABS:
+        return f"np.float32(abs({a}))" if d.is_float else result(d, f"abs({a})")
+    if kind in _F32_FUNCS:
+        return result(d, f"{_F32_FUNCS[kind]}({a})")
+    if kind is Kind.RSQRT:
+        return result(d, f"{one} / np.sqrt({a})")
+    if kind is Kind.SIGMOID:
+        return result(d, f"{one} / ({one} + np.exp(-{a}))")
+    if kind is Kind.SILU:
+        return result(d, f"{a} / ({one} + np.exp(-{a}))")
+    if kind is Kind.GELU:
+        half = f32(0.5)
+        if attrs.get("approximate", "none") == "tanh":
+            inner = f"{f32(math.sqrt(2 / math.pi))} * ({a} + {f32(0.044715)} * {a} * {a} * {a})"
+            return result(d, f"{half} * {a} * ({one} + np.tanh({inner}))")
+        return result(d, f"{half} * {a} * ({one} + math.erf({a} / {f32(math.sqrt(2))}))")
+    raise NotImplementedError(f"numba backend: no lowering for {kind.value}")
+
+
+def compare(predicate: str, a: str, b: str) -> str:
+    """IEEE comparison (NaN compares false except ``ne``)."""
+    return f"({a} {_CMP[predicate]} {b})"
+
+
+def select(c: str, a: str, b: str) -> str:
+    return f"({a} if {c} else {b})"
+
+
+def cast(src: DType, dst: DType, a: str) -> str:
+    """``a`` of ``src`` converted to ``dst`` per docs/semantics.md."""
+    if src == dst:
+        return a
+    if dst.is_bool:
+        return f"({a} != 0)"
+    if dst.is_float:
+        if src.is_float and (dst.name == "f32" or dst.itemsize > src.itemsize):
+            return a  # widening float casts are exact (f16/bf16 values are f32 already)
+        # int -> float goes via f32 (RNE); float -> half rounds once from f32
+        return result(dst, f"np.float32({a})" if not src.is_float else a)
+    if src.is_float:
+        # truncation toward zero; NaN / out-of-range results are unspecified
+        return f"{np_type(dst)}({a})"
+    return result(dst, a)  # int/bool -> int: wraps; bool gives 0 or 1
+
+
+def decode(d: DType, bits: str) -> str:
+    """Memory element (storage dtype) -> compute value."""
+    if d.name == "f16":
+        return f"hp.f16_bits_to_f32({bits})"
+    if d.name == "bf16":
+        return f"hp.bf16_bits_to_f32({bits})"
+    return bits
+
+
+def encode(d: DType, value: str) -> str:
+    """Compute value -> memory element (storage dtype)."""
+    if d.name == "f16":
+        return f"hp.f32_to_f16_bits({value})"
+    if d.name == "bf16":
+        return f"hp.f32_to_bf16_bits({value})"
+    return value

@@ -1,0 +1,117 @@
+"""Whole-tile ops that call a numba helper: reduce, scan, sort, topk, dot.
+
+The operand is made row-major contiguous (views are copied once), the tile is seen as
+``(outer, n, inner)`` around the axis, and the helper writes a fresh flat array.
+Reducing a 1-D tile calls a ``line_*`` helper that returns the scalar directly.
+
+Example (``m = max(x, axis=0)`` on a 1024-element f32 tile)::
+
+    reduce = np.float32(rl.line_max_f(load, 0, 1024))
+"""
+from __future__ import annotations
+
+from npujit.ir.ops import Kind
+
+from . import lower_scalar as ls
+from .values import Nest, Val, numel
+
+_RND = {"f16": 1, "bf16": 2}
+
+
+def _split(shape, axis):
+    """(outer, n, inner) of ``shape`` around ``axis``."""
+    return numel(shape[:axis]), shape[axis], numel(shape[axis + 1:])
+
+
+def _operand(cg, op, i=0):
+    v = op.operands[i]
+    return cg.materialise(cg.val(v), cg.hint(v))
+
+
+def lower_reduce(cg, op) -> None:
+    a = _operand(cg, op)
+    src = op.operands[0].type
+    d_in, d_out = src.dtype, op.result.type.dtype
+    kind, axis = op.attrs["kind"], op.attrs["axis"]
+    outer, n, inner = _split(src.shape, axis)
+    sfx = "f" if d_in.is_float else "i"
+    rnd = _RND.get(d_in.name, 0)
+    w = cg.w
+    if op.result.type.shape == ():
+        line = {"sum": "sum", "prod": "prod", "max": "max", "min": "min",
+                "argmax": "argmax", "argmin": "argmin"}[kind]
+        call = f"rl.line_{line}_{sfx}({a.name}, 0, {n})"
+        name = w.fresh(kind)
+        w.line(f"{name} = {ls.result(d_out, call)}")
+        cg.bind(op.result, Val.scalar(name, d_out))
+        return
+    out = cg.new_array(kind, op.result.type.shape, d_out)
+    args = f"{a.name}, {outer}, {n}, {inner}, {out.name}"
+    if kind in ("sum", "prod"):
+        w.line(f"rl.{kind}_{sfx}({args}, {rnd})" if sfx == "f" else f"rl.{kind}_i({args})")
+    elif kind in ("max", "min"):
+        w.line(f"rl.extreme_{sfx}({args}, {kind == 'max'})")
+    else:
+        w.line(f"rl.arg_extreme_{sfx}({args}, {kind == 'argmax'})")
+    cg.bind(op.result, out)
+
+
+def lower_scan(cg, op) -> None:
+    a = _operand(cg, op)
+    src = op.operands[0].type
+    outer, n, inner = _split(src.shape, op.attrs["axis"])
+    out = cg.new_array("cumsum", src.shape, op.result.type.dtype)
+    args = f"{a.name}, {outer}, {n}, {inner}, {out.name}"
+    if src.dtype.is_float:
+        cg.w.line(f"rl.cumsum_f({args}, {_RND.get(src.dtype.name, 0)})")
+    else:
+        cg.w.line(f"rl.cumsum_i({args})")
+    cg.bind(op.result, out)
+
+
+def lower_sort(cg, op) -> None:
+    a = _operand(cg, op)
+    src = op.operands[0].type
+    outer, n, inner = _split(src.shape, op.attrs["axis"])
+    out = cg.new_array("sort", src.shape, src.dtype)
+    fn = "tl.sort_bool" if src.dtype.is_bool else "tl.sort"
+    desc = bool(op.attrs.get("descending", False))
+    cg.w.line(f"{fn}({a.name}, {outer}, {n}, {inner}, {out.name}, {desc})")
+    cg.bind(op.result, out)
+
+
+def lower_topk(cg, op) -> None:
+    a = _operand(cg, op)
+    src = op.operands[0].type
+    k = op.attrs["k"]
+    outer, n, inner = _split(src.shape, op.attrs["axis"])
+    vals = cg.new_array("topk_values", op.results[0].type.shape, src.dtype)
+    idx = cg.new_array("topk_indices", op.results[1].type.shape, op.results[1].type.dtype)
+    cg.w.line(f"tl.topk({a.name}, {outer}, {n}, {inner}, {k}, {vals.name}, {idx.name})")
+    cg.bind(op.results[0], vals)
+    cg.bind(op.results[1], idx)
+
+
+def lower_dot(cg, op) -> None:
+    """``out = acc + a @ b``; the accumulator is always a fresh array (helpers add into
+    it in place, and arrays are otherwise never written after creation)."""
+    a = _operand(cg, op, 0)
+    b = _operand(cg, op, 1)
+    m, k = op.operands[0].type.shape
+    n = op.operands[1].type.shape[1]
+    rt = op.result.type
+    w = cg.w
+    out = cg.new_array("dot", rt.shape, rt.dtype)
+    if len(op.operands) == 3:
+        acc = cg.val(op.operands[2])
+        with Nest(w, rt.shape, [acc]) as nest:
+            w.line(f"{out.name}[{nest.out}] = {nest.at(acc)}")
+    else:
+        w.line(f"{out.name}[:] = {ls.zero(rt.dtype)}")
+    fn = "cl.dot_i8" if op.operands[0].type.dtype.is_int else "cl.dot_f"
+    w.line(f"{fn}({a.name}, {b.name}, {out.name}, {m}, {k}, {n})")
+    cg.bind(op.result, out)
+
+
+LOWERINGS = {Kind.REDUCE: lower_reduce, Kind.SCAN: lower_scan, Kind.SORT: lower_sort,
+             Kind.TOPK: lower_topk, Kind.DOT: lower_dot}

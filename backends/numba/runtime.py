@@ -1,0 +1,199 @@
+"""Compile generated source with numba, keep it on disk, and launch grids cheaply.
+
+The source is written to ``<cache_dir>/numba/<sha256 of the source>.py`` (atomically:
+temp file + ``os.replace``, skipped when present, so concurrent processes are safe) and
+imported as a module whose functions are ``njit(cache=True)``: numba keeps their machine
+code in ``__pycache__`` beside the file, so another process skips LLVM entirely.  The
+source embeds a hash of this package's own files, so editing a helper can never serve
+stale machine code.  With ``NPUJIT_DISABLE_CACHE=1`` the source is exec'd in memory and
+nothing is written.
+
+``Launcher`` is the ``run(grid, args)`` the backend returns.  At compile time it fixes
+the numba signature (so a wrong argument dtype is an error, not a silent recompile) and
+a per-argument conversion plan; a launch only views half-float arrays as uint16, checks
+the grid and calls the compiled grid function.
+
+Example::
+
+    >>> run = load(generate(fn, {}), {})       # doctest: +SKIP
+    >>> run((4, 1, 1), [x, y, 4096])            # doctest: +SKIP
+    >>> print(run.source)                       # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import linecache
+import os
+import sys
+import tempfile
+import threading
+import types as pytypes
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+from numba import types as nt
+
+from npujit.ir.types import PtrType
+from npujit.jit import knobs
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_backend_hash: str | None = None
+
+
+def backend_hash() -> str:
+    """sha256 over this package's sources and the numba version (part of every key)."""
+    global _backend_hash
+    if _backend_hash is None:
+        h = hashlib.sha256(numba.__version__.encode())
+        for name in sorted(os.listdir(_HERE)):
+            if name.endswith(".py"):
+                with open(os.path.join(_HERE, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+        _backend_hash = h.hexdigest()[:16]
+    return _backend_hash
+
+
+def _write_once(path: str, text: str) -> None:
+    """Create ``path`` with ``text`` unless it exists; atomic under concurrent writers."""
+    if os.path.exists(path):
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def import_source(text: str, cache: bool) -> pytypes.ModuleType:
+    """The module defined by ``text``: from the disk cache when ``cache``, else exec'd in
+    memory (its lines registered with linecache so tracebacks show them)."""
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    modname = f"npujit_numba_{sha[:24]}"
+    mod = sys.modules.get(modname)
+    if mod is not None:
+        return mod
+    if not cache:
+        filename = f"<npujit-numba-{sha[:12]}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        mod = pytypes.ModuleType(modname)
+        mod.__file__ = filename
+        exec(compile(text, filename, "exec"), mod.__dict__)
+        return mod
+    path = os.path.join(knobs.cache_dir(), "numba", f"{sha}.py")
+    _write_once(path, text)
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[modname]
+        raise
+    return mod
+
+
+def _storage(dtype) -> np.dtype:
+    """The numpy dtype the kernel sees for a pointer of ``dtype`` (halves as bits)."""
+    return np.dtype(np.uint16) if dtype.is_half else dtype.np
+
+
+def _numba_arg_type(t):
+    if isinstance(t, PtrType):
+        return nt.Array(numba.from_dtype(_storage(t.dtype)), 1, "C")
+    d = t.dtype
+    return nt.boolean if d.is_bool else (nt.float64 if d.is_float else nt.int64)
+
+
+def _converter(t):
+    """What a launch does to one argument before the call (None: nothing)."""
+    if isinstance(t, PtrType):
+        return (lambda a: a.view(np.uint16)) if t.dtype.is_half else None
+    d = t.dtype
+    if d.is_bool:
+        return bool
+    if d.name == "f16":
+        return lambda x: float(np.float16(x))  # one rounding, from the double
+    if d.name == "bf16":
+        import ml_dtypes
+        return lambda x: float(ml_dtypes.bfloat16(x))
+    return float if d.is_float else int
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _thread_pool(n: int) -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < n:
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="npujit-numba")
+        return _pool
+
+
+class Launcher:
+    """``run(grid, args)`` for one compiled kernel; ``source`` is the generated module."""
+
+    def __init__(self, module, ksrc, fn, options: dict):
+        self.source = ksrc.text
+        self.path = getattr(module, "__file__", None)
+        self.name = fn.name
+        self._module = module
+        self._grid = getattr(module, ksrc.grid)
+        self._grid_parallel = getattr(module, ksrc.grid_parallel)
+        self._arg_types = [a.type for a in fn.args]
+        self._arg_names = [a.name or f"arg{i}" for i, a in enumerate(fn.args)]
+        convs = [_converter(t) for t in self._arg_types]
+        self._convs = convs if any(c is not None for c in convs) else None
+        self.has_atomics = ksrc.has_atomics
+        par = options.get("parallel")
+        self.parallel = (par if par is not None else True) and not ksrc.has_atomics
+        self.threads = int(options.get("num_threads") or knobs.num_threads() or os.cpu_count() or 1)
+        self._sig = (nt.int64,) * 5 + tuple(_numba_arg_type(t) for t in self._arg_types)
+        self.jit = hasattr(self._grid, "compile")
+        if self.jit:
+            self._grid.compile(self._sig)
+
+    def __call__(self, grid, args):
+        g0, g1, g2 = grid
+        if self._convs is not None:
+            args = [a if c is None else c(a) for c, a in zip(self._convs, args)]
+        total = g0 * g1 * g2
+        if total <= 0 or g0 <= 0 or g1 <= 0 or g2 <= 0:
+            raise ValueError(f"{self.name}: grid {tuple(grid)} must be positive in every axis")
+        try:
+            self._launch(g0, g1, g2, total, args)
+        except TypeError:
+            if not self._compile_variant(args):
+                raise
+            self._launch(g0, g1, g2, total, args)
+
+    def _launch(self, g0, g1, g2, total, args) -> None:
+        self._grid(g0, g1, g2, 0, total, *args)
+
+    def _compile_variant(self, args) -> bool:
+        """After a TypeError from the dispatcher: name the bad argument, or compile the
+        variant for a non-contiguous array of the right dtype and return True."""
+        if len(args) != len(self._arg_types):
+            raise TypeError(f"{self.name} takes {len(self._arg_types)} arguments "
+                            f"({', '.join(self._arg_names)}), got {len(args)}") from None
+        for name, t, a in zip(self._arg_names, self._arg_types, args):
+            if isinstance(t, PtrType):
+                want = _storage(t.dtype)
+                if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype != want:
+                    got = (f"{a.dtype} array of rank {a.ndim}" if isinstance(a, np.ndarray)
+                           else type(a).__name__)
+                    raise TypeError(f"{self.name}: argument {name!r} must be a 1-D "
+                                    f"{t.dtype.np} array, got {got}") from None
+        if not self.jit:
+            return False
+        sig = self._sig[:5] + tuple(numba.typeof(a) for a in args)
+        self._grid.compile(sig)
+        return True

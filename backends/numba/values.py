@@ -1,0 +1,243 @@
+"""How IR values live in generated code, and the loop nests that walk tiles.
+
+Every IR value becomes a ``Val``:
+
+* ``scalar``: a numba scalar (a variable or a literal such as ``np.float32(0.5)``), for
+  shape ``()`` values and for splats, which are never materialised;
+* ``array``: a flat, C-contiguous 1-D numpy array plus a static shape and per-dimension
+  strides (in elements).  A freshly computed tile has row-major strides; ``trans`` and
+  ``broadcast`` only change strides (stride 0 on stretched dims) and ``reshape`` of a
+  row-major tile reuses the array, so none of them copies;
+* ``iota``: ``arange`` as ``start + Σ i_d·stride_d``, computed where it is used.
+
+Half floats (f16/bf16) are float32 values exactly representable in the half type;
+i1 is ``np.bool_``.  Arrays are never written after the op that creates them, so views
+may share them freely (SSA).
+
+``Nest`` emits the loops that visit a tile's elements: it drops size-1 dims, merges dims
+that every operand walks contiguously (a plain elementwise op becomes one flat loop),
+and counts with ``np.uint64`` so that computed indices need no negative-index fix-up
+(numba-cpu-notes: signed computed indices block vectorisation).
+
+Example::
+
+    >>> w = Writer()
+    >>> x = Val.array("x", (4, 8), float32)
+    >>> with Nest(w, (4, 8), [x]) as nest:
+    ...     w.line(f"out[{nest.out}] = {nest.at(x)}")
+    >>> print(w.text())
+        for i in range(np.uint64(32)):
+            out[i] = x[i]
+"""
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from npujit.ir.types import DType
+
+# Names the generated module defines or imports, and Python's builtins (generated code
+# calls abs, bool, range, print...): value names never take them.
+RESERVED = frozenset({"np", "math", "njit", "prange", "hp", "sl", "rl", "tl", "cl",
+                      "KERNEL_OPTS", "GRID_OPTS", "PARALLEL_GRID_OPTS"}) | frozenset(dir(builtins))
+
+_NP_COMPUTE = {"f32": "np.float32", "f16": "np.float32", "bf16": "np.float32",
+               "i8": "np.int8", "i16": "np.int16", "i32": "np.int32", "i64": "np.int64",
+               "i1": "np.bool_"}
+
+
+def np_type(d: DType) -> str:
+    """The numpy scalar type a tile of ``d`` is computed in (halves compute in float32)."""
+    return _NP_COMPUTE[d.name]
+
+
+def row_major(shape) -> tuple:
+    """Row-major strides (in elements) of ``shape``."""
+    strides, n = [], 1
+    for s in reversed(shape):
+        strides.append(n)
+        n *= s
+    return tuple(reversed(strides))
+
+
+def numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+class Writer:
+    """Lines of Python source with indentation, plus a registry of unique names."""
+
+    def __init__(self, depth: int = 1):
+        self.lines: list[str] = []
+        self.depth = depth
+        self._names: set[str] = set(RESERVED)
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    @contextmanager
+    def block(self, header: str):
+        """``header`` (ending in ':') then an indented body."""
+        self.line(header)
+        self.depth += 1
+        mark = len(self.lines)
+        yield
+        if len(self.lines) == mark:
+            self.line("pass")
+        self.depth -= 1
+
+    def fresh(self, hint: str) -> str:
+        """A new identifier based on ``hint`` (sanitised, made unique)."""
+        base = re.sub(r"\W", "_", hint or "v")
+        if not base or base[0].isdigit():
+            base = "v_" + base
+        if keyword.iskeyword(base):
+            base += "_"
+        name, n = base, 1
+        while name in self._names:
+            name = f"{base}_{n}"
+            n += 1
+        self._names.add(name)
+        return name
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@dataclass(frozen=True)
+class Val:
+    """An IR value in generated code; see the module docstring for the three kinds."""
+
+    kind: str          # "scalar" | "array" | "iota"
+    name: str          # variable/literal; for iota the start as an int
+    shape: tuple
+    dtype: DType
+    strides: tuple     # per dim, elements; all 0 for scalars
+
+    @staticmethod
+    def scalar(expr: str, dtype: DType, shape=()) -> "Val":
+        return Val("scalar", expr, tuple(shape), dtype, (0,) * len(shape))
+
+    @staticmethod
+    def array(name: str, shape, dtype: DType) -> "Val":
+        return Val("array", name, tuple(shape), dtype, row_major(shape))
+
+    @staticmethod
+    def iota(start: int, n: int, dtype: DType) -> "Val":
+        return Val("iota", str(start), (n,), dtype, (1,))
+
+    @property
+    def is_scalar(self) -> bool:
+        """True for rank-0 values (a plain numba scalar)."""
+        return self.shape == () and self.kind == "scalar"
+
+    @property
+    def is_contiguous_array(self) -> bool:
+        """An array walked row-major from element 0: usable as-is by helpers."""
+        return self.kind == "array" and self.strides == row_major(self.shape)
+
+    def with_layout(self, shape, strides) -> "Val":
+        return Val(self.kind, self.name, tuple(shape), self.dtype, tuple(strides))
+
+    def broadcast_to(self, shape) -> "Val":
+        """Index this value at points of ``shape`` (numpy broadcasting of size-1 dims;
+        a rank-0 value is broadcast everywhere)."""
+        shape = tuple(shape)
+        if self.shape == shape:
+            return self
+        if self.shape == ():
+            if self.kind == "scalar":
+                return Val.scalar(self.name, self.dtype, shape)
+            return self.with_layout(shape, (0,) * len(shape))
+        assert len(self.shape) == len(shape), (self.shape, shape)
+        strides = tuple(0 if s == 1 and t != 1 else st
+                        for s, t, st in zip(self.shape, shape, self.strides))
+        return self.with_layout(shape, strides)
+
+    def element(self, index: str) -> str:
+        """The expression for this value's element at linear index ``index``."""
+        if self.kind == "scalar":
+            return self.name
+        if self.kind == "array":
+            return f"{self.name}[{index}]"
+        start = int(self.name)
+        i = f"np.int64({index})"
+        return f"np.int32({i} + {start})" if start else f"np.int32({i})"
+
+
+def _uconst(n: int) -> str:
+    return f"np.uint64({n})"
+
+
+def linear(names, strides) -> str:
+    """``Σ names[d] * strides[d]`` as an unsigned index expression (0 strides dropped)."""
+    terms = []
+    for name, s in zip(names, strides):
+        if s == 1:
+            terms.append(name)
+        elif s:
+            terms.append(f"{name} * {_uconst(s)}")
+    return " + ".join(terms) if terms else "0"
+
+
+class Nest:
+    """Loops over the points of ``shape``; ``at(val)`` is ``val``'s element at the current
+    point and ``out`` the linear (row-major) index of the point, for output arrays.
+
+    Use as a context manager: the body is written inside ``with``.
+    """
+
+    def __init__(self, w: Writer, shape, vals, index_hint: str = "i"):
+        self.w = w
+        self.shape = tuple(shape)
+        self.vals = [v.broadcast_to(self.shape) for v in vals]
+        self._hint = index_hint
+        self._exprs: dict[int, str] = {}
+        self.out = "0"
+        self._opened = 0
+
+    def _dims(self):
+        """(size, out_stride, [stride per val]) of each loop after dropping size-1 dims and
+        merging dims walked contiguously by every operand and the output."""
+        out_strides = row_major(self.shape)
+        dims = [(n, out_strides[d], [v.strides[d] for v in self.vals])
+                for d, n in enumerate(self.shape) if n != 1]
+        merged: list = []
+        for n, os_, vs in dims:
+            if merged:
+                pn, pos, pvs = merged[-1]
+                if pos == os_ * n and all(p == s * n for p, s in zip(pvs, vs)):
+                    merged[-1] = (pn * n, os_, vs)
+                    continue
+            merged.append((n, os_, vs))
+        return merged
+
+    def __enter__(self) -> "Nest":
+        dims = self._dims()
+        names = ([self.w.fresh(self._hint)] if len(dims) == 1
+                 else [self.w.fresh(f"{self._hint}{k}") for k in range(len(dims))])
+        for (n, _, _), name in zip(dims, names):
+            self.w.line(f"for {name} in range({_uconst(n)}):")
+            self.w.depth += 1
+            self._opened += 1
+
+        self.out = linear(names, [os_ for _, os_, _ in dims])
+        for k, v in enumerate(self.vals):
+            self._exprs[k] = v.element(linear(names, [vs[k] for _, _, vs in dims]))
+        return self
+
+    def at(self, val: Val) -> str:
+        """Element expression of ``val`` (one of the nest's values) at the current point."""
+        for k, v in enumerate(self.vals):
+            if v is val or v == val.broadcast_to(self.shape):
+                return self._exprs[k]
+        raise KeyError(f"{val} is not walked by this nest")
+
+    def __exit__(self, *exc) -> None:
+        self.w.depth -= self._opened
