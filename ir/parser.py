@@ -266,7 +266,8 @@ class _Parser:
             type_name = m.group()
             if type_name != "f64":
                 self.dtype(type_name, tpos)
-        is_float_type = type_name is not None and (type_name == "f64" or BY_NAME[type_name].is_float)
+        is_float_type = type_name == "f64" or (type_name is not None
+                                               and BY_NAME[type_name].is_float)
         if "0x" in literal:
             if not is_float_type:
                 return int(literal, 16)

@@ -274,7 +274,8 @@ def _print_op(op: Op, namer: _Namer, indent: int, locs: bool, lines: list[str]) 
     tail = ""
     if op.attrs:
         tail += " " + format_attr_dict(op.attrs, _number_type(op))
-    tail += f" : {_type_list(v.type for v in op.operands)} -> {_result_types(v.type for v in op.results)}"
+    operand_types = _type_list(v.type for v in op.operands)
+    tail += f" : {operand_types} -> {_result_types(v.type for v in op.results)}"
     if locs:
         tail += " " + format_loc(op.loc)
     if not op.regions:
