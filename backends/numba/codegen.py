@@ -1,13 +1,19 @@
 """The walker: an IR function in, the Python source of a numba module out.
 
-The module holds three functions (names from the kernel):
+The module defines one function, named after the kernel::
 
-* ``<kernel>(pid0, pid1, pid2, nprog0, nprog1, nprog2, *args)``: one program, the ops
-  in order, each preceded by a comment with its source line;
-* ``<kernel>_grid(nprog0, nprog1, nprog2, first, last, *args)``: programs ``first`` to
-  ``last - 1`` (linear ids, axis 0 fastest), compiled ``nogil`` so the launcher may run
-  chunks on threads;
-* ``<kernel>_grid_parallel``: the same loop as a numba ``prange`` (``parallel=True``).
+    def <kernel>(nprog0, nprog1, nprog2, first, last, *args):
+        <scalar arguments converted to their compute type>
+        <every tile the kernel needs, allocated once>
+        for p in range(first, last):        # programs, linear id, axis 0 fastest
+            pid0, pid1, pid2 = ...
+            <the ops, in order, each after a comment with its source line>
+
+It is compiled ``nogil``, so the launcher can run chunks of the grid on threads; each
+chunk has its own tiles.  Tiles are allocated once per call, not per program: a
+program's tiles are dead when the next program starts, and inside an ``scf.for`` an op
+rewrites the same tile every iteration (carried tiles are copied into their own tile at
+the yield, see ``lower_control``).
 
 Per-op lowering lives in ``lower_*.py``, one op family each, registered in ``LOWER``.
 
@@ -37,13 +43,17 @@ for _mod in (lower_control, lower_elementwise, lower_memory, lower_shape, lower_
 _IMPORTS = """import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from npujit.backends.numba import cube_lib as cl
 from npujit.backends.numba import halfprec as hp
 from npujit.backends.numba import reduce_lib as rl
 from npujit.backends.numba import scalar_lib as sl
 from npujit.backends.numba import select_lib as tl
+
+# short names for the compute types (generated code casts a lot)
+f32, i8, i16, i32, i64, u64, b1 = (np.float32, np.int8, np.int16, np.int32, np.int64,
+                                   np.uint64, np.bool_)
 """
 
 
@@ -52,9 +62,7 @@ class KernelSource:
     """Generated module text and what the launcher needs to know about it."""
 
     text: str
-    program: str         # name of the one-program function
-    grid: str            # name of the serial (nogil) grid function
-    grid_parallel: str   # name of the prange grid function
+    entry: str           # name of the function that runs programs first..last-1
     has_atomics: bool
 
 
@@ -65,10 +73,21 @@ class Codegen:
     def __init__(self, fn: Function, options: dict):
         self.fn = fn
         self.options = options
-        self.w = Writer()
+        self.w = Writer(depth=2)
+        self.tiles: list[str] = []   # allocations hoisted out of the program loop
         self.env: dict[int, Val] = {}
         self._copies: list[dict] = [{}]
         self._last_line = None
+        self._def_block: dict[int, object] = {}
+        self._use_blocks: dict[int, list] = {}
+        for block in _blocks(fn.body):
+            for a in block.args:
+                self._def_block[id(a)] = block
+            for op in block.ops:
+                for r in op.results:
+                    self._def_block[id(r)] = block
+                for v in op.operands:
+                    self._use_blocks.setdefault(id(v), []).append(block)
 
     # --- values -----------------------------------------------------------------------
     def val(self, v: Value) -> Val:
@@ -82,9 +101,9 @@ class Codegen:
         self.env[id(v)] = val
 
     def new_array(self, hint: str, shape, dtype) -> Val:
-        """Emit ``name = np.empty(n, dtype)`` for a fresh tile."""
+        """A tile of its own for an op result, allocated once before the program loop."""
         name = self.w.fresh(hint)
-        self.w.line(f"{name} = np.empty({numel(shape)}, {np_type(dtype)})")
+        self.tiles.append(f"{name} = np.empty({numel(shape)}, {np_type(dtype)})")
         return Val.array(name, shape, dtype)
 
     def materialise(self, val: Val, hint: str = "tile") -> Val:
@@ -94,12 +113,19 @@ class Codegen:
         for scope in reversed(self._copies):
             if val in scope:
                 return scope[val]
-        from .values import Nest
         out = self.new_array(hint, val.shape, val.dtype)
-        with Nest(self.w, val.shape, [val]) as nest:
-            self.w.line(f"{out.name}[{nest.out}] = {nest.at(val)}")
+        self.copy(val, out)
         self._copies[-1][val] = out
         return out
+
+    def inline_ok(self, v: Value, cheap: bool) -> bool:
+        """May ``v`` be recomputed where it is read instead of stored in a tile?  Yes if
+        it is cheap, or if it is read once and not from inside a nested loop (where the
+        recomputation would repeat every iteration)."""
+        if cheap:
+            return True
+        uses = self._use_blocks.get(id(v), [])
+        return len(uses) == 1 and uses[0] is self._def_block.get(id(v))
 
     def hint(self, v: Value, default: str = "v") -> str:
         """A readable variable name for an op result."""
@@ -109,6 +135,12 @@ class Codegen:
         if op is None:
             return default
         return op.kind.value.split(".")[-1]
+
+    def copy(self, src: Val, dst: Val) -> None:
+        """Emit a loop writing every element of ``src`` into the tile ``dst``."""
+        from .values import Nest
+        with Nest(self.w, dst.shape, [src]) as nest:
+            self.w.line(f"{dst.name}[{nest.out}] = {nest.at(src)}")
 
     @contextmanager
     def region(self):
@@ -151,10 +183,18 @@ class Codegen:
             self.w.lines[mark:mark] = [pad + c for c in self._comment(op)]
 
 
-def _arg_prologue(cg: Codegen) -> list[str]:
-    """Parameter names; scalar args arrive as Python int/float/bool and are converted
-    to their compute type on entry."""
-    params = []
+def _blocks(block):
+    """``block`` and every block nested in its ops' regions."""
+    yield block
+    for op in block.ops:
+        for region in op.regions:
+            yield from _blocks(region)
+
+
+def _arguments(cg: Codegen) -> tuple[list[str], list[str]]:
+    """Parameter names, and the lines converting scalar arguments (Python int/float/bool)
+    to their compute type."""
+    params, lines = [], []
     for a in cg.fn.args:
         if isinstance(a.type, PtrType):
             name = cg.w.fresh(a.name or "ptr")
@@ -166,60 +206,39 @@ def _arg_prologue(cg: Codegen) -> list[str]:
         raw = cg.w.fresh(f"{local}_raw")
         params.append(raw)
         if d.is_bool:
-            cg.w.line(f"{local} = bool({raw})")
-        elif d.name in ("f16", "bf16"):
-            cg.w.line(f"{local} = hp.round_{'f16' if d.name == 'f16' else 'bf16'}(np.float32({raw}))")
+            lines.append(f"{local} = bool({raw})")
+        elif d.is_half:
+            lines.append(f"{local} = hp.round_{d.name}(f32({raw}))")
         else:
-            cg.w.line(f"{local} = {np_type(d)}({raw})")
+            lines.append(f"{local} = {np_type(d)}({raw})")
         cg.bind(a, Val.scalar(local, d))
-    return params
+    return params, lines
 
 
 def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
     """Lower ``fn`` to the text of a Python module; ``header`` goes into its docstring
     (the launcher puts the backend version and options there)."""
     cg = Codegen(fn, options)
-    prog = cg.w.fresh(fn.name or "kernel")
-    grid = cg.w.fresh(f"{prog}_grid")
-    grid_par = cg.w.fresh(f"{prog}_grid_parallel")
-    ids = ["pid0", "pid1", "pid2", "nprog0", "nprog1", "nprog2", "first", "last", "p"]
-    for n in ids:
+    entry = cg.w.fresh(fn.name or "kernel")
+    for n in ("pid0", "pid1", "pid2", "nprog0", "nprog1", "nprog2", "first", "last", "p"):
         cg.w.fresh(n)
-    params = _arg_prologue(cg)
+    params, conversions = _arguments(cg)
     cg.lower_block(fn.body)
-    body = cg.w.text() or "    pass"
+    body = cg.w.text() or "        pass"
     has_atomics = any(op.kind is Kind.ATOMIC_ADD for op in fn.walk())
-
-    boundscheck = bool(options.get("debug", False))
-    plist = ", ".join(params)
+    setup = "".join(f"    {line}\n" for line in conversions + cg.tiles)
     sep = ", " if params else ""
     text = f'''"""npujit numba kernel `{fn.name}` (generated from IR; do not edit).
 {header}"""
 {_IMPORTS}
-KERNEL_OPTS = dict(cache={options.get("cache", True)}, nogil=True, error_model="numpy", boundscheck={boundscheck})
-GRID_OPTS = dict(cache={options.get("cache", True)}, nogil=True, error_model="numpy")
-PARALLEL_GRID_OPTS = dict(cache={options.get("cache", True)}, parallel=True, error_model="numpy")
 
-
-@njit(**KERNEL_OPTS)
-def {prog}(pid0, pid1, pid2, nprog0, nprog1, nprog2{sep}{plist}):
+@njit(cache={bool(options.get("cache", True))}, nogil=True, error_model="numpy")
+def {entry}(nprog0, nprog1, nprog2, first, last{sep}{", ".join(params)}):
+    """Programs first..last-1 of the grid (linear ids, axis 0 fastest)."""
+{setup}    for p in range(first, last):
+        pid0 = p % nprog0
+        pid1 = (p // nprog0) % nprog1
+        pid2 = p // (nprog0 * nprog1)
 {body}
-
-
-@njit(**GRID_OPTS)
-def {grid}(nprog0, nprog1, nprog2, first, last{sep}{plist}):
-    """Programs first..last-1 of the grid, one after another (axis 0 fastest)."""
-    for p in range(first, last):
-        {prog}(p % nprog0, (p // nprog0) % nprog1, p // (nprog0 * nprog1),
-             nprog0, nprog1, nprog2{sep}{plist})
-
-
-@njit(**PARALLEL_GRID_OPTS)
-def {grid_par}(nprog0, nprog1, nprog2, first, last{sep}{plist}):
-    """The same programs spread over numba's threads."""
-    for p in prange(first, last):
-        {prog}(p % nprog0, (p // nprog0) % nprog1, p // (nprog0 * nprog1),
-             nprog0, nprog1, nprog2{sep}{plist})
 '''
-    return KernelSource(text, prog, grid, grid_par, has_atomics)
-
+    return KernelSource(text, entry, has_atomics)

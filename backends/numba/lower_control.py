@@ -2,10 +2,10 @@
 
 ``scf.for`` is a Python ``for`` over ``range(lb, ub, step)`` (which already counts down
 for a negative step and runs zero times when the bounds say so); the induction variable
-is converted to the dtype of ``lb``.  Carried values are plain variables reassigned at
-the end of each iteration, all at once (``a, b = b, a`` is a legal yield).  Carried
-tiles are arrays; sharing one between iterations is safe because no array is written
-after the op that makes it.
+is converted to the dtype of ``lb``.  Carried scalars are plain variables reassigned at
+the end of each iteration, all at once (``a, b = b, a`` is a legal yield).  A carried
+tile has a tile of its own that the yielded tile is copied into (every op rewrites its
+tile each iteration, so the yielded tile itself cannot be kept).
 
 ``npu.print`` prints ``[pid (x, y, z)] <prefix> <value>`` per value with numba's
 ``print``: scalars as numba formats them (float32 shows its exact double value), tiles
@@ -13,11 +13,13 @@ as numpy arrays of the tile's shape (half tiles show their float32 values).
 
 Example (``for i in range(0, n, 1)`` carrying ``acc``)::
 
-    acc = zeros
-    for iv in range(np.int64(lb), np.int64(n), np.int64(1)):
-        i = np.int32(iv)
+    for i_1 in range(u64(64)):          # acc's own tile gets the init
+        acc[i_1] = f32(0.0)
+    for iv in range(i64(lb), i64(n), i64(1)):
+        i = i32(iv)
         ...
-        acc = add
+        for i_2 in range(u64(64)):      # the yield
+            acc[i_2] = add[i_2]
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def lower_program_id(cg, op) -> None:
     axis = op.attrs["axis"]
     src = "pid" if op.kind is Kind.PROGRAM_ID else "nprog"
     name = cg.w.fresh(f"{src}_{'xyz'[axis]}")
-    cg.w.line(f"{name} = np.int32({src}{axis})")
+    cg.w.line(f"{name} = i32({src}{axis})")
     cg.bind(op.result, Val.scalar(name, op.result.type.dtype))
 
 
@@ -46,21 +48,23 @@ def lower_for(cg, op) -> None:
     iv_arg, carried_args = body.args[0], body.args[1:]
     carried = []
     for init, arg in zip(op.operands[3:], carried_args):
-        val = cg.materialise(cg.val(init), cg.hint(init))
-        name = w.fresh(arg.name or "carried")
-        w.line(f"{name} = {val.name}")
         t = arg.type
-        carried.append(Val.scalar(name, t.dtype) if t.shape == ()
-                       else Val.array(name, t.shape, t.dtype))
+        if t.shape == ():
+            name = w.fresh(arg.name or "carried")
+            w.line(f"{name} = {cg.val(init).name}")
+            carried.append(Val.scalar(name, t.dtype))
+        else:
+            slot = cg.new_array(arg.name or "carried", t.shape, t.dtype)
+            cg.copy(cg.val(init), slot)
+            carried.append(slot)
     step_const = _constant_of(op.operands[2])
     if step_const is None or step_const == 0:
         where = str(op.loc).replace("\\", "/").replace('"', "'")
-        with w.block(f"if np.int64({step.name}) == 0:"):
+        with w.block(f"if i64({step.name}) == 0:"):
             w.line(f'raise ValueError("scf.for at {where}: the loop step is 0")')
     raw = w.fresh("iv")
     iv = w.fresh(iv_arg.name or "i")
-    header = (f"for {raw} in range(np.int64({lb.name}), np.int64({ub.name}), "
-              f"np.int64({step.name})):")
+    header = f"for {raw} in range(i64({lb.name}), i64({ub.name}), i64({step.name})):"
     with w.block(header):
         w.line(f"{iv} = {np_type(iv_arg.type.dtype)}({raw})")
         cg.bind(iv_arg, Val.scalar(iv, iv_arg.type.dtype))
@@ -69,12 +73,30 @@ def lower_for(cg, op) -> None:
         with cg.region():
             cg.lower_block(body)
             term = body.terminator
-            nexts = [cg.materialise(cg.val(y), cg.hint(y)).name
-                     for y in (term.operands if term is not None else [])]
-        if carried:
-            w.line(f"{', '.join(c.name for c in carried)} = {', '.join(nexts)}")
+            _next_iteration(cg, carried, [cg.val(y) for y in term.operands] if term else [])
     for r, val in zip(op.results, carried):
         cg.bind(r, val)
+
+
+def _next_iteration(cg, carried, yields) -> None:
+    """Carried tiles get the yielded tiles' contents (through staging copies when a
+    yield reads another carried tile, e.g. a swap); then carried scalars are reassigned
+    all at once (after the tiles: a yielded splat may read a carried scalar)."""
+    slots = {c.name for c in carried if c.kind == "array"}
+    moves = [(c, y) for c, y in zip(carried, yields) if c.kind == "array" and y != c]
+    if any(leaf.kind == "array" and leaf.name in slots for _, y in moves for leaf in y.leaves()):
+        staged = []
+        for c, y in moves:
+            stage = cg.new_array(f"{c.name}_next", c.shape, c.dtype)
+            cg.copy(y, stage)
+            staged.append((c, stage))
+        moves = staged
+    for c, y in moves:
+        cg.copy(y, c)
+    scalars = [(c, y) for c, y in zip(carried, yields) if c.kind != "array" and y != c]
+    if scalars:
+        cg.w.line(f"{', '.join(c.name for c, _ in scalars)} = "
+                  f"{', '.join(y.name for _, y in scalars)}")
 
 
 def lower_print(cg, op) -> None:

@@ -4,17 +4,20 @@ A fused region becomes a single nest over its result shape ``S``.  Every region 
 is evaluated at the current point of ``S``: an input of a smaller shape (a splat or a
 broadcast, inside or outside the region) is read through stride-0 indexing, never
 copied.  Region ops whose operands do not vary over ``S`` (scalars, constants) are
-computed once before the nest.  Results are written to fresh arrays, except a result
-that does not vary (it stays a lazy splat) or is an input passed through.
+computed once before the nest.  Results are written to tiles, except a result that
+does not vary (it stays a lazy splat), is an input passed through, or is worth
+inlining into its readers (an ``expr`` Val: cheap integer/f32 arithmetic, or read once
+in the same block, e.g. the ``e / s`` that only a store reads) -- that saves a loop
+and a tile, and numba compile time grows with the number of loops.
 
-An unfused elementwise op is lowered as a region of one op, so it is one loop too.
+An unfused elementwise op is lowered as a region of one op, so it is one loop at most.
 
 Example (IR ``%e = npu.fused(%x, %m) { exp(x - splat(m)) }`` on 1024 f32)::
 
     fused = np.empty(1024, np.float32)
-    for i in range(np.uint64(1024)):
-        sub = np.float32(load[i] - reduce)
-        exp = np.float32(np.exp(sub))
+    for i in range(u64(1024)):
+        sub = f32(load[i] - reduce)
+        exp = f32(np.exp(sub))
         fused[i] = exp
 """
 from __future__ import annotations
@@ -54,10 +57,31 @@ def _broadcastable(src, dst) -> bool:
     return len(src) == len(dst) and all(a in (1, b) for a, b in zip(src, dst))
 
 
+def _cheap(op) -> bool:
+    """Ops so cheap per element that recomputing them at every use beats a tile: integer
+    and f32 add/sub/mul/compare/select/casts (no libm, no division, no half rounding)."""
+    k = op.kind
+    dts = [v.type.dtype for v in op.operands if hasattr(v.type, "dtype")] + [op.result.type.dtype]
+    if any(d.is_half for d in dts):
+        return False
+    return k in _CHEAP_KINDS
+
+
+_CHEAP_KINDS = frozenset({Kind.ADD, Kind.SUB, Kind.MUL, Kind.AND, Kind.OR, Kind.XOR,
+                          Kind.NOT, Kind.NEG, Kind.ABS, Kind.CMP, Kind.SELECT, Kind.CAST,
+                          Kind.MAXIMUM, Kind.MINIMUM})
+MAX_INLINE = 12   # largest expression (in ops) that is inlined instead of computed once
+
+
 def emit_region(cg, ops, inputs, yields, results) -> bool:
-    """Lower elementwise ``ops`` as one nest.  ``inputs`` pairs the values the ops read
-    from outside with their ``Val``s; ``yields[i]`` gives ``results[i]``.  Returns False
-    (emitting nothing) when the ops are not one elementwise nest."""
+    """Lower elementwise ``ops`` at one shape.  ``inputs`` pairs the values the ops read
+    from outside with their ``Val``s; ``yields[i]`` gives ``results[i]``.
+
+    Ops on scalars only are computed once, before any loop.  A result becomes an
+    ``expr`` Val (no loop here: its readers inline it) when it is cheap, or when its
+    single use is in this block; the others are computed in one nest, each op once per
+    element.  Returns False (emitting nothing) when the ops are not one elementwise nest.
+    """
     shape = tuple(results[0].type.shape) if results else ()
     if any(tuple(r.type.shape) != shape for r in results):
         return False
@@ -66,64 +90,72 @@ def emit_region(cg, ops, inputs, yields, results) -> bool:
     if not all(_broadcastable(val.shape, shape) for _, val in inputs):
         return False
     w = cg.w
-    expr: dict[int, str] = {}          # value -> atom, for invariant values
-    walked: dict[int, Val] = {}        # value -> broadcast input Val, read in the nest
-    for value, val in inputs:
-        b = val.broadcast_to(shape)
-        if b.kind == "scalar":
-            expr[id(value)] = b.name
-        else:
-            walked[id(value)] = b
-    # ops whose operands are all invariant are computed once, before the nest
-    variant: list = []
+    val: dict[int, Val] = {}      # region value -> its Val at the region's shape
+    cheap: dict[int, bool] = {}
+    for value, v in inputs:
+        val[id(value)] = v.broadcast_to(shape)
+        cheap[id(value)] = True
+    variant = []
     for op in ops:
-        if all(id(o) in expr for o in op.operands):
-            r = op.result
-            e = scalar_expr(op, [expr[id(o)] for o in op.operands])
-            if op.kind in (Kind.CONSTANT, Kind.SPLAT, Kind.BROADCAST):
-                expr[id(r)] = e
-            else:
+        r = op.result
+        args = [val[id(o)] for o in op.operands]
+        if op.kind in (Kind.SPLAT, Kind.BROADCAST):
+            val[id(r)] = args[0].broadcast_to(shape)
+            cheap[id(r)] = cheap[id(op.operands[0])]
+        elif op.kind is Kind.CONSTANT or all(a.kind == "scalar" for a in args):
+            e = scalar_expr(op, [a.name for a in args])
+            if op.kind is not Kind.CONSTANT:  # invariant over the tile: compute it once
                 name = w.fresh(cg.hint(r))
                 w.line(f"{name} = {e}")
-                expr[id(r)] = name
+                e = name
+            val[id(r)] = Val.scalar(e, r.type.dtype, shape)
+            cheap[id(r)] = True
         else:
+            fmt = scalar_expr(op, ["{%d}" % k for k in range(len(args))])
+            val[id(r)] = Val.expr(fmt, args, r.type.dtype, shape)
+            cheap[id(r)] = _cheap(op) and all(cheap[id(o)] for o in op.operands)
             variant.append(op)
-    outs: list = []
+    outs = []
     for y, r in zip(yields, results):
-        if id(y) in expr:
-            cg.bind(r, Val.scalar(expr[id(y)], r.type.dtype, shape))
-        elif id(y) in walked:
-            cg.bind(r, walked[id(y)])
+        v = val[id(y)]
+        if v.kind != "expr" or (v.size <= MAX_INLINE and cg.inline_ok(r, cheap[id(y)])):
+            cg.bind(r, v)
         else:
             arr = cg.new_array(cg.hint(y), shape, r.type.dtype)
             cg.bind(r, arr)
             outs.append((y, arr))
-    if not outs:
-        return True
-    yielded = {id(y) for y in yields}
+    if outs:
+        _emit_nest(cg, shape, variant, val, outs)
+    return True
+
+
+def _emit_nest(cg, shape, variant, val, outs) -> None:
+    """One loop nest computing each variant op once per element (a temporary unless its
+    only use is the store of a result) and storing the results in ``outs``."""
+    w = cg.w
+    yielded = {id(y) for y, _ in outs}
     uses: dict[int, int] = {}
     for op in variant:
         for o in op.operands:
             uses[id(o)] = uses.get(id(o), 0) + 1
-    for y in yields:
+    for y, _ in outs:
         uses[id(y)] = uses.get(id(y), 0) + 1
-    with Nest(w, shape, list(walked.values())) as nest:
-        local = dict(expr)
-        for key, b in walked.items():
-            local[key] = nest.at(b)
+    with Nest(w, shape, [val[id(y)] for y, _ in outs]) as nest:
+        local: dict[int, str] = {}
+
+        def atom(v) -> str:
+            return local[id(v)] if id(v) in local else nest.at(val[id(v)])
         for op in variant:
             r = op.result
-            e = scalar_expr(op, [local[id(o)] for o in op.operands])
-            if op.kind in (Kind.SPLAT, Kind.BROADCAST) or (uses.get(id(r), 0) == 1
-                                                            and id(r) in yielded):
+            e = scalar_expr(op, [atom(o) for o in op.operands])
+            if uses.get(id(r), 0) == 1 and id(r) in yielded:
                 local[id(r)] = e  # used once, by the store below: no temporary
                 continue
             name = w.fresh(cg.hint(r))
             w.line(f"{name} = {e}")
             local[id(r)] = name
         for y, arr in outs:
-            w.line(f"{arr.name}[{nest.out}] = {local[id(y)]}")
-    return True
+            w.line(f"{arr.name}[{nest.out}] = {atom(y)}")
 
 
 def lower_elementwise(cg, op) -> None:

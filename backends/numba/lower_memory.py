@@ -10,11 +10,11 @@ Half floats are stored as uint16 bits and converted with ``halfprec``.
 Example (``x = load(x_ptr, offs, mask)`` on 128 f16 lanes)::
 
     load = np.empty(128, np.float32)
-    for i in range(np.uint64(128)):
+    for i in range(u64(128)):
         if lt[i]:
-            load[i] = hp.f16_bits_to_f32(x_ptr[np.uint64(add[i])])
+            load[i] = hp.f16_bits_to_f32(x_ptr[u64(add[i])])
         else:
-            load[i] = np.float32(0.0)
+            load[i] = f32(0.0)
 """
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ from .values import Nest, Val, linear, row_major
 
 def _address(cg, op, ptr: str, off: str) -> str:
     """``ptr[<unsigned off>]``, preceded in debug mode by a bounds check."""
-    idx = f"np.uint64({off})"
+    idx = f"u64({off})"
     if cg.options.get("debug"):
-        with cg.w.block(f"if {idx} >= np.uint64({ptr}.shape[0]):"):
+        with cg.w.block(f"if {idx} >= u64({ptr}.shape[0]):"):
             cg.w.line(f'raise IndexError("{op.kind.value} at {_where(op)}: offset out of '
                       f'bounds of argument {ptr}")')
     return f"{ptr}[{idx}]"
@@ -117,7 +117,7 @@ def lower_atomic_add(cg, op) -> None:
         def update():
             o = w.fresh("o")
             prev = w.fresh("prev")
-            w.line(f"{o} = np.uint64({nest.at(offs)})")
+            w.line(f"{o} = u64({nest.at(offs)})")
             cell = _address(cg, op, ptr, o)
             w.line(f"{prev} = {ls.decode(d, cell)}")
             w.line(f"{cell} = {ls.encode(d, ls.binary(Kind.ADD, d, prev, nest.at(value)))}")
@@ -142,7 +142,7 @@ def _block_prologue(cg, op):
     for part, first in (("shape", 1), ("stride", 1 + r), ("off", 1 + 2 * r)):
         for d_ in range(r):
             n = w.fresh(f"blk_{part}{d_}")
-            w.line(f"{n} = np.int64({cg.val(op.operands[first + d_]).name})")
+            w.line(f"{n} = i64({cg.val(op.operands[first + d_]).name})")
             names[part, d_] = n
     return bs, names
 
@@ -156,11 +156,11 @@ def _block_loops(cg, op, bs, names, body) -> None:
     opened = 0
     for d_, n in enumerate(bs):
         i = w.fresh(f"b{d_}")
-        w.line(f"for {i} in range(np.uint64({n})):")
+        w.line(f"for {i} in range(u64({n})):")
         w.depth += 1
         opened += 1
         c = w.fresh(f"c{d_}")
-        w.line(f"{c} = {names['off', d_]} + np.int64({i})")
+        w.line(f"{c} = {names['off', d_]} + i64({i})")
         if d_ in checked:
             ok = w.fresh(f"ok{d_}")
             w.line(f"{ok} = {c} >= 0 and {c} < {names['shape', d_]}")
@@ -202,8 +202,7 @@ def lower_block_store(cg, op) -> None:
     w = cg.w
 
     def body(idx, ok, addr):
-        vb = value.broadcast_to(bs)
-        src = vb.element(linear(idx, vb.strides))
+        src = value.broadcast_to(bs).element(lambda leaf: linear(idx, leaf.strides))
         if ok is None:
             w.line(f"{_address(cg, op, ptr, addr)} = {ls.encode(d, src)}")
             return

@@ -14,7 +14,7 @@ Example::
     >>> binary(Kind.ADD, float16, "x", "y")
     'hp.round_f16(x + y)'
     >>> binary(Kind.MUL, int32, "x", "y")
-    'np.int32(x * y)'
+    'i32(x * y)'
 """
 from __future__ import annotations
 
@@ -41,10 +41,10 @@ def f32(x: float) -> str:
     """A float32 literal (``x`` rounded to f32)."""
     v = float(np.float32(x))
     if math.isnan(v):
-        return "np.float32(np.nan)"
+        return "f32(np.nan)"
     if math.isinf(v):
-        return "np.float32(np.inf)" if v > 0 else "np.float32(-np.inf)"
-    return f"np.float32({v!r})"
+        return "f32(np.inf)" if v > 0 else "f32(-np.inf)"
+    return f"f32({v!r})"
 
 
 def result(d: DType, expr: str) -> str:
@@ -110,13 +110,13 @@ def binary(kind: Kind, d: DType, a: str, b: str) -> str:
 
 def unary(kind: Kind, attrs: dict, d: DType, a: str) -> str:
     """``kind(a)`` on dtype ``d``; float math is float32 math."""
-    one = "np.float32(1.0)"
+    one = "f32(1.0)"
     if kind is Kind.NEG:
-        return f"np.float32(-{a})" if d.is_float else result(d, f"-{a}")
+        return f"f32(-{a})" if d.is_float else result(d, f"-{a}")
     if kind is Kind.NOT:
         return f"(not {a})" if d.is_bool else result(d, f"~{a}")
     if kind is Kind.ABS:
-        return f"np.float32(abs({a}))" if d.is_float else result(d, f"abs({a})")
+        return f"f32(abs({a}))" if d.is_float else result(d, f"abs({a})")
     if kind in _F32_FUNCS:
         return result(d, f"{_F32_FUNCS[kind]}({a})")
     if kind is Kind.RSQRT:
@@ -153,7 +153,7 @@ def cast(src: DType, dst: DType, a: str) -> str:
         if src.is_float and (dst.name == "f32" or dst.itemsize > src.itemsize):
             return a  # widening float casts are exact (f16/bf16 values are f32 already)
         # int -> float goes via f32 (RNE); float -> half rounds once from f32
-        return result(dst, f"np.float32({a})" if not src.is_float else a)
+        return result(dst, f"f32({a})" if not src.is_float else a)
     if src.is_float:
         # truncation toward zero; NaN / out-of-range results are unspecified
         return f"{np_type(dst)}({a})"

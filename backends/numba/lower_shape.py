@@ -51,10 +51,7 @@ def lower_reshape(cg, op) -> None:
 
 
 def lower_trans(cg, op) -> None:
-    src = cg.val(op.operands[0])
-    perm = op.attrs["perm"]
-    cg.bind(op.result, src.with_layout([src.shape[p] for p in perm],
-                                       [src.strides[p] for p in perm]))
+    cg.bind(op.result, cg.val(op.operands[0]).permuted(op.attrs["perm"]))
 
 
 LOWERINGS = {Kind.CONSTANT: lower_constant, Kind.ARANGE: lower_arange,

@@ -6,7 +6,7 @@ Reducing a 1-D tile calls a ``line_*`` helper that returns the scalar directly.
 
 Example (``m = max(x, axis=0)`` on a 1024-element f32 tile)::
 
-    reduce = np.float32(rl.line_max_f(load, 0, 1024))
+    reduce = f32(rl.line_max_f(load, 0, 1024))
 """
 from __future__ import annotations
 
@@ -74,9 +74,8 @@ def lower_sort(cg, op) -> None:
     src = op.operands[0].type
     outer, n, inner = _split(src.shape, op.attrs["axis"])
     out = cg.new_array("sort", src.shape, src.dtype)
-    fn = "tl.sort_bool" if src.dtype.is_bool else "tl.sort"
     desc = bool(op.attrs.get("descending", False))
-    cg.w.line(f"{fn}({a.name}, {outer}, {n}, {inner}, {out.name}, {desc})")
+    cg.w.line(f"tl.sort({a.name}, {outer}, {n}, {inner}, {out.name}, {desc})")
     cg.bind(op.result, out)
 
 

@@ -28,6 +28,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import types as pytypes
 from concurrent.futures import ThreadPoolExecutor
 
@@ -126,57 +127,85 @@ def _converter(t):
     return float if d.is_float else int
 
 
+# A launch that took longer than this serially runs its later launches on threads: below
+# it, handing chunks to threads costs more than it saves (~20-40 us per launch).
+PARALLEL_AFTER_S = 5e-4
+
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def _thread_pool(n: int) -> ThreadPoolExecutor:
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
-        if _pool is None or _pool._max_workers < n:
-            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="npujit-numba")
+        if _pool is None or _pool._max_workers < workers:
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npujit-numba")
         return _pool
 
 
 class Launcher:
-    """``run(grid, args)`` for one compiled kernel; ``source`` is the generated module."""
+    """``run(grid, args)`` for one compiled kernel; ``source`` is the generated module.
+
+    Programs run serially in the calling thread until one launch takes longer than
+    ``PARALLEL_AFTER_S``; later launches split the grid into contiguous chunks, one per
+    thread (the compiled function releases the GIL).  Kernels with atomics, and
+    ``parallel=False``, always run serially; ``parallel=True`` uses threads at once.
+    """
 
     def __init__(self, module, ksrc, fn, options: dict):
         self.source = ksrc.text
         self.path = getattr(module, "__file__", None)
         self.name = fn.name
-        self._module = module
-        self._grid = getattr(module, ksrc.grid)
-        self._grid_parallel = getattr(module, ksrc.grid_parallel)
+        self._entry = getattr(module, ksrc.entry)
         self._arg_types = [a.type for a in fn.args]
         self._arg_names = [a.name or f"arg{i}" for i, a in enumerate(fn.args)]
         convs = [_converter(t) for t in self._arg_types]
         self._convs = convs if any(c is not None for c in convs) else None
         self.has_atomics = ksrc.has_atomics
+        self.jit = hasattr(self._entry, "compile")
         par = options.get("parallel")
-        self.parallel = (par if par is not None else True) and not ksrc.has_atomics
-        self.threads = int(options.get("num_threads") or knobs.num_threads() or os.cpu_count() or 1)
+        self.threads = int(options.get("num_threads") or knobs.num_threads()
+                           or os.cpu_count() or 1)
+        self.parallel = ((par is None or bool(par)) and not ksrc.has_atomics and self.jit
+                         and self.threads > 1)
+        self._threaded = bool(par) and self.parallel
         self._sig = (nt.int64,) * 5 + tuple(_numba_arg_type(t) for t in self._arg_types)
-        self.jit = hasattr(self._grid, "compile")
         if self.jit:
-            self._grid.compile(self._sig)
+            self._entry.compile(self._sig)
 
     def __call__(self, grid, args):
         g0, g1, g2 = grid
+        if g0 <= 0 or g1 <= 0 or g2 <= 0:
+            raise ValueError(f"{self.name}: grid {tuple(grid)} must be positive in every axis")
         if self._convs is not None:
             args = [a if c is None else c(a) for c, a in zip(self._convs, args)]
-        total = g0 * g1 * g2
-        if total <= 0 or g0 <= 0 or g1 <= 0 or g2 <= 0:
-            raise ValueError(f"{self.name}: grid {tuple(grid)} must be positive in every axis")
         try:
-            self._launch(g0, g1, g2, total, args)
+            self._launch(g0, g1, g2, g0 * g1 * g2, args)
         except TypeError:
             if not self._compile_variant(args):
                 raise
-            self._launch(g0, g1, g2, total, args)
+            self._launch(g0, g1, g2, g0 * g1 * g2, args)
 
     def _launch(self, g0, g1, g2, total, args) -> None:
-        self._grid(g0, g1, g2, 0, total, *args)
+        if self._threaded and total > 1:
+            self._launch_threads(g0, g1, g2, total, args)
+            return
+        t0 = time.perf_counter()
+        self._entry(g0, g1, g2, 0, total, *args)
+        if self.parallel and total > 1 and time.perf_counter() - t0 > PARALLEL_AFTER_S:
+            self._threaded = True
+
+    def _launch_threads(self, g0, g1, g2, total, args) -> None:
+        n = min(self.threads, total)
+        bounds = [total * k // n for k in range(n + 1)]
+        pool = _thread_pool(n - 1)
+        futures = [pool.submit(self._entry, g0, g1, g2, bounds[k], bounds[k + 1], *args)
+                   for k in range(1, n)]
+        try:
+            self._entry(g0, g1, g2, bounds[0], bounds[1], *args)
+        finally:
+            for f in futures:
+                f.result()
 
     def _compile_variant(self, args) -> bool:
         """After a TypeError from the dispatcher: name the bad argument, or compile the
@@ -195,5 +224,5 @@ class Launcher:
         if not self.jit:
             return False
         sig = self._sig[:5] + tuple(numba.typeof(a) for a in args)
-        self._grid.compile(sig)
+        self._entry.compile(sig)
         return True

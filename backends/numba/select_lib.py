@@ -2,7 +2,8 @@
 
 Tiles are seen as ``(outer, n, inner)`` like in ``reduce_lib``.
 
-* ``sort``: ascending puts NaN last (np.sort); descending is the exact reverse.
+* ``sort``: ascending puts NaN last (np.sort) and is stable (-0.0 and 0.0 keep their
+  order); descending is the exact reverse.
 * ``topk``: the k largest, largest first, ties to the lower index, NaN above every
   number (NaNs among themselves by index).  The order is total, so small k selects
   directly (O(n·k)) and larger k merge-sorts the indices (O(n log n)).
@@ -26,31 +27,19 @@ _SELECT_MAX_K = 16  # above this, sorting the whole line beats k selection passe
 
 @njit(**_JIT)
 def sort(a, outer, n, inner, out, descending):
-    """Sort every line along the axis into ``out``."""
+    """Stable sort of every line along the axis into ``out``."""
     line = np.empty(n, a.dtype)
+    order = np.empty(n, np.int64)
+    tmp = np.empty(n, np.int64)
     for o in range(outer):
         base = o * n * inner
         for j in range(inner):
             for k in range(n):
                 line[k] = a[base + k * inner + j]
-            s = np.sort(line)
+            _rank_merge(line, order, tmp, n, False)
             for k in range(n):
                 src = n - 1 - k if descending else k
-                out[base + k * inner + j] = s[src]
-
-
-@njit(**_JIT)
-def sort_bool(a, outer, n, inner, out, descending):
-    """Sort for i1 tiles: count the trues."""
-    for o in range(outer):
-        base = o * n * inner
-        for j in range(inner):
-            trues = 0
-            for k in range(n):
-                trues += 1 if a[base + k * inner + j] else 0
-            for k in range(n):
-                is_true = k < trues if descending else k >= n - trues
-                out[base + k * inner + j] = is_true
+                out[base + k * inner + j] = line[order[src]]
 
 
 @njit(**_JIT)
@@ -70,8 +59,24 @@ def _before(x, i, y, j):
 
 
 @njit(**_JIT)
-def _rank_merge(line, order, tmp, n):
-    # bottom-up merge sort of the indices 0..n-1 by _before
+def _ascending(x, i, y, j):
+    # True when (x, index i) sorts before (y, index j): ascending, NaN last, stable
+    xn = x != x
+    yn = y != y
+    if xn or yn:
+        if xn and yn:
+            return i < j
+        return yn
+    if x < y:
+        return True
+    if x > y:
+        return False
+    return i < j
+
+
+@njit(**_JIT)
+def _rank_merge(line, order, tmp, n, top_first):
+    # bottom-up merge sort of the indices 0..n-1 by _before (top_first) or _ascending
     for i in range(n):
         order[i] = i
     width = 1
@@ -82,7 +87,8 @@ def _rank_merge(line, order, tmp, n):
             hi = min(lo + 2 * width, n)
             p, q, t = lo, mid, lo
             while p < mid and q < hi:
-                if _before(line[order[q]], order[q], line[order[p]], order[p]):
+                x, i, y, j = line[order[q]], order[q], line[order[p]], order[p]
+                if _before(x, i, y, j) if top_first else _ascending(x, i, y, j):
                     tmp[t] = order[q]
                     q += 1
                 else:
@@ -134,7 +140,7 @@ def topk(a, outer, n, inner, k, values, indices):
             if k <= _SELECT_MAX_K:
                 _rank_select(line, order, taken, n, k)
             else:
-                _rank_merge(line, order, tmp, n)
+                _rank_merge(line, order, tmp, n, True)
             for r in range(k):
                 values[obase + r * inner + j] = line[order[r]]
                 indices[obase + r * inner + j] = order[r]

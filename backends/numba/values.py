@@ -2,7 +2,7 @@
 
 Every IR value becomes a ``Val``:
 
-* ``scalar``: a numba scalar (a variable or a literal such as ``np.float32(0.5)``), for
+* ``scalar``: a numba scalar (a variable or a literal such as ``f32(0.5)``), for
   shape ``()`` values and for splats, which are never materialised;
 * ``array``: a flat, C-contiguous 1-D numpy array plus a static shape and per-dimension
   strides (in elements).  A freshly computed tile has row-major strides; ``trans`` and
@@ -26,7 +26,7 @@ Example::
     >>> with Nest(w, (4, 8), [x]) as nest:
     ...     w.line(f"out[{nest.out}] = {nest.at(x)}")
     >>> print(w.text())
-        for i in range(np.uint64(32)):
+        for i in range(u64(32)):
             out[i] = x[i]
 """
 from __future__ import annotations
@@ -44,9 +44,9 @@ from npujit.ir.types import DType
 RESERVED = frozenset({"np", "math", "njit", "prange", "hp", "sl", "rl", "tl", "cl",
                       "KERNEL_OPTS", "GRID_OPTS", "PARALLEL_GRID_OPTS"}) | frozenset(dir(builtins))
 
-_NP_COMPUTE = {"f32": "np.float32", "f16": "np.float32", "bf16": "np.float32",
-               "i8": "np.int8", "i16": "np.int16", "i32": "np.int32", "i64": "np.int64",
-               "i1": "np.bool_"}
+_NP_COMPUTE = {"f32": "f32", "f16": "f32", "bf16": "f32",
+               "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
+               "i1": "b1"}
 
 
 def np_type(d: DType) -> str:
@@ -112,13 +112,14 @@ class Writer:
 
 @dataclass(frozen=True)
 class Val:
-    """An IR value in generated code; see the module docstring for the three kinds."""
+    """An IR value in generated code; see the module docstring for the kinds."""
 
-    kind: str          # "scalar" | "array" | "iota"
-    name: str          # variable/literal; for iota the start as an int
+    kind: str          # "scalar" | "array" | "iota" | "expr"
+    name: str          # variable/literal; iota: its start; expr: a format string
     shape: tuple
     dtype: DType
-    strides: tuple     # per dim, elements; all 0 for scalars
+    strides: tuple     # per dim, elements; all 0 for scalars; unused for expr
+    args: tuple = ()   # expr: operand Vals, all of the expr's shape
 
     @staticmethod
     def scalar(expr: str, dtype: DType, shape=()) -> "Val":
@@ -132,6 +133,13 @@ class Val:
     def iota(start: int, n: int, dtype: DType) -> "Val":
         return Val("iota", str(start), (n,), dtype, (1,))
 
+    @staticmethod
+    def expr(fmt: str, args, dtype: DType, shape) -> "Val":
+        """Elementwise ``fmt.format(*elements of args)``, computed where it is read."""
+        shape = tuple(shape)
+        return Val("expr", fmt, shape, dtype, (0,) * len(shape),
+                   tuple(a.broadcast_to(shape) for a in args))
+
     @property
     def is_scalar(self) -> bool:
         """True for rank-0 values (a plain numba scalar)."""
@@ -143,7 +151,7 @@ class Val:
         return self.kind == "array" and self.strides == row_major(self.shape)
 
     def with_layout(self, shape, strides) -> "Val":
-        return Val(self.kind, self.name, tuple(shape), self.dtype, tuple(strides))
+        return Val(self.kind, self.name, tuple(shape), self.dtype, tuple(strides), self.args)
 
     def broadcast_to(self, shape) -> "Val":
         """Index this value at points of ``shape`` (numpy broadcasting of size-1 dims;
@@ -151,6 +159,8 @@ class Val:
         shape = tuple(shape)
         if self.shape == shape:
             return self
+        if self.kind == "expr":
+            return Val.expr(self.name, self.args, self.dtype, shape)
         if self.shape == ():
             if self.kind == "scalar":
                 return Val.scalar(self.name, self.dtype, shape)
@@ -160,19 +170,44 @@ class Val:
                         for s, t, st in zip(self.shape, shape, self.strides))
         return self.with_layout(shape, strides)
 
-    def element(self, index: str) -> str:
-        """The expression for this value's element at linear index ``index``."""
+    def permuted(self, perm) -> "Val":
+        """The transpose: output dim d walks this value's dim ``perm[d]``."""
+        shape = tuple(self.shape[p] for p in perm)
+        if self.kind == "expr":
+            return Val("expr", self.name, shape, self.dtype, (0,) * len(shape),
+                       tuple(a.permuted(perm) for a in self.args))
+        return self.with_layout(shape, [self.strides[p] for p in perm])
+
+    def leaves(self):
+        """The non-expr Vals this value reads (itself unless it is an expr)."""
+        if self.kind != "expr":
+            yield self
+            return
+        for a in self.args:
+            yield from a.leaves()
+
+    @property
+    def size(self) -> int:
+        """Number of expr nodes (how much work one element costs, roughly)."""
+        return 1 + sum(a.size for a in self.args) if self.kind == "expr" else 0
+
+    def element(self, index) -> str:
+        """This value's element; ``index`` is the linear index (str) of a leaf, or a
+        function from leaf Val to its linear index (needed for exprs)."""
+        if self.kind == "expr":
+            return self.name.format(*(a.element(index) for a in self.args))
+        idx = index(self) if callable(index) else index
         if self.kind == "scalar":
             return self.name
         if self.kind == "array":
-            return f"{self.name}[{index}]"
+            return f"{self.name}[{idx}]"
         start = int(self.name)
-        i = f"np.int64({index})"
-        return f"np.int32({i} + {start})" if start else f"np.int32({i})"
+        i = f"i64({idx})"
+        return f"i32({i} + {start})" if start else f"i32({i})"
 
 
 def _uconst(n: int) -> str:
-    return f"np.uint64({n})"
+    return f"u64({n})"
 
 
 def linear(names, strides) -> str:
@@ -188,7 +223,8 @@ def linear(names, strides) -> str:
 
 class Nest:
     """Loops over the points of ``shape``; ``at(val)`` is ``val``'s element at the current
-    point and ``out`` the linear (row-major) index of the point, for output arrays.
+    point (any Val broadcastable to ``shape`` whose leaves were given) and ``out`` the
+    linear (row-major) index of the point, for output arrays.
 
     Use as a context manager: the body is written inside ``with``.
     """
@@ -196,17 +232,21 @@ class Nest:
     def __init__(self, w: Writer, shape, vals, index_hint: str = "i"):
         self.w = w
         self.shape = tuple(shape)
-        self.vals = [v.broadcast_to(self.shape) for v in vals]
+        leaves: dict = {}
+        for v in vals:
+            for leaf in v.broadcast_to(self.shape).leaves():
+                leaves[leaf] = None
+        self.leaves = list(leaves)
         self._hint = index_hint
-        self._exprs: dict[int, str] = {}
+        self._index: dict = {}
         self.out = "0"
         self._opened = 0
 
     def _dims(self):
-        """(size, out_stride, [stride per val]) of each loop after dropping size-1 dims and
-        merging dims walked contiguously by every operand and the output."""
+        """(size, out_stride, [stride per leaf]) of each loop after dropping size-1 dims
+        and merging dims walked contiguously by every leaf and the output."""
         out_strides = row_major(self.shape)
-        dims = [(n, out_strides[d], [v.strides[d] for v in self.vals])
+        dims = [(n, out_strides[d], [v.strides[d] for v in self.leaves])
                 for d, n in enumerate(self.shape) if n != 1]
         merged: list = []
         for n, os_, vs in dims:
@@ -226,18 +266,18 @@ class Nest:
             self.w.line(f"for {name} in range({_uconst(n)}):")
             self.w.depth += 1
             self._opened += 1
-
         self.out = linear(names, [os_ for _, os_, _ in dims])
-        for k, v in enumerate(self.vals):
-            self._exprs[k] = v.element(linear(names, [vs[k] for _, _, vs in dims]))
+        for k, leaf in enumerate(self.leaves):
+            self._index[leaf] = linear(names, [vs[k] for _, _, vs in dims])
         return self
 
     def at(self, val: Val) -> str:
-        """Element expression of ``val`` (one of the nest's values) at the current point."""
-        for k, v in enumerate(self.vals):
-            if v is val or v == val.broadcast_to(self.shape):
-                return self._exprs[k]
-        raise KeyError(f"{val} is not walked by this nest")
+        """Element expression of ``val`` at the current point."""
+        v = val.broadcast_to(self.shape)
+        try:
+            return v.element(self._index.__getitem__)
+        except KeyError:
+            raise KeyError(f"{val} is not walked by this nest") from None
 
     def __exit__(self, *exc) -> None:
         self.w.depth -= self._opened
