@@ -220,25 +220,28 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
     (the launcher puts the backend version and options there)."""
     cg = Codegen(fn, options)
     entry = cg.w.fresh(fn.name or "kernel")
-    for n in ("pid0", "pid1", "pid2", "nprog0", "nprog1", "nprog2", "first", "last", "p"):
+    loop_names = ("pid0", "pid1", "pid2", "nprog0", "nprog1", "nprog2", "first", "last", "p")
+    for n in loop_names:
         cg.w.fresh(n)
     params, conversions = _arguments(cg)
     cg.lower_block(fn.body)
-    body = cg.w.text() or "        pass"
     has_atomics = any(op.kind is Kind.ATOMIC_ADD for op in fn.walk())
-    setup = "".join(f"    {line}\n" for line in conversions + cg.tiles)
+    setup_lines = conversions + cg.tiles
+    decorator = f'@njit(cache={bool(options.get("cache", True))}, nogil=True, error_model="numpy")'
+    setup = "".join(f"    {line}\n" for line in setup_lines)
+    body_text = cg.w.text() or "        pass"
     sep = ", " if params else ""
     text = f'''"""npujit numba kernel `{fn.name}` (generated from IR; do not edit).
 {header}"""
 {_IMPORTS}
 
-@njit(cache={bool(options.get("cache", True))}, nogil=True, error_model="numpy")
+{decorator}
 def {entry}(nprog0, nprog1, nprog2, first, last{sep}{", ".join(params)}):
     """Programs first..last-1 of the grid (linear ids, axis 0 fastest)."""
 {setup}    for p in range(first, last):
         pid0 = p % nprog0
         pid1 = (p // nprog0) % nprog1
         pid2 = p // (nprog0 * nprog1)
-{body}
+{body_text}
 '''
     return KernelSource(text, entry, has_atomics)

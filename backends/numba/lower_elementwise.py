@@ -22,6 +22,8 @@ Example (IR ``%e = npu.fused(%x, %m) { exp(x - splat(m)) }`` on 1024 f32)::
 """
 from __future__ import annotations
 
+import dataclasses
+
 from npujit.ir.ops import BINARY, ELEMENTWISE, UNARY, Kind
 
 from . import lower_scalar as ls
@@ -112,7 +114,11 @@ def emit_region(cg, ops, inputs, yields, results) -> bool:
             cheap[id(r)] = True
         else:
             fmt = scalar_expr(op, ["{%d}" % k for k in range(len(args))])
-            val[id(r)] = Val.expr(fmt, args, r.type.dtype, shape)
+            if fmt == "{0}":  # a cast that changes nothing at compute level (f16 -> f32)
+                val[id(r)] = dataclasses.replace(args[0], dtype=r.type.dtype)
+                cheap[id(r)] = cheap[id(op.operands[0])]
+                continue
+            val[id(r)] = Val.expr(fmt, args, r.type.dtype, shape, op.kind)
             cheap[id(r)] = _cheap(op) and all(cheap[id(o)] for o in op.operands)
             variant.append(op)
     outs = []

@@ -18,24 +18,97 @@ Example (``x = load(x_ptr, offs, mask)`` on 128 f16 lanes)::
 """
 from __future__ import annotations
 
+import re
+
 from npujit.ir.ops import Kind
 
 from . import lower_scalar as ls
 from .values import Nest, Val, linear, row_major
 
 
-def _address(cg, op, ptr: str, off: str) -> str:
-    """``ptr[<unsigned off>]``, preceded in debug mode by a bounds check."""
-    idx = f"u64({off})"
+def _address(cg, op, ptr: str, index: str) -> str:
+    """``ptr[index]`` (``index`` unsigned), preceded in debug mode by a bounds check."""
     if cg.options.get("debug"):
-        with cg.w.block(f"if {idx} >= u64({ptr}.shape[0]):"):
+        with cg.w.block(f"if {index} >= u64({ptr}.shape[0]):"):
             cg.w.line(f'raise IndexError("{op.kind.value} at {_where(op)}: offset out of '
                       f'bounds of argument {ptr}")')
-    return f"{ptr}[{idx}]"
+    return f"{ptr}[{index}]"
 
 
 def _where(op) -> str:
     return str(op.loc).replace("\\", "/").replace('"', "'")
+
+
+_INT_LITERAL = re.compile(r"^i(?:8|16|32|64)\((-?\d+)\)$")
+
+
+def _literal(v: Val):
+    m = _INT_LITERAL.match(v.name) if v.kind == "scalar" else None
+    return int(m.group(1)) if m else None
+
+
+def affine(v: Val):
+    """``(base, coefs)`` when element ``i`` of the integer tile ``v`` is
+    ``base + Σ_d coefs[d]·i_d`` with ``base`` a loop-invariant int64 expression and
+    ``coefs`` constants (sums, differences, casts and constant multiples of scalars and
+    aranges); None otherwise.  The sum is taken in int64: it differs from the offsets'
+    own wrapping arithmetic only where that wraps, and a wrapped offset is out of bounds."""
+    n = len(v.shape)
+    if not v.dtype.is_int:
+        return None
+    if v.kind == "scalar":
+        return f"i64({v.name})", (0,) * n
+    if v.kind == "iota":
+        return v.name, v.strides
+    if v.kind != "expr":
+        return None
+    if v.op is Kind.CAST:
+        return affine(v.args[0]) if v.args[0].dtype.is_int else None
+    if v.op in (Kind.ADD, Kind.SUB):
+        a, b = affine(v.args[0]), affine(v.args[1])
+        if a is None or b is None:
+            return None
+        sign = 1 if v.op is Kind.ADD else -1
+        coefs = tuple(x + sign * y for x, y in zip(a[1], b[1]))
+        if b[0] == "0":
+            return a[0], coefs
+        if a[0] == "0" and sign > 0:
+            return b[0], coefs
+        return f"{a[0]} {'+' if sign > 0 else '-'} ({b[0]})", coefs
+    if v.op is Kind.MUL:
+        for x, y in (v.args, v.args[::-1]):
+            c, ax = _literal(y), affine(x)
+            if c is not None and ax is not None:
+                return f"({ax[0]}) * {c}", tuple(c * k for k in ax[1])
+        a, b = affine(v.args[0]), affine(v.args[1])
+        if a is not None and b is not None and not any(a[1]) and not any(b[1]):
+            return f"({a[0]}) * ({b[0]})", (0,) * n
+    return None
+
+
+class _Index:
+    """How a memory op turns its offsets into array indices.  Offsets that are affine
+    with non-negative constant strides become ``base + i``: LLVM then sees contiguous
+    (or constant-stride) accesses and vectorises them; others are read per lane.  Debug
+    mode always uses the exact offsets."""
+
+    def __init__(self, cg, offs: Val, shape):
+        self.offs = offs
+        self.base = None
+        self.leaves = [offs]
+        if shape == () or cg.options.get("debug"):
+            return
+        aff = affine(offs.broadcast_to(shape))
+        if aff is not None and any(aff[1]) and min(aff[1]) >= 0:
+            self.base = cg.w.fresh("base")
+            cg.w.line(f"{self.base} = u64({aff[0]})")
+            self.idx = Val("index", "", tuple(shape), offs.dtype, tuple(aff[1]))
+            self.leaves = [self.idx]
+
+    def at(self, nest) -> str:
+        if self.base is not None:
+            return f"{self.base} + {nest.at(self.idx)}"
+        return f"u64({nest.at(self.offs)})"
 
 
 def _operands(cg, op, names):
@@ -52,25 +125,26 @@ def lower_load(cg, op) -> None:
     w = cg.w
     if shape == ():
         name = w.fresh("load")
-        fill = other.name if other is not None else ls.zero(d)
+        read = ls.decode(d, _address(cg, op, ptr, f"u64({offs.name})"))
         if mask is None:
-            w.line(f"{name} = {ls.decode(d, _address(cg, op, ptr, offs.name))}")
+            w.line(f"{name} = {read}")
         else:
             with w.block(f"if {mask.name}:"):
-                w.line(f"{name} = {ls.decode(d, _address(cg, op, ptr, offs.name))}")
+                w.line(f"{name} = {read}")
             with w.block("else:"):
-                w.line(f"{name} = {fill}")
+                w.line(f"{name} = {other.name if other is not None else ls.zero(d)}")
         cg.bind(op.result, Val.scalar(name, d))
         return
     out = cg.new_array(cg.hint(op.result), shape, d)
-    walked = [v for v in (offs, mask, other) if v is not None]
+    index = _Index(cg, offs, shape)
+    walked = index.leaves + [v for v in (mask, other) if v is not None]
     with Nest(w, shape, walked) as nest:
         dst = f"{out.name}[{nest.out}]"
         if mask is None:
-            w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, nest.at(offs)))}")
+            w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, index.at(nest)))}")
         else:
             with w.block(f"if {nest.at(mask)}:"):
-                w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, nest.at(offs)))}")
+                w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, index.at(nest)))}")
             with w.block("else:"):
                 w.line(f"{dst} = {nest.at(other) if other is not None else ls.zero(d)}")
     cg.bind(op.result, out)
@@ -83,10 +157,11 @@ def lower_store(cg, op) -> None:
     offs, value, mask = vals["offs"], vals["value"], vals.get("mask")
     shape = tuple(op.operands[1].type.shape)
     w = cg.w
-    walked = [v for v in (offs, value, mask) if v is not None]
+    index = _Index(cg, offs, shape)
+    walked = index.leaves + [v for v in (value, mask) if v is not None]
     with Nest(w, shape, walked) as nest:
         def write():
-            dst = _address(cg, op, ptr, nest.at(offs))
+            dst = _address(cg, op, ptr, index.at(nest))
             w.line(f"{dst} = {ls.encode(d, nest.at(value))}")
         if mask is None:
             write()
@@ -110,14 +185,15 @@ def lower_atomic_add(cg, op) -> None:
         out = Val.scalar(old, d)
     else:
         out = cg.new_array("old", shape, d)
-    walked = [v for v in (offs, value, mask) if v is not None]
+    index = _Index(cg, offs, shape)
+    walked = index.leaves + [v for v in (value, mask) if v is not None]
     with Nest(w, shape, walked) as nest:
         dst = out.name if shape == () else f"{out.name}[{nest.out}]"
 
         def update():
             o = w.fresh("o")
             prev = w.fresh("prev")
-            w.line(f"{o} = u64({nest.at(offs)})")
+            w.line(f"{o} = {index.at(nest)}")
             cell = _address(cg, op, ptr, o)
             w.line(f"{prev} = {ls.decode(d, cell)}")
             w.line(f"{cell} = {ls.encode(d, ls.binary(Kind.ADD, d, prev, nest.at(value)))}")
@@ -167,7 +243,7 @@ def _block_loops(cg, op, bs, names, body) -> None:
             oks.append(ok)
         idx.append(i)
         coords.append(c)
-    addr = " + ".join(f"{c} * {names['stride', d_]}" for d_, c in enumerate(coords))
+    addr = "u64(" + " + ".join(f"{c} * {names['stride', d_]}" for d_, c in enumerate(coords)) + ")"
     body(idx, " and ".join(oks) if oks else None, addr)
     w.depth -= opened
 

@@ -6,7 +6,9 @@ and returns an expression whose numba type is exactly the op's compute type:
 wrapped explicitly because numba widens int32 arithmetic to int64 and a bare Python
 literal would make float32 arithmetic float64.  Half results go through
 ``hp.round_f16`` / ``hp.round_bf16`` (RNE) after the f32 computation, per
-docs/semantics.md.
+docs/semantics.md.  ``exp`` (also inside sigmoid and silu) is ``sl.exp_f32``, a
+vectorisable float32 exp within 1 ulp; the other transcendentals call libm's float32
+functions through numpy.
 
 Example::
 
@@ -31,7 +33,7 @@ from .values import np_type
 _ARITH = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*", Kind.DIV: "/"}
 _BITWISE = {Kind.AND: "&", Kind.OR: "|", Kind.XOR: "^"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_F32_FUNCS = {Kind.EXP: "np.exp", Kind.EXP2: "np.exp2", Kind.LOG: "np.log",
+_F32_FUNCS = {Kind.EXP: "sl.exp_f32", Kind.EXP2: "np.exp2", Kind.LOG: "np.log",
               Kind.LOG2: "np.log2", Kind.SQRT: "np.sqrt", Kind.SIN: "np.sin",
               Kind.COS: "np.cos", Kind.FLOOR: "np.floor", Kind.CEIL: "np.ceil",
               Kind.TANH: "np.tanh", Kind.ERF: "math.erf"}
@@ -122,9 +124,9 @@ def unary(kind: Kind, attrs: dict, d: DType, a: str) -> str:
     if kind is Kind.RSQRT:
         return result(d, f"{one} / np.sqrt({a})")
     if kind is Kind.SIGMOID:
-        return result(d, f"{one} / ({one} + np.exp(-{a}))")
+        return result(d, f"{one} / ({one} + sl.exp_f32(-{a}))")
     if kind is Kind.SILU:
-        return result(d, f"{a} / ({one} + np.exp(-{a}))")
+        return result(d, f"{a} / ({one} + sl.exp_f32(-{a}))")
     if kind is Kind.GELU:
         half = f32(0.5)
         if attrs.get("approximate", "none") == "tanh":

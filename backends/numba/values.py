@@ -114,12 +114,13 @@ class Writer:
 class Val:
     """An IR value in generated code; see the module docstring for the kinds."""
 
-    kind: str          # "scalar" | "array" | "iota" | "expr"
+    kind: str          # "scalar" | "array" | "iota" | "expr" | "index"
     name: str          # variable/literal; iota: its start; expr: a format string
     shape: tuple
     dtype: DType
     strides: tuple     # per dim, elements; all 0 for scalars; unused for expr
     args: tuple = ()   # expr: operand Vals, all of the expr's shape
+    op: object = None  # expr: the op kind (lets memory ops spot affine offsets)
 
     @staticmethod
     def scalar(expr: str, dtype: DType, shape=()) -> "Val":
@@ -134,11 +135,11 @@ class Val:
         return Val("iota", str(start), (n,), dtype, (1,))
 
     @staticmethod
-    def expr(fmt: str, args, dtype: DType, shape) -> "Val":
+    def expr(fmt: str, args, dtype: DType, shape, op=None) -> "Val":
         """Elementwise ``fmt.format(*elements of args)``, computed where it is read."""
         shape = tuple(shape)
         return Val("expr", fmt, shape, dtype, (0,) * len(shape),
-                   tuple(a.broadcast_to(shape) for a in args))
+                   tuple(a.broadcast_to(shape) for a in args), op)
 
     @property
     def is_scalar(self) -> bool:
@@ -151,7 +152,8 @@ class Val:
         return self.kind == "array" and self.strides == row_major(self.shape)
 
     def with_layout(self, shape, strides) -> "Val":
-        return Val(self.kind, self.name, tuple(shape), self.dtype, tuple(strides), self.args)
+        return Val(self.kind, self.name, tuple(shape), self.dtype, tuple(strides), self.args,
+                   self.op)
 
     def broadcast_to(self, shape) -> "Val":
         """Index this value at points of ``shape`` (numpy broadcasting of size-1 dims;
@@ -160,7 +162,7 @@ class Val:
         if self.shape == shape:
             return self
         if self.kind == "expr":
-            return Val.expr(self.name, self.args, self.dtype, shape)
+            return Val.expr(self.name, self.args, self.dtype, shape, self.op)
         if self.shape == ():
             if self.kind == "scalar":
                 return Val.scalar(self.name, self.dtype, shape)
@@ -175,7 +177,7 @@ class Val:
         shape = tuple(self.shape[p] for p in perm)
         if self.kind == "expr":
             return Val("expr", self.name, shape, self.dtype, (0,) * len(shape),
-                       tuple(a.permuted(perm) for a in self.args))
+                       tuple(a.permuted(perm) for a in self.args), self.op)
         return self.with_layout(shape, [self.strides[p] for p in perm])
 
     def leaves(self):
@@ -201,6 +203,8 @@ class Val:
             return self.name
         if self.kind == "array":
             return f"{self.name}[{idx}]"
+        if self.kind == "index":
+            return idx
         start = int(self.name)
         i = f"i64({idx})"
         return f"i32({i} + {start})" if start else f"i32({i})"
