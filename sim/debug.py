@@ -1,0 +1,309 @@
+"""Debug switches in the spirit of Pallas's interpret mode (``mosaic/interpret/params.py``).
+
+At the instruction-stream level there is no data, only who touches which buffer slot and
+how the pipes are ordered.  What each switch means here, and what is left to the numeric
+side (the backend that actually moves bytes):
+
+* ``detect_races``: a happens-before race detector over the multi-buffer slots named in
+  ``Instr.reads`` / ``Instr.writes``.  Pipes are ordered only by program order on one pipe,
+  ``set_flag`` -> the matching ``wait_flag`` (k-th set to k-th wait) and ``barrier("ALL")``;
+  vector clocks over the core's pipes track that order.  A write to a slot whose previous
+  reader (``WAR``: the missing slot-reuse wait) or writer (``WAW``) is not ordered before
+  it, and a read not ordered after the slot's last write (``RAW``: the missing
+  producer -> consumer wait), are races.  This depends on the stream only, not on timing,
+  so it also finds races the timing happened to hide.
+* ``uninitialized="nan"``: Pallas poisons fresh buffers with NaN so reading one shows up.
+  Here: every read of a slot no write was ordered before is reported (``UNINIT``): that
+  is exactly the read that would see NaN.  Filling the buffers with NaN is the numeric
+  backend's job.
+* ``dma_execution_mode="on_wait"``: Pallas lands a DMA only when it is waited on.  Here a
+  copy's destination becomes visible to other pipes at the ``wait_flag`` that matches the
+  first ``set_flag`` its pipe issues after it; :func:`landing_points` computes that wait for
+  every copy (``None`` when no such wait exists: the data never becomes visible).  Reads
+  before the landing are ``RAW`` races above.  Deferring the bytes to that wait is the
+  numeric backend's job; the map is its input.
+* ``check_flags``: hardware flags are 1 bit.  The engine counts sets (the k-th wait takes
+  the k-th set), so it reports, per program, a ``set_flag`` that fired while its flag was
+  still set (on hardware one set is lost and a later wait deadlocks) and sets never waited
+  on at the end of the program (the next kernel would see a stale flag).
+
+Example::
+
+    >>> from npujit.sim.isa import CoreProgram, copy, vec, set_flag, wait_flag
+    >>> prog = CoreProgram("AIV", [copy("GM_to_UB", 256, writes="x"),
+    ...                            vec("add", 128, reads="x")])   # no MTE2 -> VECTOR flag
+    >>> [r.kind for r in find_races(prog)]
+    ['RAW']
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass
+
+from .engine import SET, SETD, WAIT, pipe_spans
+from .isa import CoreProgram, describe, flag_name
+
+RACE_KINDS = ("RAW", "WAR", "WAW", "UNINIT")
+
+
+@dataclass(frozen=True)
+class DebugOptions:
+    """Which checks :func:`npujit.sim.simulate` runs (all off by default: they cost time).
+
+    Example::
+
+        >>> DebugOptions(detect_races=True).detect_races
+        True
+    """
+
+    detect_races: bool = False
+    uninitialized: str | None = None        # None or "nan"
+    dma_execution_mode: str = "eager"       # "eager" or "on_wait"
+    check_flags: bool = False
+    raise_on_race: bool = False
+
+    def __post_init__(self):
+        if self.uninitialized not in (None, "nan"):
+            raise ValueError(f"uninitialized must be None or 'nan', got {self.uninitialized!r}")
+        if self.dma_execution_mode not in ("eager", "on_wait"):
+            raise ValueError("dma_execution_mode must be 'eager' or 'on_wait', "
+                             f"got {self.dma_execution_mode!r}")
+
+
+class RaceError(RuntimeError):
+    """Raised by ``simulate`` when ``DebugOptions(raise_on_race=True)`` finds races."""
+
+    def __init__(self, races: list["Race"]):
+        super().__init__("data races in the instruction stream:\n" +
+                         "\n".join(f"  {r}" for r in races[:20]))
+        self.races = races
+
+
+@dataclass(frozen=True)
+class Race:
+    """Two unordered accesses to one buffer slot (``first`` issued before ``second``).
+
+    ``first`` / ``second`` are ``(pipe, instr index)``; for ``UNINIT`` ``first`` is None.
+    """
+
+    kind: str
+    buffer: str
+    slot: int
+    first: tuple | None
+    second: tuple
+    program: int = 0
+    text: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _pipe_queues(program: CoreProgram) -> dict[str, list[int]]:
+    """Instruction indices per pipe in issue order; a full barrier goes to every pipe used."""
+    pipes = sorted({ins.pipe for ins in program.instrs if ins.pipe != "ALL"})
+    queues = {p: [] for p in pipes}
+    for n, ins in enumerate(program.instrs):
+        if ins.pipe == "ALL":
+            for q in queues.values():
+                q.append(n)
+        else:
+            queues[ins.pipe].append(n)
+    return queues
+
+
+def _replay(program: CoreProgram, visit) -> None:
+    """Run the program's pipes in an order that respects flags and barriers (no timing),
+    calling ``visit(pipe, index, clock)`` for each instruction with the pipe's vector clock
+    (a dict pipe -> count of that pipe's instructions ordered before, inclusive).
+
+    Among the pipes that can proceed, the one whose next instruction comes first in issue
+    order goes first, so the replay reads like the program text and a race is named from
+    the access the programmer wrote later (a missing slot-reuse wait shows as WAR)."""
+    queues = _pipe_queues(program)
+    pipes = list(queues)
+    clock = {p: dict.fromkeys(pipes, 0) for p in pipes}
+    pos = dict.fromkeys(pipes, 0)
+    pending: dict[tuple, deque] = {}
+    waiting: dict[tuple, str] = {}
+    at_barrier: set = set()
+    instrs = program.instrs
+    ready = [(q[0], p) for p, q in queues.items() if q]
+    heapq.heapify(ready)
+
+    def step(p):
+        pos[p] += 1
+        if pos[p] < len(queues[p]):
+            heapq.heappush(ready, (queues[p][pos[p]], p))
+
+    while ready:
+        n, p = heapq.heappop(ready)
+        ins = instrs[n]
+        vc = clock[p]
+        if ins.pipe == "ALL":
+            at_barrier.add(p)
+            if len(at_barrier) < len(pipes):
+                continue            # blocked until every pipe arrives
+            # Everyone arrived: each pipe now follows everything before the barrier.
+            joined = {k: max(clock[x][k] for x in pipes) for k in pipes}
+            for x in pipes:
+                clock[x].update(joined)
+                clock[x][x] += 1
+                visit(x, n, clock[x])
+                step(x)
+            at_barrier.clear()
+            continue
+        if ins.kind == "wait_flag":
+            d = pending.get(ins.flag)
+            if not d:
+                waiting[ins.flag] = p   # resumed by the matching set
+                continue
+            for k, v in d.popleft().items():
+                if v > vc[k]:
+                    vc[k] = v
+        vc[p] += 1
+        visit(p, n, vc)
+        if ins.kind == "set_flag":
+            pending.setdefault(ins.flag, deque()).append(dict(vc))
+            w = waiting.pop(ins.flag, None)
+            if w is not None:
+                heapq.heappush(ready, (queues[w][pos[w]], w))
+        step(p)
+
+
+def find_races(program: CoreProgram, *, uninitialized: bool = True,
+               program_index: int = 0) -> list[Race]:
+    """Happens-before races over the buffer slots of one program (see the module docstring).
+
+    Example::
+
+        >>> from npujit.sim.patterns import vector_pipeline
+        >>> find_races(vector_pipeline(8, 4096, stages=2))
+        []
+    """
+    instrs = program.instrs
+    last_write: dict[tuple, tuple] = {}          # slot -> (pipe, epoch, index)
+    reads: dict[tuple, dict] = {}                # slot -> {pipe: (epoch, index)}
+    races: list[Race] = []
+    seen: set = set()
+
+    def report(kind, slot, first, second):
+        key = (kind, slot, first[0] if first else None, second[0])
+        if key in seen:
+            return
+        seen.add(key)
+        a = f"{first[0]} instr {first[1]} ({describe(instrs[first[1]])})" if first else None
+        b = f"{second[0]} instr {second[1]} ({describe(instrs[second[1]])})"
+        what = {
+            "RAW": f"reads it before the write by {a} is ordered before it (missing wait on the producer's flag)",
+            "WAR": f"overwrites it before the read by {a} is ordered before it (missing slot-reuse wait)",
+            "WAW": f"overwrites it before the write by {a} is ordered before it",
+            "UNINIT": "reads it before anything wrote it (a NaN-poisoned buffer would show NaN here)",
+        }[kind]
+        text = f"{kind} on {slot[0]}[{slot[1]}] in program {program_index}: {b} {what}"
+        races.append(Race(kind, slot[0], slot[1], first, second, program_index, text))
+
+    def visit(pipe, n, vc):
+        ins = instrs[n]
+        for slot in ins.reads:
+            w = last_write.get(slot)
+            if w is None:
+                if uninitialized:
+                    report("UNINIT", slot, None, (pipe, n))
+            elif w[0] != pipe and w[1] > vc[w[0]]:
+                report("RAW", slot, (w[0], w[2]), (pipe, n))
+            reads.setdefault(slot, {})[pipe] = (vc[pipe], n)
+        for slot in ins.writes:
+            w = last_write.get(slot)
+            if w is not None and w[0] != pipe and w[1] > vc[w[0]]:
+                report("WAW", slot, (w[0], w[2]), (pipe, n))
+            for q, (epoch, idx) in reads.get(slot, {}).items():
+                if q != pipe and epoch > vc[q]:
+                    report("WAR", slot, (q, idx), (pipe, n))
+            last_write[slot] = (pipe, vc[pipe], n)
+            reads[slot] = {}
+
+    _replay(program, visit)
+    return races
+
+
+def landing_points(program: CoreProgram) -> dict[int, int | None]:
+    """For every copy, the index of the ``wait_flag`` at which its data lands for other pipes
+    (``dma_execution_mode="on_wait"``), or None when no wait ever picks it up.
+
+    Example::
+
+        >>> from npujit.sim.isa import CoreProgram, copy, vec, set_flag, wait_flag
+        >>> p = CoreProgram("AIV", [copy("GM_to_UB", 256), set_flag("MTE2", "VECTOR"),
+        ...                         wait_flag("MTE2", "VECTOR"), vec("add", 128)])
+        >>> landing_points(p)
+        {0: 2}
+    """
+    instrs = program.instrs
+    # k-th set of a flag -> k-th wait of it.
+    sets: dict[tuple, list[int]] = {}
+    waits: dict[tuple, list[int]] = {}
+    for n, ins in enumerate(instrs):
+        if ins.kind == "set_flag":
+            sets.setdefault(ins.flag, []).append(n)
+        elif ins.kind == "wait_flag":
+            waits.setdefault(ins.flag, []).append(n)
+    wait_of_set = {}
+    for flag, ss in sets.items():
+        ws = waits.get(flag, [])
+        for k, s in enumerate(ss):
+            wait_of_set[s] = ws[k] if k < len(ws) else None
+    out: dict[int, int | None] = {}
+    open_copies: dict[str, list[int]] = {}
+    for n, ins in enumerate(instrs):
+        if ins.kind == "copy":
+            open_copies.setdefault(ins.pipe, []).append(n)
+        elif ins.kind == "set_flag":
+            for c in open_copies.pop(ins.pipe, []):
+                out[c] = wait_of_set[n]
+    for cs in open_copies.values():
+        for c in cs:
+            out[c] = None
+    return dict(sorted(out.items()))
+
+
+def flag_issues(timeline) -> list[str]:
+    """Streams that rely on counting flags: a set on a still-set flag, or sets left over at
+    the end of a program (see ``check_flags`` in the module docstring).
+
+    Example::
+
+        >>> from npujit.sim.spec import TINY
+        >>> from npujit.sim.engine import run
+        >>> from npujit.sim.isa import CoreProgram, Launch, set_flag, wait_flag, vec
+        >>> p = CoreProgram("AIV", [vec("add", 2560),   # Vector is busy while both sets fire
+        ...                         set_flag("MTE2", "VECTOR"), set_flag("MTE2", "VECTOR"),
+        ...                         wait_flag("MTE2", "VECTOR"), wait_flag("MTE2", "VECTOR")])
+        >>> flag_issues(run(Launch([p]), TINY))[0][:60]
+        'program 0 on AIV 0: set_flag MTE2->VECTOR id 0 (HardEvent::M'
+    """
+    issues = []
+    keys = timeline.flag_keys
+    for run in timeline.runs:
+        set_times: dict[int, list[int]] = {}
+        wait_times: dict[int, list[int]] = {}
+        for ps in run.pipes:
+            for (code, a, *_), (s, e) in zip(ps.q, pipe_spans(ps)):
+                if code == SET or code == SETD:
+                    set_times.setdefault(a, []).append(e)
+                elif code == WAIT:
+                    wait_times.setdefault(a, []).append(s)
+        where = f"program {run.program} on {run.core}"
+        for f, ss in set_times.items():
+            ws = wait_times.get(f, [])
+            name = flag_name(keys[f])
+            for k in range(1, min(len(ss), len(ws) + 1)):
+                # Set k fired while set k-1 was still pending (wait k-1 had not taken it).
+                if ss[k] < ws[k - 1]:
+                    issues.append(f"{where}: set_flag {name} at cycle {ss[k]} found the flag "
+                                  "still set (a 1-bit hardware flag would lose it)")
+                    break
+            if len(ss) > len(ws):
+                issues.append(f"{where}: {len(ss) - len(ws)} set_flag {name} never waited on")
+    return issues
+

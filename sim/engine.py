@@ -1,0 +1,564 @@
+"""The event-driven timing engine: in-order pipes, flags, barriers, shared HBM, waves.
+
+Model (simulator-and-moe.md §1.3):
+
+* Integer cycles.  Each program's instructions are dealt, in issue order, to the FIFO of
+  their pipe; a pipe runs its FIFO one instruction at a time.
+* Pipes of a core are ordered only by flags and barriers.  ``set_flag`` runs on its source
+  pipe after the pipe's earlier instructions and makes the flag visible when it ends;
+  ``wait_flag`` blocks its pipe until a set is pending, then consumes it.  Flags count
+  (the k-th wait consumes the k-th set); the report flags streams that would lose a set on
+  hardware's 1-bit flags.  ``barrier("ALL")`` holds every pipe of the core until all have
+  reached it; ``barrier(pipe)`` costs ``sync_cycles`` on that (already in-order) pipe.
+* A copy touching GM occupies its pipe for its issue latency, then streams its bytes through
+  the :class:`~npujit.sim.hbm.HBMServer` shared by all cores, capped by its port rate; its
+  data lands ``hbm_latency`` later.  The pipe may issue the next copy meanwhile (DMA
+  requests pipeline), but a ``set_flag`` or ``barrier`` on it, and the program's end, wait
+  for every earlier copy to land.
+* Programs are queued per core kind in launch order; a core takes the next one when all
+  of its pipes are drained (waves).
+
+Speed: a pipe runs ahead through everything that does not touch HBM without any event,
+since those instructions depend only on their own pipe and on flags whose set times are
+already known (every local clock is >= the global clock).  Only GM copies (entering the
+shared server) and cores becoming free go through the global heap, keyed (cycle, seq) so
+the order is deterministic.  The hot loop records one time per wait, barrier and GM copy;
+the rest of the timeline is rebuilt on demand (:func:`pipe_spans`).
+
+Example::
+
+    >>> from npujit.sim.spec import TINY
+    >>> from npujit.sim.isa import CoreProgram, Launch, copy, vec, set_flag, wait_flag
+    >>> prog = CoreProgram("AIV", [copy("GM_to_UB", 6400), set_flag("MTE2", "VECTOR"),
+    ...                            wait_flag("MTE2", "VECTOR"), vec("add", 3200, "f16")])
+    >>> tl = run(Launch([prog]), TINY)
+    >>> tl.cycles   # copy 110 + 100, set 1, wait 1, vec 10 + 25
+    247
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from heapq import heappop, heappush
+
+import numpy as np
+
+from .cost import copy_occupancy, copy_terms, instr_cycles
+from .hbm import INF, HBMServer
+from .isa import KINDS, CoreProgram, Instr, Launch, describe, flag_name
+from .spec import NPUSpec, SpecError, path_scopes
+
+# Queue entry codes.  An entry is (code, a, cost, moved bytes, port rate):
+#   LOCAL: a = cycles     GM: a = issue latency before HBM, cost = uncontended occupancy
+#   SET/WAIT: a = flag index.  SETD is a SET on a pipe that runs GM copies: it also waits
+#   for their data to land.
+LOCAL, GM, SET, WAIT, BARRIER, SETD = range(6)
+
+
+class DeadlockError(RuntimeError):
+    """Every pipe that can run has drained, yet some pipe still waits on a flag or barrier.
+
+    ``blocked`` lists one dict per blocked pipe: core, program, pipe, instr index, flag.
+    """
+
+    def __init__(self, message: str, blocked: list[dict]):
+        super().__init__(message)
+        self.blocked = blocked
+        first = blocked[0]
+        self.core, self.program, self.pipe, self.flag = (first["core"], first["program"],
+                                                         first["pipe"], first["flag"])
+
+
+class ProgramError(SpecError):
+    """An instruction does not fit the spec (unknown path, pipe the core lacks, bad event id)."""
+
+
+class Compiled:
+    """One program dealt into per-pipe queues of entries, with its static totals.
+
+    ``pipe_work`` is each pipe's standalone cost sum, or for a pipe with GM copies at least
+    their occupancy plus one landing latency (what the roofline uses);
+    ``positions[p]`` the program index of each entry of pipe ``p``'s queue.
+    """
+
+    __slots__ = ("program", "kind", "pipes", "queues", "positions", "pipe_work",
+                 "bytes_by_path", "hbm_read", "hbm_write", "cube_flops", "vector_elems",
+                 "gm_latency_min", "instr_count")
+
+
+class _KindCache(dict):
+    """Instruction -> uid for one core kind; a miss validates the instruction and records
+    its info, so equal instructions share one uid however many times they appear."""
+
+    def __init__(self, compiler: "Compiler", kind: str):
+        super().__init__()
+        self.compiler, self.kind = compiler, kind
+        self.pipes = compiler.spec.pipes[compiler.spec.core_kind_for(kind)]
+        self.infos: list[tuple] = []
+        self.by_id: dict[int, int] = {}   # id(instr) -> uid: a cheap first look-up
+
+    def __missing__(self, ins):
+        if not isinstance(ins, Instr):
+            raise ProgramError(f"{ins!r} is not an Instr")
+        uid = len(self.infos)
+        self.infos.append(self.compiler._info(ins, self.kind, self.pipes))
+        self[ins] = uid
+        self.by_id[id(ins)] = uid
+        return uid
+
+
+class Compiler:
+    """Turns programs into :class:`Compiled` queues, caching per distinct instruction.
+
+    Instructions are tuples, so equal instructions share one cache entry however many
+    programs repeat them; each new one is validated against the spec.  Programs that reuse
+    the same Instr objects (a loop body emitted once per slot) hit a cheaper id look-up.
+    """
+
+    def __init__(self, spec: NPUSpec):
+        self.spec = spec
+        self.flag_index: dict[tuple, int] = {}
+        self._caches: dict[str, _KindCache] = {}
+        # Pipes that run GM copies: their set_flags wait for the copies' data to land.
+        self.dma_pipes = {p.pipe for name, p in spec.paths.items() if "GM" in path_scopes(name)}
+
+    def _info(self, ins: Instr, kind: str, pipes: tuple) -> tuple:
+        """Validate one instruction and build (pipe index or -1 for ALL, entry, stats)."""
+        spec = self.spec
+
+        def fail(msg: str):
+            raise ProgramError(f"({describe(ins)}): {msg}")
+
+        if ins.kind not in KINDS:
+            fail(f"unknown instruction kind {ins.kind!r}; kinds are {KINDS}")
+        if ins.pipe == "ALL" and ins.kind == "barrier":
+            pidx = -1
+        elif ins.pipe in pipes:
+            pidx = pipes.index(ins.pipe)
+        else:
+            fail(f"{kind} cores of {spec.name} have no pipe {ins.pipe}; they have {pipes}")
+        try:
+            cost = instr_cycles(ins, spec)
+        except SpecError as e:
+            fail(str(e))
+        path = None
+        moved = 0
+        direction = 0   # +1 reads GM, -1 writes GM
+        if ins.kind == "copy":
+            path = ins.path
+            src, dst = path_scopes(path)
+            if spec.paths[path].pipe != ins.pipe:
+                fail(f"{spec.name} runs {path} on {spec.paths[path].pipe}, not {ins.pipe}")
+            for sc in (src, dst):
+                if sc != "GM" and sc not in spec.scopes[spec.core_kind_for(kind)]:
+                    fail(f"{kind} cores of {spec.name} have no {sc}")
+            issue, _, moved, rate, touches_gm = copy_terms(path, ins.nbytes, spec)
+            if touches_gm:
+                direction = 1 if src == "GM" else -1
+                entry = (GM, issue, copy_occupancy(path, ins.nbytes, spec), moved, float(rate))
+            else:
+                entry = (LOCAL, cost, cost, None, None)
+        elif ins.kind in ("set_flag", "wait_flag"):
+            src, dst, eid = ins.flag
+            for p in (src, dst):
+                if p not in pipes:
+                    fail(f"flag names pipe {p}, which {kind} cores of {spec.name} lack")
+            if not 0 <= eid < spec.event_ids:
+                fail(f"event id {eid} out of range: {spec.name} has ids 0..{spec.event_ids - 1} "
+                     "per pipe pair")
+            if ins.pipe != (src if ins.kind == "set_flag" else dst):
+                fail("set_flag runs on the flag's source pipe, wait_flag on its destination")
+            fidx = self.flag_index.setdefault(ins.flag, len(self.flag_index))
+            if ins.kind == "wait_flag":
+                code = WAIT
+            else:
+                code = SETD if ins.pipe in self.dma_pipes else SET
+            entry = (code, fidx, cost, None, None)
+        elif ins.kind == "barrier" and pidx < 0:
+            entry = (BARRIER, 0, cost, None, None)
+        else:
+            entry = (LOCAL, cost, cost, None, None)
+        flops = ins.flops if ins.kind == "mmad" else 0
+        elems = ins.elems if ins.kind == "vec" else 0
+        return pidx, entry, path, ins.nbytes if path else 0, moved, direction, flops, elems
+
+    def _uids(self, cache: _KindCache, instrs: list, index: int) -> np.ndarray:
+        """The uid of every instruction: by object id when the program reuses known Instr
+        objects (cheap), else by value (hashes the tuple)."""
+        n = len(instrs)
+        if n and id(instrs[0]) in cache.by_id:
+            uids = list(map(cache.by_id.get, map(id, instrs)))
+            if None not in uids:
+                return np.array(uids, dtype=np.int64)
+        try:
+            return np.fromiter(map(cache.__getitem__, instrs), dtype=np.int64, count=n)
+        except ProgramError as e:
+            bad = next(i for i, ins in enumerate(instrs)
+                       if not isinstance(ins, Instr) or ins not in cache)
+            raise ProgramError(f"program {index} instr {bad} {e}") from None
+
+    def compile(self, program: CoreProgram, index: int = 0) -> Compiled:
+        """Deal a program's instructions to its pipes and total its static costs.
+
+        Example::
+
+            >>> from npujit.sim.spec import TINY
+            >>> from npujit.sim.isa import CoreProgram, vec, scalar
+            >>> c = Compiler(TINY).compile(CoreProgram("AIV", [vec("add", 128), scalar(5)]))
+            >>> c.pipes, c.pipe_work
+            (('SCALAR', 'VECTOR'), {'SCALAR': 5, 'VECTOR': 11})
+        """
+        kind = program.core
+        cache = self._caches.get(kind)
+        if cache is None:
+            cache = self._caches[kind] = _KindCache(self, kind)
+        pipes = cache.pipes
+        uids = self._uids(cache, program.instrs, index)
+        infos = cache.infos
+        pipe_of = np.array([info[0] for info in infos], dtype=np.int64)
+        entries = [info[1] for info in infos]
+        counts = np.bincount(uids, minlength=len(infos)) if len(uids) else np.zeros(len(infos), np.int64)
+        per_instr_pipe = pipe_of[uids]
+        c = Compiled()
+        c.pipes, c.queues, c.positions = [], [], []
+        c.pipe_work = {}
+        for p, name in enumerate(pipes):
+            pos = np.flatnonzero((per_instr_pipe == p) | (per_instr_pipe < 0))
+            if not len(pos):
+                continue
+            c.pipes.append(name)
+            c.queues.append(list(map(entries.__getitem__, uids[pos].tolist())))
+            c.positions.append(pos)
+        c.pipes = tuple(c.pipes)
+        # Totals over distinct instructions times their counts.
+        work = dict.fromkeys(pipes, 0)
+        gm_work = dict.fromkeys(pipes, 0)
+        bytes_by_path: dict[str, int] = {}
+        hbm_read = hbm_write = flops = elems = 0
+        lat_min = INF
+        for uid in np.flatnonzero(counts).tolist():
+            n = int(counts[uid])
+            pidx, entry, path, nbytes, moved, direction, fl, el = infos[uid]
+            if pidx < 0:
+                for name in pipes:
+                    work[name] += n * entry[2]
+                continue
+            name = pipes[pidx]
+            work[name] += n * entry[2]
+            if path is not None:
+                bytes_by_path[path] = bytes_by_path.get(path, 0) + n * nbytes
+            if direction:
+                gm_work[name] += n * entry[2]
+                lat_min = min(lat_min, entry[1])
+                if direction > 0:
+                    hbm_read += n * moved
+                else:
+                    hbm_write += n * moved
+            flops += n * fl
+            elems += n * el
+        c.program, c.kind = program, kind
+        landing = self.spec.hbm_latency_cycles
+        # A pipe with GM copies ends no earlier than its last copy's data lands (other work
+        # on the pipe may overlap that landing).
+        c.pipe_work = {name: max(work[name], gm_work[name] + landing) if gm_work[name]
+                       else work[name] for name in c.pipes}
+        c.bytes_by_path = bytes_by_path
+        c.hbm_read, c.hbm_write = hbm_read, hbm_write
+        c.cube_flops, c.vector_elems = flops, elems
+        c.gm_latency_min = lat_min
+        c.instr_count = len(program.instrs)
+        return c
+
+
+class PipeRun:
+    """One pipe of one program run: its queue, position, clock and recorded times.
+
+    A pipe is busy while it executes an instruction or has a GM copy in flight; it is idle
+    while it waits on a flag or barrier with nothing in flight.  So its busy cycles are
+    ``end - start - idle``, with ``idle`` counted where it waits.
+    """
+
+    __slots__ = ("name", "q", "i", "n", "t", "start", "end", "marks", "core", "idle", "done")
+
+    def __init__(self, name: str, q: list, t: int, core: "CoreRun"):
+        self.name, self.q, self.i, self.n = name, q, 0, len(q)
+        self.t = self.start = self.end = t
+        self.done = t        # when the data of every GM copy issued so far has landed
+        self.marks = []      # start of each WAIT/SETD/BARRIER, end of each GM copy, in order
+        self.core = core
+        self.idle = 0        # cycles spent waiting with nothing in flight
+
+    @property
+    def busy(self) -> int:
+        """Busy cycles of this pipe in this run."""
+        return self.end - self.start - self.idle
+
+
+class CoreRun:
+    """One program running on one physical core: flag state, barrier state, its pipes."""
+
+    __slots__ = ("core", "program", "compiled", "start", "end", "pend", "waiter", "pipes",
+                 "left", "bar_n", "bar_t", "bar_wait")
+
+    def __init__(self, core: str, program: int, compiled: Compiled, start: int, nflags: int):
+        self.core, self.program, self.compiled = core, program, compiled
+        self.start = self.end = start
+        self.pend = [deque() for _ in range(nflags)]   # pending set times per flag
+        self.waiter = [None] * nflags                  # the pipe blocked on each flag
+        self.pipes = [PipeRun(name, q, start, self) for name, q in zip(compiled.pipes, compiled.queues)]
+        self.left = len(self.pipes)
+        self.bar_n, self.bar_t, self.bar_wait = 0, 0, []
+
+
+class Timeline:
+    """What a run produced: every program run, the HBM server, the flag numbering."""
+
+    def __init__(self, spec, launch, runs, core_names, compiled, hbm, flag_keys):
+        self.spec, self.launch, self.runs = spec, launch, runs
+        self.core_names = core_names      # physical cores, e.g. ["AIC 0", ..., "AIV 47"]
+        self.compiled = compiled          # per program index
+        self.hbm = hbm
+        self.flag_keys = flag_keys        # flag index -> (src, dst, id)
+        self.cycles = max((r.end for r in runs), default=0)
+
+
+class Engine:
+    """Runs a launch; see :func:`run`."""
+
+    def __init__(self, launch: Launch, spec: NPUSpec, record_hbm: bool = True):
+        self.spec = spec
+        self.launch = launch
+        self.compiler = Compiler(spec)
+        by_id: dict[int, Compiled] = {}
+        self.compiled = []
+        for i, prog in enumerate(launch.programs):
+            c = by_id.get(id(prog))
+            if c is None:
+                c = by_id[id(prog)] = self.compiler.compile(prog, i)
+            self.compiled.append(c)
+        self.heap: list = []
+        self.seq = 0
+        self.work: list = []
+        self.hbm = HBMServer(spec.hbm_bytes_per_cycle, record=record_hbm)
+        self.runs: list[CoreRun] = []
+        # Program queues per physical core kind, and the physical cores.
+        self.queues: dict[str, deque] = {k: deque() for k in spec.core_counts}
+        for i, prog in enumerate(launch.programs):
+            self.queues[spec.core_kind_for(prog.core)].append(i)
+        self.core_names = [f"{k} {j}" for k, n in spec.core_counts.items() for j in range(n)]
+        for k, q in self.queues.items():
+            if q and spec.core_counts[k] == 0:
+                raise ProgramError(f"launch has {k} programs but {spec.name} has no {k} cores")
+
+    # -- the hot loop ----------------------------------------------------------------------
+    def _run_pipe(self, ps: PipeRun) -> None:
+        """Advance one pipe as far as it can go without the global clock."""
+        q, n, i, t, marks, core = ps.q, ps.n, ps.i, ps.t, ps.marks, ps.core
+        while i < n:
+            code, a, cost, moved, rate = q[i]
+            if code == LOCAL:
+                t += a
+                i += 1
+            elif code == WAIT:
+                pending = core.pend[a]
+                if not pending:
+                    core.waiter[a] = ps
+                    ps.i, ps.t = i, t
+                    return
+                ts = pending.popleft()
+                if ts > t:
+                    if ts > ps.done:   # idle unless a copy is still landing meanwhile
+                        ps.idle += ts - (ps.done if ps.done > t else t)
+                    t = ts
+                marks.append(t)
+                t += cost
+                i += 1
+            elif code == SET or code == SETD:
+                if code == SETD:
+                    if ps.done > t:
+                        t = ps.done
+                    marks.append(t)
+                t += cost
+                core.pend[a].append(t)
+                w = core.waiter[a]
+                if w is not None:
+                    core.waiter[a] = None
+                    self.work.append(w)
+                i += 1
+            elif code == GM:
+                ps.i, ps.t = i, t
+                self.seq += 1
+                heappush(self.heap, (t + a, self.seq, ps, moved, rate))
+                return
+            else:  # BARRIER (ALL)
+                if ps.done > t:
+                    t = ps.done
+                core.bar_n += 1
+                if t > core.bar_t:
+                    core.bar_t = t
+                if core.bar_n < len(core.pipes):
+                    core.bar_wait.append(ps)
+                    ps.i, ps.t = i, t
+                    return
+                release = core.bar_t
+                for w in core.bar_wait:
+                    w.idle += release - w.t
+                    w.marks.append(release)
+                    w.t = release + cost
+                    w.i += 1
+                    self.work.append(w)
+                core.bar_n, core.bar_t, core.bar_wait = 0, 0, []
+                ps.idle += release - t
+                marks.append(release)
+                t = release + cost
+                i += 1
+        ps.i, ps.t = i, t
+        core.left -= 1
+        if ps.done > t:
+            t = ps.done
+        ps.end = t
+        if t > core.end:
+            core.end = t
+        if core.left == 0:
+            self.seq += 1
+            heappush(self.heap, (core.end, self.seq, core, 0, 0))
+
+    def _drain(self) -> None:
+        work = self.work
+        while work:
+            self._run_pipe(work.pop())
+
+    def _start(self, core: str, program: int, t: int) -> None:
+        run = CoreRun(core, program, self.compiled[program], t, len(self.compiler.flag_index))
+        self.runs.append(run)
+        if not run.pipes:
+            self.seq += 1
+            heappush(self.heap, (t, self.seq, run, 0, 0))
+            return
+        # Reverse so the LIFO worklist runs pipes in the spec's order.
+        self.work.extend(reversed(run.pipes))
+        self._drain()
+
+    def run(self) -> Timeline:
+        """Simulate to completion and return the :class:`Timeline`."""
+        spec = self.spec
+        idle = {k: deque() for k in self.queues}
+        for name in self.core_names:
+            idle[name.split()[0]].append(name)
+        for kind, q in self.queues.items():
+            while q and idle[kind]:
+                self._start(idle[kind].popleft(), q.popleft(), 0)
+        heap, hbm, work, run_pipe = self.heap, self.hbm, self.work, self._run_pipe
+        ceil = math.ceil
+        landing = spec.hbm_latency_cycles
+        while True:
+            if hbm.dirty:
+                # Events in the cycle of the last HBM change come first anyway (every
+                # transfer still in flight ends later), so skip recomputing rates for them.
+                if heap and heap[0][0] <= hbm.now:
+                    tf = INF
+                else:
+                    tf = hbm.peek()
+            else:
+                tf = hbm.next_time
+            if heap and heap[0][0] < tf:
+                te, _, obj, moved, rate = heappop(heap)
+                if obj.__class__ is PipeRun:
+                    hbm.add(te, moved, rate, obj)
+                else:   # a core drained its program: it takes the next one of its kind
+                    q = self.queues[spec.core_kind_for(obj.compiled.kind)]
+                    if q:
+                        self._start(obj.core, q.popleft(), te)
+                continue
+            if tf == INF:
+                break
+            finished = ceil(tf)
+            for ps in hbm.pop_finished(tf):
+                entry = ps.q[ps.i]
+                # Never faster than the standalone cost (float noise in the fluid server).
+                end = ps.t + entry[2]
+                if finished > end:
+                    end = finished
+                ps.marks.append(end)
+                ps.t = end
+                if end + landing > ps.done:
+                    ps.done = end + landing
+                ps.i += 1
+                run_pipe(ps)
+                while work:
+                    run_pipe(work.pop())
+        stuck = [r for r in self.runs if r.left > 0]
+        if stuck:
+            raise self._deadlock(stuck)
+        return Timeline(spec, self.launch, self.runs, self.core_names, self.compiled, hbm,
+                        {v: k for k, v in self.compiler.flag_index.items()})
+
+    def _deadlock(self, stuck: list[CoreRun]) -> DeadlockError:
+        keys = {v: k for k, v in self.compiler.flag_index.items()}
+        blocked, lines = [], []
+        for run in stuck:
+            comp = run.compiled
+            pos = comp.positions
+            for p, ps in enumerate(run.pipes):
+                if ps.i >= ps.n:
+                    continue
+                code, a = ps.q[ps.i][:2]
+                idx = int(pos[p][ps.i])
+                ins = comp.program.instrs[idx]
+                flag = keys[a] if code == WAIT else None
+                if code == WAIT:
+                    why = (f"waits on flag {flag_name(flag)} that no pending set_flag "
+                           f"will ever set")
+                else:
+                    arrived = [w.name for w in run.bar_wait]
+                    why = f"waits at barrier(ALL); arrived: {arrived or 'none'}"
+                label = f"{comp.program.name!r} " if comp.program.name else ""
+                lines.append(f"  core {run.core}, program {run.program} {label}: pipe {ps.name} "
+                             f"{why} (instr {idx}: {describe(ins)}, cycle {ps.t})")
+                blocked.append({"core": run.core, "program": run.program, "pipe": ps.name,
+                                "instr": idx, "flag": flag, "cycle": ps.t})
+        msg = "deadlock: every runnable pipe drained but these pipes are still blocked:\n"
+        return DeadlockError(msg + "\n".join(lines), blocked)
+
+
+def run(launch: Launch, spec: NPUSpec, record_hbm: bool = True) -> Timeline:
+    """Simulate ``launch`` on ``spec`` and return the raw :class:`Timeline` (the report is
+    built from it by :func:`npujit.sim.simulate`).
+
+    Example::
+
+        >>> from npujit.sim.spec import TINY
+        >>> from npujit.sim.isa import CoreProgram, Launch, vec
+        >>> run(Launch([CoreProgram("AIV", [vec("add", 256)])] * 3), TINY).cycles  # 2 cores
+        24
+    """
+    return Engine(launch, spec, record_hbm).run()
+
+
+def pipe_spans(ps: PipeRun) -> list[tuple[int, int]]:
+    """(start, end) cycles of every queue entry of a pipe run, rebuilt from its marks.
+
+    Example::
+
+        >>> from npujit.sim.spec import TINY
+        >>> from npujit.sim.isa import CoreProgram, Launch, vec
+        >>> tl = run(Launch([CoreProgram("AIV", [vec("add", 256), vec("add", 256)])]), TINY)
+        >>> pipe_spans(tl.runs[0].pipes[0])
+        [(0, 12), (12, 24)]
+    """
+    t, j, marks = ps.start, 0, ps.marks
+    out = []
+    for code, a, cost, _, _ in ps.q:
+        if code == LOCAL or code == SET:
+            s = t
+            t += cost
+        elif code == GM:
+            s = t
+            t = marks[j]
+            j += 1
+        else:   # WAIT / SETD / BARRIER: the mark is when it could proceed
+            s = marks[j]
+            j += 1
+            t = s + cost
+        out.append((s, t))
+    return out

@@ -1,0 +1,179 @@
+"""The analytic lower bound on a launch's cycles: the test oracle (sim >= bound, always) and
+the autotuner's pruner.
+
+Every term is a time no schedule can beat (simulator-and-moe.md §1.3):
+
+* per pipe ``P``: a program's ``P`` instructions run one after another, each at least its
+  standalone cost, so ``T >= max over programs of work_P``; and a core runs its programs
+  one after another, so ``T >= sum over programs of work_P / cores of that kind``.
+  ``cube`` and ``vector`` are these terms for CUBE and VECTOR, ``mte1`` ... ``fixpipe`` the
+  copy ports, ``scalar`` the Scalar pipe.
+* ``cores``: a program lasts at least its busiest pipe, so
+  ``T >= sum over programs of max_P work_P / cores of that kind``.
+* ``hbm``: every GM byte passes the shared HBM, no copy enters it before its issue latency
+  and the last one lands ``hbm_latency`` after it, so
+  ``T >= min issue latency + GM bytes / HBM bytes per cycle + hbm_latency``.
+* a pipe with GM copies ends no earlier than its last copy lands: its work is at least the
+  copies' occupancy (issue + bytes / rate) plus one ``hbm_latency`` (other work on the pipe
+  may overlap the landing).
+
+The ``kind`` of the bound names the winning term coarsely: ``"cube"``, ``"vector"``,
+``"hbm"``, ``"port"`` (an MTE or FixPipe port), ``"scalar"``.
+
+Example::
+
+    >>> from npujit.sim.spec import TINY
+    >>> from npujit.sim.isa import CoreProgram, Launch, mmad
+    >>> b = roofline_bound(Launch([CoreProgram("AIC", [mmad(256, 256, 256)])] * 4), TINY)
+    >>> b.cycles, b.kind     # 4 programs of 4106 cycles on 2 AIC cores
+    (8212.0, 'cube')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .cost import copy_occupancy, copy_terms, instr_cycles
+from .isa import Launch
+from .spec import NPUSpec
+
+# Term names per pipe, as Ascend's profiler names the pipes (aic_cube_ratio, aic_fixpipe_ratio).
+PIPE_TERM = {"CUBE": "cube", "VECTOR": "vector", "SCALAR": "scalar", "MTE1": "mte1",
+             "MTE2": "mte2", "MTE3": "mte3", "FIXP": "fixpipe"}
+# Coarse kind of each term.
+TERM_KIND = {"cube": "cube", "vector": "vector", "scalar": "scalar", "mte1": "port",
+             "mte2": "port", "mte3": "port", "fixpipe": "port", "hbm": "hbm"}
+
+
+@dataclass(frozen=True)
+class ProgramWork:
+    """What the bound needs to know about one program: its core kind, the standalone cost
+    sum of each pipe, its GM bytes and the smallest issue latency of its GM copies."""
+
+    kind: str
+    pipe_work: dict
+    gm_bytes: int = 0
+    gm_latency_min: float = float("inf")
+    cube_flops: int = 0
+
+
+@dataclass(frozen=True)
+class RooflineBound:
+    """``cycles`` no schedule can beat, the coarse ``kind`` of the winning term, and all terms.
+
+    Example::
+
+        >>> RooflineBound(100.0, "hbm", {"hbm": 100.0, "vector": 40.0}).seconds(1e9)
+        1e-07
+    """
+
+    cycles: float
+    kind: str
+    terms: dict = field(default_factory=dict)
+
+    @property
+    def term(self) -> str:
+        """The fine name of the winning term (``"mte2"``, ``"hbm"``, ``"cores"`` ...)."""
+        return max(self.terms, key=self.terms.get) if self.terms else "none"
+
+    def seconds(self, clock_hz: float) -> float:
+        """The bound in seconds at ``clock_hz``."""
+        return self.cycles / clock_hz
+
+
+def program_work(program, spec: NPUSpec) -> ProgramWork:
+    """Total the standalone costs of one program, instruction by instruction.
+
+    Example::
+
+        >>> from npujit.sim.spec import TINY
+        >>> from npujit.sim.isa import CoreProgram, copy, vec
+        >>> program_work(CoreProgram("AIV", [copy("GM_to_UB", 640), vec("add", 320)]), TINY).pipe_work
+        {'MTE2': 120, 'VECTOR': 13}
+    """
+    pipes = spec.pipes[spec.core_kind_for(program.core)]
+    work: dict[str, int] = {}
+    dma_work: dict[str, int] = {}
+    gm = 0
+    lat = float("inf")
+    flops = 0
+    for ins in program.instrs:
+        cost = instr_cycles(ins, spec)
+        if ins.kind == "copy":
+            issue, _, moved, _, touches_gm = copy_terms(ins.path, ins.nbytes, spec)
+            if touches_gm:
+                cost = copy_occupancy(ins.path, ins.nbytes, spec)
+                dma_work[ins.pipe] = dma_work.get(ins.pipe, 0) + cost
+                gm += moved
+                lat = min(lat, issue)
+        elif ins.kind == "mmad":
+            flops += ins.flops
+        targets = pipes if ins.pipe == "ALL" else (ins.pipe,)   # a full barrier holds every pipe
+        for p in targets:
+            work[p] = work.get(p, 0) + cost
+    for p, occupancy in dma_work.items():
+        work[p] = max(work[p], occupancy + spec.hbm_latency_cycles)
+    return ProgramWork(program.core, work, gm, lat, flops)
+
+
+def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
+    """Combine per-program work into the bound (one entry per program of the launch).
+
+    Example::
+
+        >>> from npujit.sim.spec import TINY
+        >>> w = ProgramWork("AIV", {"VECTOR": 100, "MTE2": 60})
+        >>> bound_from_work([w, w, w], TINY).terms["vector"]   # 300 cycles over 2 AIV cores
+        150.0
+    """
+    cores = spec.core_counts
+    terms: dict[str, float] = {}
+    kind_sum: dict[tuple, float] = {}
+    core_sum: dict[str, float] = {}
+    gm_bytes = 0
+    lat_min = float("inf")
+    for w in works:
+        kp = spec.core_kind_for(w.kind)
+        core_sum[kp] = core_sum.get(kp, 0.0) + max(w.pipe_work.values(), default=0)
+        for p, c in w.pipe_work.items():
+            name = PIPE_TERM[p]
+            terms[name] = max(terms.get(name, 0.0), float(c))
+            kind_sum[(kp, name)] = kind_sum.get((kp, name), 0.0) + c
+        gm_bytes += w.gm_bytes
+        lat_min = min(lat_min, w.gm_latency_min)
+    for (kp, name), total in kind_sum.items():
+        terms[name] = max(terms[name], total / cores[kp])
+    if core_sum:
+        terms["cores"] = max(total / cores[kp] for kp, total in core_sum.items())
+    if gm_bytes:
+        terms["hbm"] = lat_min + gm_bytes / spec.hbm_bytes_per_cycle + spec.hbm_latency_cycles
+    if not terms:
+        return RooflineBound(0.0, "none", {})
+    best = max(terms.values())
+    # "cores" is never below a pipe term; when it wins, name the busiest pipe's kind.
+    fine = [t for t in terms if t != "cores"]
+    winner = max(fine, key=terms.get) if fine else "cores"
+    if terms.get("hbm", -1.0) == best:
+        winner = "hbm"
+    return RooflineBound(best, TERM_KIND.get(winner, winner), terms)
+
+
+def roofline_bound(launch: Launch, spec: NPUSpec) -> RooflineBound:
+    """The analytic lower bound on ``launch``'s cycles on ``spec``.
+
+    Example::
+
+        >>> from npujit.sim.spec import TINY
+        >>> from npujit.sim.isa import CoreProgram, Launch, copy
+        >>> spec = TINY.replace(aiv_cores=8)
+        >>> b = roofline_bound(Launch([CoreProgram("AIV", [copy("GM_to_UB", 25600)])] * 8), spec)
+        >>> b.kind, b.cycles   # 8 x 25600 B at 256 B/cycle + 10 issue + 100 landing
+        ('hbm', 910.0)
+    """
+    cache: dict[int, ProgramWork] = {}
+    works = []
+    for prog in launch.programs:
+        w = cache.get(id(prog))
+        if w is None:
+            w = cache[id(prog)] = program_work(prog, spec)
+        works.append(w)
+    return bound_from_work(works, spec)

@@ -1,0 +1,64 @@
+"""``simulate(launch, spec)``: the one entry point of the timing simulator.
+
+Example::
+
+    >>> from npujit.sim import simulate, ASCEND_910B_LIKE
+    >>> from npujit.sim.patterns import vector_pipeline
+    >>> r = simulate(vector_pipeline(64, 32768, name="add"), ASCEND_910B_LIKE)
+    >>> r.cycles >= r.bound.cycles, r.bound.kind
+    (True, 'port')
+"""
+from __future__ import annotations
+
+from .debug import DebugOptions, RaceError, find_races, flag_issues, landing_points
+from .engine import Engine
+from .isa import CoreProgram, Launch
+from .report import SimReport
+from .roofline import ProgramWork, bound_from_work
+from .spec import ASCEND_910B_LIKE, NPUSpec
+
+
+def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
+             debug: DebugOptions | None = None) -> SimReport:
+    """Simulate a :class:`~npujit.sim.isa.Launch` (or one CoreProgram, or a list of them)
+    on ``spec`` and return a :class:`~npujit.sim.report.SimReport`.
+
+    ``trace=False`` skips recording the HBM bandwidth samples (the Chrome trace then has
+    no counter track).  ``debug`` turns on the checks of :mod:`npujit.sim.debug`.
+    Raises :class:`~npujit.sim.engine.DeadlockError` when a wait can never be satisfied,
+    :class:`~npujit.sim.engine.ProgramError` when an instruction does not fit the spec.
+
+    Example::
+
+        >>> from npujit.sim import TINY, CoreProgram, copy
+        >>> simulate([CoreProgram("AIV", [copy("GM_to_UB", 6400)])] * 2, TINY).cycles
+        210
+    """
+    if isinstance(launch, CoreProgram):
+        launch = Launch([launch])
+    elif not isinstance(launch, Launch):
+        launch = Launch(list(launch))
+    debug = debug or DebugOptions()
+    races = []
+    landings = {}
+    distinct = {}
+    for i, prog in enumerate(launch.programs):
+        distinct.setdefault(id(prog), (i, prog))
+    if debug.detect_races or debug.uninitialized == "nan":
+        for i, prog in distinct.values():
+            found = find_races(prog, uninitialized=debug.uninitialized == "nan", program_index=i)
+            races += found if debug.detect_races else [r for r in found if r.kind == "UNINIT"]
+        if races and debug.raise_on_race:
+            raise RaceError(races)
+    if debug.dma_execution_mode == "on_wait":
+        landings = {i: landing_points(prog) for i, prog in distinct.values()}
+    timeline = Engine(launch, spec, record_hbm=trace).run()
+    works = {}
+    for c in timeline.compiled:
+        if id(c) not in works:
+            works[id(c)] = ProgramWork(c.kind, c.pipe_work, c.hbm_read + c.hbm_write,
+                                       c.gm_latency_min, c.cube_flops)
+    bound = bound_from_work([works[id(c)] for c in timeline.compiled], spec)
+    issues = flag_issues(timeline) if debug.check_flags else []
+    return SimReport.from_timeline(timeline, bound, races=races, flag_issues=issues,
+                                   landings=landings)

@@ -1,0 +1,454 @@
+"""NPU specs as data: core counts, clock, buffers, Cube/Vector rates, copy paths, HBM.
+
+A spec is a frozen, hashable value; the presets below are instances, and a user builds
+their own with ``NPUSpec(...)`` or ``spec.replace(...)``.  Every constant in a preset says
+where it came from: a section of ``/work/shared/reference/ascend-npu.md`` (``§2.1``, tags
+[O] official / [D] derived / [U] uncertain as in that file) or "assumed" when we chose it.
+The model is calibrated to public figures, not validated on silicon.
+
+Example::
+
+    >>> from npujit.sim.spec import ASCEND_910B_LIKE
+    >>> ASCEND_910B_LIKE.aic_cores, ASCEND_910B_LIKE.aiv_cores
+    (24, 48)
+    >>> fast = ASCEND_910B_LIKE.replace(hbm_bytes_per_s=3.2e12)
+    >>> round(fast.hbm_bytes_per_cycle)
+    1778
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Pipes in Ascend's words (ascend-npu.md §1.1): PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1/2/3, PIPE_FIX.
+PIPES = ("SCALAR", "MTE1", "MTE2", "MTE3", "CUBE", "VECTOR", "FIXP")
+# Memory scopes (§1.1).  GM is off-core HBM behind L2; the rest are per core.
+SCOPES = ("GM", "L1", "L0A", "L0B", "L0C", "UB")
+# Core kinds: AIC = Cube core, AIV = Vector core (§1.2).  A coupled core is an AIC with Vector.
+CORE_KINDS = ("AIC", "AIV")
+ARCHES = ("separated", "coupled")
+
+
+class SpecError(ValueError):
+    """An NPU spec (or a program checked against one) is inconsistent; the message says how."""
+
+
+class FrozenMap(Mapping):
+    """A read-only, hashable dict, so specs can be dict-valued and still be cache keys.
+
+    Example::
+
+        >>> m = FrozenMap({"UB": 192 * 1024})
+        >>> m["UB"], hash(m) == hash(FrozenMap({"UB": 196608}))
+        (196608, True)
+    """
+
+    __slots__ = ("_d", "_h")
+
+    def __init__(self, items: Mapping | None = None):
+        self._d = dict(items or {})
+        self._h = None
+
+    def __getitem__(self, key):
+        return self._d[key]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+    def __hash__(self):
+        if self._h is None:
+            self._h = hash(tuple(sorted(self._d.items(), key=lambda kv: kv[0])))
+        return self._h
+
+    def __eq__(self, other):
+        return isinstance(other, Mapping) and dict(self._d) == dict(other)
+
+    def __repr__(self):
+        return f"FrozenMap({self._d!r})"
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """One data-movement path (e.g. ``GM_to_UB``): the pipe that runs it, its port rate, latency.
+
+    ``latency`` is the fixed setup cost of one copy on the port in cycles; copies that touch
+    GM additionally pay ``NPUSpec.hbm_latency_cycles`` and share HBM bandwidth with all cores.
+
+    Example::
+
+        >>> PathSpec("MTE2", bytes_per_cycle=110, latency=100).pipe
+        'MTE2'
+    """
+
+    pipe: str
+    bytes_per_cycle: float
+    latency: int
+
+    def __post_init__(self):
+        if self.pipe not in PIPES:
+            raise SpecError(f"path pipe {self.pipe!r} is not one of {PIPES}")
+        if not self.bytes_per_cycle > 0:
+            raise SpecError(f"path port rate must be > 0 bytes/cycle, got {self.bytes_per_cycle}")
+        if not (isinstance(self.latency, int) and self.latency >= 0):
+            raise SpecError(f"path latency must be an int >= 0 cycles, got {self.latency!r}")
+
+
+def path_scopes(name: str) -> tuple[str, str]:
+    """Split a path name into (source scope, destination scope).
+
+    Example::
+
+        >>> path_scopes("L0C_to_GM")
+        ('L0C', 'GM')
+    """
+    src, sep, dst = name.partition("_to_")
+    if not sep or src not in SCOPES or dst not in SCOPES:
+        raise SpecError(f"path name {name!r} must read '<scope>_to_<scope>' with scopes {SCOPES}")
+    return src, dst
+
+
+@dataclass(frozen=True)
+class NPUSpec:
+    """A simulated NPU.  Dict-valued fields accept plain dicts and are frozen on construction.
+
+    Fields (units in the name where it matters):
+
+    * ``arch``: ``"separated"`` (AIC and AIV are distinct cores, 910B) or ``"coupled"``
+      (one core has Cube and Vector, 910); ``aic_cores`` / ``aiv_cores`` count them.
+    * ``pipes`` / ``scopes``: core kind -> the pipes / on-core memories that core has.
+    * ``capacity`` / ``alignment``: scope -> bytes.  ``alignment["GM"]`` is the burst size
+      GM-side transfers round up to.
+    * ``cube_fractal``: the M0 = N0 = K0 of one Cube step at fp16 (16); ``cube_rate``:
+      dtype -> fp16-equivalent steps per cycle (i8 2, f32 0.25); ``cube_startup_cycles``.
+    * ``vector_bytes_per_cycle`` (one repeat), ``vector_startup_cycles``, ``vector_op_cost``:
+      op class -> cycles per repeat.
+    * ``paths``: path name -> :class:`PathSpec`.
+    * ``hbm_bytes_per_s`` shared by all cores, ``hbm_latency_cycles`` per GM access.
+    * ``event_ids``: flag ids per (src pipe, dst pipe) pair; ``sync_cycles``: cost of
+      set_flag / wait_flag / barrier on their pipe.
+
+    Example::
+
+        >>> from npujit.sim.spec import TINY
+        >>> TINY.replace(aiv_cores=8).aiv_cores
+        8
+        >>> TINY.replace(clock_hz=0)
+        Traceback (most recent call last):
+        ...
+        npujit.sim.spec.SpecError: TINY: clock_hz must be > 0, got 0
+    """
+
+    name: str
+    arch: str
+    aic_cores: int
+    aiv_cores: int
+    clock_hz: float
+    pipes: Mapping
+    scopes: Mapping
+    capacity: Mapping
+    alignment: Mapping
+    cube_fractal: int
+    cube_rate: Mapping
+    cube_startup_cycles: int
+    vector_bytes_per_cycle: int
+    vector_startup_cycles: int
+    vector_op_cost: Mapping
+    paths: Mapping
+    hbm_bytes_per_s: float
+    hbm_latency_cycles: int
+    event_ids: int
+    sync_cycles: int
+
+    def __post_init__(self):
+        for field in ("pipes", "scopes", "capacity", "alignment", "cube_rate", "vector_op_cost",
+                      "paths"):
+            value = getattr(self, field)
+            if not isinstance(value, Mapping):
+                raise SpecError(f"{self.name}: {field} must be a mapping, got {type(value).__name__}")
+            as_tuple = field in ("pipes", "scopes")
+            frozen = {k: tuple(v) if as_tuple else v for k, v in value.items()}
+            object.__setattr__(self, field, FrozenMap(frozen))
+        self._validate()
+
+    # -- derived numbers --------------------------------------------------------------------
+    @property
+    def hbm_bytes_per_cycle(self) -> float:
+        """HBM bandwidth shared by all cores, in bytes per core clock cycle."""
+        return self.hbm_bytes_per_s / self.clock_hz
+
+    @property
+    def core_counts(self) -> dict[str, int]:
+        """Physical cores per kind; on a coupled part every core is an ``AIC``."""
+        if self.arch == "coupled":
+            return {"AIC": self.aic_cores}
+        return {"AIC": self.aic_cores, "AIV": self.aiv_cores}
+
+    def core_kind_for(self, program_kind: str) -> str:
+        """The physical core kind that runs a program of ``program_kind`` (coupled: always AIC).
+
+        Example::
+
+            >>> ASCEND_910_LIKE.core_kind_for("AIV")
+            'AIC'
+        """
+        if program_kind not in CORE_KINDS:
+            raise SpecError(f"core kind {program_kind!r} is not one of {CORE_KINDS}")
+        return "AIC" if self.arch == "coupled" else program_kind
+
+    @property
+    def peak_cube_flops(self) -> float:
+        """fp16 Cube peak of the chip in FLOP/s (2 FLOP per MAC)."""
+        f = self.cube_fractal
+        return 2.0 * f * f * f * self.aic_cores * self.clock_hz
+
+    def replace(self, **changes: Any) -> "NPUSpec":
+        """A copy with some fields changed, validated again.
+
+        Example::
+
+            >>> TINY.replace(name="tiny-fast", hbm_bytes_per_s=1e12).hbm_bytes_per_cycle
+            1000.0
+        """
+        return dataclasses.replace(self, **changes)
+
+    def with_path(self, name: str, **changes: Any) -> "NPUSpec":
+        """A copy with one path's fields changed (``pipe``, ``bytes_per_cycle``, ``latency``).
+
+        Example::
+
+            >>> TINY.with_path("GM_to_UB", bytes_per_cycle=32).paths["GM_to_UB"].bytes_per_cycle
+            32
+        """
+        if name not in self.paths:
+            raise SpecError(f"{self.name}: no path {name!r}; paths are {sorted(self.paths)}")
+        paths = dict(self.paths)
+        paths[name] = dataclasses.replace(paths[name], **changes)
+        return self.replace(paths=paths)
+
+    # -- validation -------------------------------------------------------------------------
+    def _validate(self) -> None:
+        def fail(msg: str):
+            raise SpecError(f"{self.name}: {msg}")
+
+        if self.arch not in ARCHES:
+            fail(f"arch must be one of {ARCHES}, got {self.arch!r}")
+        for field in ("aic_cores", "aiv_cores", "cube_fractal", "cube_startup_cycles",
+                      "vector_bytes_per_cycle", "vector_startup_cycles", "hbm_latency_cycles",
+                      "event_ids", "sync_cycles"):
+            v = getattr(self, field)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                fail(f"{field} must be an int >= 0, got {v!r}")
+        for field in ("cube_fractal", "vector_bytes_per_cycle", "event_ids"):
+            if getattr(self, field) == 0:
+                fail(f"{field} must be > 0")
+        if self.aic_cores + self.aiv_cores == 0:
+            fail("needs at least one core (aic_cores + aiv_cores > 0)")
+        if self.arch == "coupled" and self.aiv_cores:
+            fail("a coupled part has no separate AIV cores; put Vector in the AIC pipes and set aiv_cores=0")
+        for field in ("clock_hz", "hbm_bytes_per_s"):
+            v = getattr(self, field)
+            if not (isinstance(v, (int, float)) and v > 0):
+                fail(f"{field} must be > 0, got {v!r}")
+        kinds = ("AIC",) if self.arch == "coupled" else CORE_KINDS
+        for kind in kinds:
+            if kind not in self.pipes:
+                fail(f"pipes has no entry for core kind {kind!r}")
+        for kind, pipes in self.pipes.items():
+            if kind not in CORE_KINDS:
+                fail(f"pipes: unknown core kind {kind!r}")
+            for p in pipes:
+                if p not in PIPES:
+                    fail(f"pipes[{kind!r}]: unknown pipe {p!r}; pipes are {PIPES}")
+        for kind in kinds:
+            if kind not in self.scopes:
+                fail(f"scopes has no entry for core kind {kind!r}")
+        for kind, scopes in self.scopes.items():
+            for sc in scopes:
+                if sc not in SCOPES or sc == "GM":
+                    fail(f"scopes[{kind!r}]: {sc!r} is not an on-core scope")
+                if sc not in self.capacity:
+                    fail(f"scopes[{kind!r}] lists {sc!r} but capacity has no entry for it")
+        for scope in SCOPES:
+            if scope not in self.alignment:
+                fail(f"alignment has no entry for scope {scope!r}")
+        for scope, v in self.alignment.items():
+            if scope not in SCOPES:
+                fail(f"alignment: unknown scope {scope!r}")
+            if not (isinstance(v, int) and v > 0 and v & (v - 1) == 0):
+                fail(f"alignment[{scope!r}] must be a power of two, got {v!r}")
+        for scope, v in self.capacity.items():
+            if scope not in SCOPES or scope == "GM":
+                fail(f"capacity: {scope!r} is not an on-core scope")
+            if not (isinstance(v, int) and v > 0):
+                fail(f"capacity[{scope!r}] must be an int > 0 bytes, got {v!r}")
+        if "f16" not in self.cube_rate:
+            fail("cube_rate must give the f16 rate (the unit the others are relative to)")
+        for dtype, v in self.cube_rate.items():
+            if not (isinstance(v, (int, float)) and v > 0):
+                fail(f"cube_rate[{dtype!r}] must be > 0, got {v!r}")
+        if "elementwise" not in self.vector_op_cost:
+            fail("vector_op_cost must give the 'elementwise' class")
+        for cls, v in self.vector_op_cost.items():
+            if not (isinstance(v, (int, float)) and v > 0):
+                fail(f"vector_op_cost[{cls!r}] must be > 0 cycles per repeat, got {v!r}")
+        all_pipes = {p for pipes in self.pipes.values() for p in pipes}
+        for name, path in self.paths.items():
+            try:
+                path_scopes(name)
+            except SpecError as e:
+                fail(str(e))
+            if not isinstance(path, PathSpec):
+                fail(f"paths[{name!r}] must be a PathSpec, got {type(path).__name__}")
+            if path.pipe not in all_pipes:
+                fail(f"paths[{name!r}] runs on {path.pipe}, which no core kind has")
+
+
+def _kb(n: int) -> int:
+    return n * 1024
+
+
+# --- Presets --------------------------------------------------------------------------------
+# Vector op classes -> cycles per 256-byte repeat.  Only "elementwise" = 1 is sourced (one
+# repeat of 8 x 32 B blocks per cycle, §2.3 [O], cycle-per-repeat [U] §6); the rest are assumed
+# relative costs (transcendentals as a short polynomial/table sequence, gather/sort as
+# multi-pass), to be calibrated.
+_VECTOR_OP_COST = {
+    "elementwise": 1,      # add/sub/mul/max/min/abs/cmp/select/copy: §2.3 [O], §6 [U]
+    "cast": 1,             # assumed: one pass per repeat
+    "div": 2,              # assumed: reciprocal + multiply
+    "transcendental": 4,   # assumed: exp/ln/sqrt/rsqrt/tanh/sigmoid ("x4")
+    "reduce": 2,           # assumed: in-repeat tree plus cross-repeat accumulate
+    "gather": 8,           # assumed: per-element addressing
+    "sort": 16,            # assumed: multi-pass bitonic-style sort / topk
+}
+
+_CUBE_RATE = {
+    "f16": 1.0,    # 16x16x16 MAC per cycle: §2.3 [O]
+    "bf16": 1.0,   # same as f16: §2.3 [O]
+    "i8": 2.0,     # K0 = 32, 8192 MAC/cycle: §2.3 [O]
+    "f32": 0.25,   # 1/4 of half on 2201: §2.3 [O]
+}
+
+# 910B-like (arch 2201, separated).  Copy-port rates are the INI memory-rate section (§2.2,
+# units probably bytes/cycle/core [U]); GM reads use l2_rate (all GM traffic passes L2, and the
+# measured effective GM->L1 rate 3406 GB/s / 20 cores / 1.8 GHz = 95 B/cycle agrees, §2.3).
+# GM-path issue latency 32: assumed, chosen so one 16 KB copy loses <= ~20 % to it ("a single
+# DMA >= 16 KB reaches best bandwidth", §2.4 [O]); the HBM latency itself is paid on landing
+# and overlaps the next copy (hbm_latency_cycles).
+_910B_PATHS = {
+    "GM_to_L1": PathSpec("MTE2", 110, 32),     # rate l2_rate read 110 §2.2 [U]; latency see above
+    "GM_to_L0A": PathSpec("MTE2", 110, 32),    # same port as GM_to_L1 §1.1 [O]
+    "GM_to_L0B": PathSpec("MTE2", 110, 32),    # same port as GM_to_L1 §1.1 [O]
+    "GM_to_UB": PathSpec("MTE2", 110, 32),     # rate l2_rate read 110 §2.2 [U]; latency see above
+    "UB_to_GM": PathSpec("MTE3", 64, 32),      # rate ub_to_l2_rate 64 §2.2 [U]; latency see above
+    "L1_to_L0A": PathSpec("MTE1", 512, 16),    # l1_to_l0_a_rate 512 §2.2/§6 [U]; latency assumed
+    "L1_to_L0B": PathSpec("MTE1", 256, 16),    # l1_to_l0_b_rate 256 §2.2/§6 [U]; latency assumed
+    "L0C_to_GM": PathSpec("FIXP", 86, 32),     # L2 write rate 86 §2.2 [U]; latency assumed
+    "L0C_to_L1": PathSpec("FIXP", 256, 32),    # l0_c_to_ub_rate 256 used for L0C out §6 [U]; latency assumed
+}
+
+ASCEND_910B_LIKE = NPUSpec(
+    name="ascend-910b-like",
+    arch="separated",                  # 2201: AIC + 2 AIV per AI core §1.2 [O]
+    aic_cores=24,                      # INI Ascend910B2C §2.2 [O]
+    aiv_cores=48,                      # INI Ascend910B2C §2.2 [O]
+    clock_hz=1.8e9,                    # cube_freq 1800 MHz §2.2 [O]
+    pipes={
+        "AIC": ("SCALAR", "MTE1", "MTE2", "CUBE", "FIXP"),   # §1.2 [O]
+        "AIV": ("SCALAR", "MTE2", "VECTOR", "MTE3"),         # §1.2 [O]
+    },
+    scopes={"AIC": ("L1", "L0A", "L0B", "L0C"), "AIV": ("UB",)},   # §1.2 [O]
+    capacity={"UB": _kb(192), "L1": _kb(512), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(128)},  # §2.1 [O]
+    alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},  # §2.4 [O]; GM = 32 B DataBlock
+    cube_fractal=16,                   # cube_m/n/k_size 16 §2.2 [O]
+    cube_rate=_CUBE_RATE,
+    cube_startup_cycles=8,             # assumed: pipeline fill of one Mmad
+    vector_bytes_per_cycle=256,        # 8 DataBlocks x 32 B per repeat §2.3 [O]
+    vector_startup_cycles=8,           # assumed: issue + pipeline fill of one vector instr
+    vector_op_cost=_VECTOR_OP_COST,
+    paths=_910B_PATHS,
+    hbm_bytes_per_s=1.6e12,            # 1.6-1.8 TB/s §2.3/§6 [U]; low end chosen
+    hbm_latency_cycles=500,            # assumed: ~280 ns HBM + L2 round trip, paid on landing
+    event_ids=8,                       # QUE_MAX_EVENT = 8 on 2201 §2.4 [O]
+    sync_cycles=1,                     # assumed: set/wait/barrier issue cost
+)
+
+# 910-like (arch 1001, coupled): one core has Cube and Vector; no FixPipe, so L0C leaves
+# through the Vector unit into UB (§1.2 [O]) and UB/L1 are linked by MTE1/MTE3.
+_910_PATHS = {
+    "GM_to_L1": PathSpec("MTE2", 110, 32),     # INI rates identical to 910B's §2.2 [U]; latency as 910B
+    "GM_to_L0A": PathSpec("MTE2", 110, 32),    # §1.1 [O] path; rate/latency as GM_to_L1
+    "GM_to_L0B": PathSpec("MTE2", 110, 32),    # §1.1 [O] path; rate/latency as GM_to_L1
+    "GM_to_UB": PathSpec("MTE2", 110, 32),     # l2_rate 110 §2.2 [U]; latency as 910B
+    "UB_to_GM": PathSpec("MTE3", 64, 32),      # ub_to_l2_rate 64 §2.2 [U]; latency as 910B
+    "L1_to_L0A": PathSpec("MTE1", 512, 16),    # l1_to_l0_a_rate §2.2 [U]; latency assumed
+    "L1_to_L0B": PathSpec("MTE1", 256, 16),    # l1_to_l0_b_rate §2.2 [U]; latency assumed
+    "L1_to_UB": PathSpec("MTE1", 128, 16),     # l1_to_ub_rate 128 §2.2 [U]; coupled path §1.1 [O]
+    "UB_to_L1": PathSpec("MTE3", 128, 16),     # ub_to_l1_rate 128 §2.2 [U]; coupled path §1.1 [O]
+    "L0C_to_UB": PathSpec("VECTOR", 256, 16),  # l0_c_to_ub_rate 256 §2.2 [U]; via Vector §1.2 [O]
+}
+
+ASCEND_910_LIKE = NPUSpec(
+    name="ascend-910-like",
+    arch="coupled",                    # arch 1001 §1.2 [O]
+    aic_cores=32,                      # INI Ascend910A, 32 AI cores §2.2 [O]
+    aiv_cores=0,                       # coupled: Vector lives in the AI core §1.2 [O]
+    clock_hz=1.0e9,                    # cube_freq 1000 MHz §2.2 [O]
+    pipes={"AIC": ("SCALAR", "MTE1", "MTE2", "MTE3", "CUBE", "VECTOR")},  # no FIXP on 1001 §1.2 [O]
+    scopes={"AIC": ("L1", "L0A", "L0B", "L0C", "UB")},                     # UB and L1 in one core §1.2 [O]
+    capacity={"UB": _kb(256), "L1": _kb(1024), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(256)},  # §2.1 [O]
+    alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},  # §2.4 [O] (2201 rules, assumed same)
+    cube_fractal=16,                   # §2.3 [O]
+    cube_rate={"f16": 1.0, "i8": 2.0, "f32": 0.25},   # bf16 unsupported on 910A (assumed); f32 1/4 assumed as 2201
+    cube_startup_cycles=8,             # assumed
+    vector_bytes_per_cycle=256,        # §2.3 [O]
+    vector_startup_cycles=8,           # assumed
+    vector_op_cost=_VECTOR_OP_COST,
+    paths=_910_PATHS,
+    hbm_bytes_per_s=1.2e12,            # ~1.2 TB/s simulator-and-moe.md §1.2 [U]
+    hbm_latency_cycles=300,            # assumed: ~300 ns at 1 GHz
+    event_ids=4,                       # 4 event ids on older arches §2.4 [O]
+    sync_cycles=1,                     # assumed
+)
+
+# TINY: round numbers so tests can compute expected cycles by hand.  All assumed.
+TINY = NPUSpec(
+    name="TINY",
+    arch="separated",
+    aic_cores=2,
+    aiv_cores=2,
+    clock_hz=1.0e9,                    # 1 cycle = 1 ns
+    pipes={
+        "AIC": ("SCALAR", "MTE1", "MTE2", "CUBE", "FIXP"),
+        "AIV": ("SCALAR", "MTE2", "VECTOR", "MTE3"),
+    },
+    scopes={"AIC": ("L1", "L0A", "L0B", "L0C"), "AIV": ("UB",)},
+    capacity={"UB": _kb(16), "L1": _kb(64), "L0A": _kb(8), "L0B": _kb(8), "L0C": _kb(16)},
+    alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
+    cube_fractal=16,
+    cube_rate={"f16": 1.0, "bf16": 1.0, "i8": 2.0, "f32": 0.25},
+    cube_startup_cycles=10,
+    vector_bytes_per_cycle=256,
+    vector_startup_cycles=10,
+    vector_op_cost=_VECTOR_OP_COST,
+    paths={
+        "GM_to_L1": PathSpec("MTE2", 64, 10),
+        "GM_to_UB": PathSpec("MTE2", 64, 10),
+        "UB_to_GM": PathSpec("MTE3", 64, 10),
+        "L1_to_L0A": PathSpec("MTE1", 256, 10),
+        "L1_to_L0B": PathSpec("MTE1", 256, 10),
+        "L0C_to_GM": PathSpec("FIXP", 64, 10),
+        "L0C_to_L1": PathSpec("FIXP", 256, 10),
+    },
+    hbm_bytes_per_s=256e9,             # 256 B/cycle: the knee sits at 4 cores of 64 B/cycle
+    hbm_latency_cycles=100,
+    event_ids=8,
+    sync_cycles=1,
+)
+
+PRESETS = {s.name: s for s in (ASCEND_910B_LIKE, ASCEND_910_LIKE, TINY)}

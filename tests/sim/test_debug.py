@@ -1,0 +1,105 @@
+"""Debug switches: race detector, uninitialised reads, landing points, flag checks."""
+import pytest
+
+from npujit.sim import (TINY, CoreProgram, DebugOptions, RaceError, barrier, copy, find_races,
+                        landing_points, set_flag, simulate, vec, wait_flag)
+from npujit.sim.patterns import cube_pipeline, vector_pipeline
+
+
+def without(prog, drop):
+    return CoreProgram(prog.core, [i for i in prog.instrs if not drop(i)], prog.name)
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_correct_pipelines_have_no_races(stages):
+    assert find_races(vector_pipeline(9, 4096, stages=stages)) == []
+    assert find_races(vector_pipeline(9, 4096, stages=stages, inplace=True)) == []
+    assert find_races(cube_pipeline(7, 64, 64, 64, stages=stages)) == []
+
+
+def test_missing_slot_reuse_wait_is_a_war_race():
+    good = vector_pipeline(6, 4096, stages=2)
+    # MTE2 no longer waits for Vector to free x[s] before loading the next tile into it.
+    bad = without(good, lambda i: i.flag is not None and i.flag[:2] == ("VECTOR", "MTE2"))
+    races = find_races(bad)
+    assert races and {r.kind for r in races} == {"WAR"}
+    r = races[0]
+    assert r.buffer == "x" and r.first[0] == "VECTOR" and r.second[0] == "MTE2"
+    assert "missing slot-reuse wait" in str(r) and "x[0]" in str(r)
+    # the timing run itself is fine: only the detector sees it
+    assert simulate(bad, TINY).races == []
+    report = simulate(bad, TINY, debug=DebugOptions(detect_races=True))
+    assert [x.kind for x in report.races] == [x.kind for x in races]
+    assert "races" in str(report)
+
+
+def test_missing_producer_wait_is_a_raw_race():
+    good = vector_pipeline(4, 4096, stages=2)
+    bad = without(good, lambda i: i.flag is not None and i.flag[:2] == ("MTE2", "VECTOR"))
+    kinds = {r.kind for r in find_races(bad)}
+    assert "RAW" in kinds
+
+
+def test_raise_on_race():
+    prog = CoreProgram("AIV", [copy("GM_to_UB", 256, writes="x"), vec("add", 128, reads="x")])
+    with pytest.raises(RaceError, match="RAW on x\\[0\\]"):
+        simulate(prog, TINY, debug=DebugOptions(detect_races=True, raise_on_race=True))
+
+
+def test_races_hidden_by_timing_are_still_found():
+    """Vector happens to read long after the copy ended, but nothing orders the two."""
+    prog = CoreProgram("AIV", [copy("GM_to_UB", 64, writes="x"), vec("add", 100000),
+                               vec("add", 128, reads="x")])
+    assert [r.kind for r in find_races(prog)] == ["RAW"]
+
+
+def test_barrier_orders_everything():
+    prog = CoreProgram("AIV", [copy("GM_to_UB", 256, writes="x"), barrier("ALL"),
+                               vec("add", 128, reads="x", writes="y"), barrier("ALL"),
+                               copy("UB_to_GM", 256, reads="y"), copy("GM_to_UB", 256, writes="x")])
+    assert find_races(prog) == []
+
+
+def test_uninitialised_reads_are_what_nan_poisoning_would_show():
+    prog = CoreProgram("AIV", [vec("add", 128, reads="acc", writes="acc")])
+    assert [r.kind for r in find_races(prog)] == ["UNINIT"]
+    assert find_races(prog, uninitialized=False) == []
+    r = simulate(prog, TINY, debug=DebugOptions(uninitialized="nan"))
+    assert [x.kind for x in r.races] == ["UNINIT"]
+    assert "NaN" in str(r.races[0])
+
+
+def test_landing_points():
+    prog = vector_pipeline(3, 1024, stages=2)
+    lands = landing_points(prog)
+    instrs = prog.instrs
+    copies = [n for n, i in enumerate(instrs) if i.kind == "copy"]
+    assert sorted(lands) == copies
+    for c, w in lands.items():
+        if instrs[c].path == "GM_to_UB":
+            assert instrs[w].kind == "wait_flag" and instrs[w].flag[:2] == ("MTE2", "VECTOR")
+            assert instrs[w].flag[2] == instrs[c].writes[0][1]          # the slot's event id
+    last_store = max(c for c in copies if instrs[c].path == "UB_to_GM")
+    assert lands[last_store] is None          # nothing waits for the final store
+    r = simulate(prog, TINY, debug=DebugOptions(dma_execution_mode="on_wait"))
+    assert r.landings == {0: lands}
+
+
+def test_flag_checks():
+    ok = simulate(vector_pipeline(8, 4096), TINY, debug=DebugOptions(check_flags=True))
+    assert ok.flag_issues == []
+    leftover = CoreProgram("AIV", [set_flag("MTE2", "VECTOR", 1)])
+    issues = simulate(leftover, TINY, debug=DebugOptions(check_flags=True)).flag_issues
+    assert len(issues) == 1 and "never waited on" in issues[0]
+    double = CoreProgram("AIV", [vec("add", 25600), set_flag("MTE2", "VECTOR"),
+                                 set_flag("MTE2", "VECTOR"), wait_flag("MTE2", "VECTOR"),
+                                 wait_flag("MTE2", "VECTOR")])
+    issues = simulate(double, TINY, debug=DebugOptions(check_flags=True)).flag_issues
+    assert len(issues) == 1 and "1-bit hardware flag would lose it" in issues[0]
+
+
+def test_debug_options_are_validated():
+    with pytest.raises(ValueError, match="uninitialized"):
+        DebugOptions(uninitialized="zero")
+    with pytest.raises(ValueError, match="dma_execution_mode"):
+        DebugOptions(dma_execution_mode="lazy")
