@@ -20,9 +20,9 @@ Model (simulator-and-moe.md §1.3):
 
 Speed: a pipe runs ahead through everything that does not touch HBM without any event,
 since those instructions depend only on their own pipe and on flags whose set times are
-already known (every local clock is >= the global clock).  Only GM copies (entering the
-shared server) and cores becoming free go through the global heap, keyed (cycle, seq) so
-the order is deterministic.  The hot loop records one time per wait, barrier and GM copy;
+already known (every local clock is >= the global clock).  Only GM copies (queued on the
+HBM server's arrival heap) and cores becoming free (the engine's heap) are events, both
+keyed (cycle, seq) so the order is deterministic.  The hot loop records one time per wait, barrier and GM copy;
 the rest of the timeline is rebuilt on demand (:func:`pipe_spans`).
 
 Example::
@@ -336,10 +336,11 @@ class Engine:
             if c is None:
                 c = by_id[id(prog)] = self.compiler.compile(prog, i)
             self.compiled.append(c)
-        self.heap: list = []
+        self.heap: list = []         # (cycle, seq, CoreRun): cores becoming free
         self.seq = 0
         self.work: list = []
         self.hbm = HBMServer(spec.hbm_bytes_per_cycle, record=record_hbm)
+        self.arrivals = self.hbm.arrivals
         self.runs: list[CoreRun] = []
         # Program queues per physical core kind, and the physical cores.
         self.queues: dict[str, deque] = {k: deque() for k in spec.core_counts}
@@ -354,16 +355,15 @@ class Engine:
     def _run_pipe(self, ps: PipeRun) -> None:
         """Advance one pipe as far as it can go without the global clock."""
         q, n, i, t, marks, core = ps.q, ps.n, ps.i, ps.t, ps.marks, ps.core
+        pend, waiter = core.pend, core.waiter
         while i < n:
             code, a, cost, moved, rate = q[i]
-            if code == LOCAL:
-                t += a
-                i += 1
-            elif code == WAIT:
-                pending = core.pend[a]
+            if code == WAIT:
+                pending = pend[a]
                 if not pending:
-                    core.waiter[a] = ps
-                    ps.i, ps.t = i, t
+                    waiter[a] = ps
+                    ps.i = i
+                    ps.t = t
                     return
                 ts = pending.popleft()
                 if ts > t:
@@ -372,23 +372,30 @@ class Engine:
                     t = ts
                 marks.append(t)
                 t += cost
-                i += 1
-            elif code == SET or code == SETD:
-                if code == SETD:
-                    if ps.done > t:
-                        t = ps.done
-                    marks.append(t)
+            elif code == LOCAL:
+                t += a
+            elif code == SETD:
+                if ps.done > t:
+                    t = ps.done
+                marks.append(t)
                 t += cost
-                core.pend[a].append(t)
-                w = core.waiter[a]
+                pend[a].append(t)
+                w = waiter[a]
                 if w is not None:
-                    core.waiter[a] = None
+                    waiter[a] = None
                     self.work.append(w)
-                i += 1
+            elif code == SET:
+                t += cost
+                pend[a].append(t)
+                w = waiter[a]
+                if w is not None:
+                    waiter[a] = None
+                    self.work.append(w)
             elif code == GM:
-                ps.i, ps.t = i, t
+                ps.i = i
+                ps.t = t
                 self.seq += 1
-                heappush(self.heap, (t + a, self.seq, ps, moved, rate))
+                heappush(self.arrivals, (t + a, self.seq, moved, rate, ps))
                 return
             else:  # BARRIER (ALL)
                 if ps.done > t:
@@ -398,7 +405,8 @@ class Engine:
                     core.bar_t = t
                 if core.bar_n < len(core.pipes):
                     core.bar_wait.append(ps)
-                    ps.i, ps.t = i, t
+                    ps.i = i
+                    ps.t = t
                     return
                 release = core.bar_t
                 for w in core.bar_wait:
@@ -411,8 +419,9 @@ class Engine:
                 ps.idle += release - t
                 marks.append(release)
                 t = release + cost
-                i += 1
-        ps.i, ps.t = i, t
+            i += 1
+        ps.i = i
+        ps.t = t
         core.left -= 1
         if ps.done > t:
             t = ps.done
@@ -421,7 +430,7 @@ class Engine:
             core.end = t
         if core.left == 0:
             self.seq += 1
-            heappush(self.heap, (core.end, self.seq, core, 0, 0))
+            heappush(self.heap, (core.end, self.seq, core))
 
     def _drain(self) -> None:
         work = self.work
@@ -433,7 +442,7 @@ class Engine:
         self.runs.append(run)
         if not run.pipes:
             self.seq += 1
-            heappush(self.heap, (t, self.seq, run, 0, 0))
+            heappush(self.heap, (t, self.seq, run))
             return
         # Reverse so the LIFO worklist runs pipes in the spec's order.
         self.work.extend(reversed(run.pipes))
@@ -449,40 +458,33 @@ class Engine:
             while q and idle[kind]:
                 self._start(idle[kind].popleft(), q.popleft(), 0)
         heap, hbm, work, run_pipe = self.heap, self.hbm, self.work, self._run_pipe
+        hbm_next, hbm_pop = hbm.next_completion, hbm.pop_finished
         ceil = math.ceil
         landing = spec.hbm_latency_cycles
         while True:
-            if hbm.dirty:
-                # Events in the cycle of the last HBM change come first anyway (every
-                # transfer still in flight ends later), so skip recomputing rates for them.
-                if heap and heap[0][0] <= hbm.now:
-                    tf = INF
-                else:
-                    tf = hbm.peek()
-            else:
-                tf = hbm.next_time
-            if heap and heap[0][0] < tf:
-                te, _, obj, moved, rate = heappop(heap)
-                if obj.__class__ is PipeRun:
-                    hbm.add(te, moved, rate, obj)
-                else:   # a core drained its program: it takes the next one of its kind
-                    q = self.queues[spec.core_kind_for(obj.compiled.kind)]
-                    if q:
-                        self._start(obj.core, q.popleft(), te)
+            # GM copies enter HBM through its arrival queue; the global heap only holds
+            # cores becoming free.  A finish and a core freeing in one cycle: finish first.
+            tc = heap[0][0] if heap else INF
+            tf = hbm_next(tc)
+            if tc < tf:
+                _, _, done_run = heappop(heap)
+                q = self.queues[spec.core_kind_for(done_run.compiled.kind)]
+                if q:   # the core takes the next program of its kind
+                    self._start(done_run.core, q.popleft(), tc)
                 continue
             if tf == INF:
                 break
             finished = ceil(tf)
-            for ps in hbm.pop_finished(tf):
-                entry = ps.q[ps.i]
+            for ps in hbm_pop(tf):
                 # Never faster than the standalone cost (float noise in the fluid server).
-                end = ps.t + entry[2]
+                end = ps.t + ps.q[ps.i][2]
                 if finished > end:
                     end = finished
                 ps.marks.append(end)
                 ps.t = end
-                if end + landing > ps.done:
-                    ps.done = end + landing
+                end += landing
+                if end > ps.done:
+                    ps.done = end
                 ps.i += 1
                 run_pipe(ps)
                 while work:

@@ -69,7 +69,8 @@ class HBMServer:
     Rates are recomputed lazily: several transfers starting in one cycle (cores in
     lockstep) cost one recomputation.  ``served`` integrates rate x members over time
     (the conservation check); ``samples`` (when ``record=True``) lists
-    ``(time, total bytes/cycle)`` after every change, for the HBM counter track.
+    ``(time, total bytes/cycle)`` whenever the total may have changed, for the HBM counter
+    track (in "all shared" mode the total is the full bandwidth, so nothing is recorded).
 
     Example::
 
@@ -96,6 +97,11 @@ class HBMServer:
         self.lam = 0.0
         self.rate = 0.0
         self.gheap: list = []              # (finish point on lam, seq, token, cap)
+        self.mincap = INF                  # smallest cap in flight (kept in shared mode)
+        # Transfers that start later: (start time, seq, bytes, cap, token).  Callers push
+        # here directly (heapq) and next_completion() admits them in time order, which
+        # saves the caller one event per transfer.
+        self.arrivals: list = []
 
     # -- per-cap classes ----------------------------------------------------------------------
     def _recompute(self) -> None:
@@ -155,10 +161,13 @@ class HBMServer:
             c.v = c.rate = 0.0
         g.sort()
         self.gheap = g
+        self.mincap = min(self.cap_count)
         self.lam = 0.0
         self.rate = self.bw / self.active
         self.shared = True
         self.next_time = self.now + g[0][0] / self.rate
+        if self.samples is not None:
+            self.samples.append((self.now, self.bw))
 
     def _to_classes(self) -> None:
         """Move every transfer back to its cap class (the global clock is at ``now``)."""
@@ -193,6 +202,59 @@ class HBMServer:
             self._recompute()
         return self.next_time
 
+    def next_completion(self, limit: float = INF) -> float:
+        """Admit every queued arrival that starts before the next finish (and not after
+        ``limit``, the caller's next own event), then return the next finish time.
+
+        Example::
+
+            >>> from heapq import heappush
+            >>> s = HBMServer(100.0)
+            >>> heappush(s.arrivals, (0, 1, 1000, 100.0, "a"))
+            >>> heappush(s.arrivals, (5, 2, 1000, 100.0, "b"))   # shares from cycle 5 on
+            >>> s.next_completion()
+            15.0
+        """
+        arrivals = self.arrivals
+        bw = self.bw
+        while arrivals:
+            item = arrivals[0]
+            te = item[0]
+            if te > limit:
+                break
+            # One starting in the cycle of the last change goes in at once (everything in
+            # flight ends later); a later one only if it starts before the next finish.
+            if te > self.now:
+                if self.dirty:
+                    self._recompute()
+                if te >= self.next_time:
+                    break
+            heappop(arrivals)
+            cap = item[3]
+            n = self.active + 1
+            if self.shared and bw / n <= cap:
+                # add() inlined for the common case: everyone keeps sharing equally.
+                dt = te - self.now
+                lam = self.lam + self.rate * dt
+                self.served += bw * dt
+                self.lam = lam
+                self.now = te
+                self.active = n
+                self.seq += 1
+                counts = self.cap_count
+                counts[cap] = counts.get(cap, 0) + 1
+                h = self.gheap
+                heappush(h, (lam + item[2], self.seq, item[4], cap))
+                rate = self.rate = bw / n
+                if cap < self.mincap:
+                    self.mincap = cap
+                self.next_time = te + (h[0][0] - lam) / rate
+            else:
+                self.add(te, item[2], cap, item[4])
+        if self.dirty:
+            self._recompute()
+        return self.next_time
+
     def add(self, now: float, nbytes: float, cap: float, token) -> None:
         """Start a transfer of ``nbytes`` at time ``now`` whose port allows ``cap`` bytes/cycle.
         Times must not go backwards.
@@ -206,23 +268,25 @@ class HBMServer:
         """
         if not self.shared and self.dirty and now != self.now:
             self._recompute()       # rates of the interval that ends now (may share all)
+        self.seq += 1
         counts = self.cap_count
         counts[cap] = counts.get(cap, 0) + 1
-        self.seq += 1
         if self.shared:
-            n = self.active
             dt = now - self.now
             lam = self.lam + self.rate * dt
-            self.served += self.rate * dt * n
-            self.lam, self.now = lam, now
-            n += 1
+            self.served += self.bw * dt          # all shared: the full bandwidth is in use
+            self.lam = lam
+            self.now = now
+            n = self.active + 1
             self.active = n
-            heappush(self.gheap, (lam + nbytes, self.seq, token, cap))
+            h = self.gheap
+            heappush(h, (lam + nbytes, self.seq, token, cap))
             rate = self.rate = self.bw / n
+            if cap < self.mincap:
+                self.mincap = cap
             if rate <= cap:
-                self.next_time = now + (self.gheap[0][0] - lam) / rate
-                if self.samples is not None:
-                    self.samples.append((now, self.bw))
+                # All shared: the total stays at the full bandwidth, no new sample needed.
+                self.next_time = now + (h[0][0] - lam) / rate
                 return
             self._to_classes()      # this transfer's cap is below the new fair share
             return
@@ -256,17 +320,24 @@ class HBMServer:
         done = []
         if self.shared:
             dt = now - self.now
-            lam = self.lam + self.rate * dt
-            self.served += self.rate * dt * self.active
-            self.lam, self.now = lam, now
+            rate = self.rate
+            lam = self.lam + rate * dt
+            self.served += self.bw * dt
+            self.lam = lam
+            self.now = now
             h = self.gheap
-            limit = lam + 1e-9 * (lam + 1.0) + self.rate * _slack(now)
+            limit = lam + 1e-9 * (lam + 1.0) + rate * (1e-9 * now + 1e-6)   # see _slack
+            gone = False
             while h and h[0][0] <= limit:
-                _, _, tok, cap = heappop(h)
-                done.append(tok)
-                counts[cap] -= 1
-                if not counts[cap]:
+                item = heappop(h)
+                done.append(item[2])
+                cap = item[3]
+                k = counts[cap] - 1
+                if k:
+                    counts[cap] = k
+                else:
                     del counts[cap]
+                    gone = True
             n = self.active - len(done)
             self.active = n
             if not n:
@@ -277,11 +348,11 @@ class HBMServer:
                     self.samples.append((now, 0.0))
                 return done
             rate = self.bw / n
-            if rate <= min(counts):
+            if gone:
+                self.mincap = min(counts)
+            if rate <= self.mincap:
                 self.rate = rate
                 self.next_time = now + (h[0][0] - lam) / rate
-                if self.samples is not None:
-                    self.samples.append((now, self.bw))
             else:
                 self._to_classes()
             return done

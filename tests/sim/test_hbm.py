@@ -84,3 +84,31 @@ def test_lone_transfer_runs_at_its_cap():
     assert s.peek() == 15.0
     assert s.pop_finished(15.0) == ["x"]
     assert s.samples[0] == (5, 64.0)
+
+
+@pytest.mark.parametrize("seed", range(40, 70))
+def test_arrival_queue_matches_naive_fluid_model(seed):
+    """The engine's path: transfers queued on ``arrivals`` and admitted by next_completion."""
+    import heapq
+    rng = random.Random(seed)
+    bw = rng.choice([100.0, 256.0, 888.9])
+    caps = rng.sample([30.0, 64.0, 86.0, 110.0, 256.0], rng.randint(1, 3))
+    flows = [(rng.randint(0, 300), rng.randint(1, 8000), rng.choice(caps))
+             for _ in range(rng.randint(1, 60))]
+    s = HBMServer(bw)
+    for i, (t, nbytes, cap) in enumerate(flows):
+        heapq.heappush(s.arrivals, (t, i, nbytes, cap, i))
+    got = [None] * len(flows)
+    while (tf := s.next_completion()) != INF:
+        for i in s.pop_finished(tf):
+            got[i] = tf
+    for e, g in zip(naive_finish_times(bw, flows), got):
+        assert g == pytest.approx(e, rel=1e-6, abs=1e-6)
+
+
+def test_next_completion_stops_at_the_callers_limit():
+    import heapq
+    s = HBMServer(100.0)
+    heapq.heappush(s.arrivals, (50, 1, 1000, 100.0, "late"))
+    assert s.next_completion(limit=20) == INF and len(s.arrivals) == 1
+    assert s.next_completion() == 60.0
