@@ -58,7 +58,17 @@ LOCAL, GM, SET, WAIT, BARRIER, SETD = range(6)
 class DeadlockError(RuntimeError):
     """Every pipe that can run has drained, yet some pipe still waits on a flag or barrier.
 
-    ``blocked`` lists one dict per blocked pipe: core, program, pipe, instr index, flag.
+    ``blocked`` lists one dict per blocked pipe: core, program, pipe, instr index, flag;
+    ``core``, ``program``, ``pipe`` and ``flag`` repeat the first of them.
+
+    Example::
+
+        >>> from npujit.sim import simulate, TINY, CoreProgram, wait_flag
+        >>> try:
+        ...     simulate(CoreProgram("AIV", [wait_flag("MTE2", "VECTOR", 1)]), TINY)
+        ... except DeadlockError as e:
+        ...     print(e.pipe, e.flag)
+        VECTOR ('MTE2', 'VECTOR', 1)
     """
 
     def __init__(self, message: str, blocked: list[dict]):
@@ -449,7 +459,15 @@ class Engine:
         self._drain()
 
     def run(self) -> Timeline:
-        """Simulate to completion and return the :class:`Timeline`."""
+        """Simulate to completion and return the :class:`Timeline`.
+
+        Example::
+
+            >>> from npujit.sim.spec import TINY
+            >>> from npujit.sim.isa import CoreProgram, Launch, scalar
+            >>> Engine(Launch([CoreProgram("AIC", [scalar(7)])]), TINY).run().cycles
+            7
+        """
         spec = self.spec
         idle = {k: deque() for k in self.queues}
         for name in self.core_names:

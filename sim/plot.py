@@ -36,7 +36,19 @@ def _pyplot():
 
 def plot_timeline(report, path, *, max_cores: int = 8, window: tuple | None = None) -> None:
     """One row per (core, pipe) with a bar per instruction, for the first ``max_cores``
-    cores that ran something; ``window=(first, last)`` zooms to those cycles."""
+    cores that ran something; ``window=(first, last)`` zooms to those cycles.
+
+    Example::
+
+        >>> import os, tempfile, pytest
+        >>> _ = pytest.importorskip("matplotlib")
+        >>> from npujit.sim import simulate, TINY
+        >>> from npujit.sim.patterns import vector_pipeline
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.png")
+        >>> plot_timeline(simulate(vector_pipeline(4, 4096), TINY), path, window=(0, 500))
+        >>> os.path.exists(path)
+        True
+    """
     plt = _pyplot()
     tl = report.timeline
     used = []
@@ -71,7 +83,19 @@ def plot_timeline(report, path, *, max_cores: int = 8, window: tuple | None = No
 
 def plot_roofline(report, path) -> None:
     """Log-log roofline: HBM bandwidth slope, Cube and Vector peaks, and the launch's points
-    (Cube FLOP/s and Vector element-ops/s against operations per HBM byte)."""
+    (Cube FLOP/s and Vector element-ops/s against operations per HBM byte).
+
+    Example::
+
+        >>> import os, tempfile, pytest
+        >>> _ = pytest.importorskip("matplotlib")
+        >>> from npujit.sim import simulate, TINY
+        >>> from npujit.sim.patterns import cube_pipeline
+        >>> path = os.path.join(tempfile.mkdtemp(), "r.png")
+        >>> plot_roofline(simulate(cube_pipeline(4, 64, 64, 64), TINY), path)
+        >>> os.path.exists(path)
+        True
+    """
     plt = _pyplot()
     spec = report.spec
     bw = spec.hbm_bytes_per_s

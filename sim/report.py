@@ -127,7 +127,16 @@ class SimReport:
     # -- building ---------------------------------------------------------------------------
     @classmethod
     def from_timeline(cls, timeline, bound: RooflineBound, **debug) -> "SimReport":
-        """Summarise an engine :class:`~npujit.sim.engine.Timeline`."""
+        """Summarise an engine :class:`~npujit.sim.engine.Timeline` (``simulate`` does this).
+
+        Example::
+
+            >>> from npujit.sim import TINY, CoreProgram, Launch, vec, roofline_bound
+            >>> from npujit.sim.engine import run
+            >>> launch = Launch([CoreProgram("AIV", [vec("add", 128)])])
+            >>> SimReport.from_timeline(run(launch, TINY), roofline_bound(launch, TINY)).cycles
+            11
+        """
         spec = timeline.spec
         runs = []
         core_busy: dict[str, dict[str, int]] = {}
@@ -210,7 +219,15 @@ class SimReport:
         return "\n".join(lines)
 
     def chrome_trace(self, **options) -> dict:
-        """The Chrome trace as a dict (see :func:`npujit.sim.trace.chrome_trace`)."""
+        """The Chrome trace as a dict (see :func:`npujit.sim.trace.chrome_trace`).
+
+        Example::
+
+            >>> from npujit.sim import simulate, TINY, CoreProgram, vec
+            >>> t = simulate(CoreProgram("AIV", [vec("add", 128)]), TINY).chrome_trace()
+            >>> t["otherData"]["cycles"]
+            11
+        """
         from .trace import chrome_trace
         return chrome_trace(self.timeline, **options)
 
@@ -231,11 +248,13 @@ class SimReport:
         write_chrome_trace(self.timeline, path, **options)
 
     def plot_timeline(self, path, **options) -> None:
-        """Save a per-core, per-pipe timeline PNG (needs matplotlib)."""
+        """Save a per-core, per-pipe timeline PNG (needs matplotlib); see
+        :func:`npujit.sim.plot.plot_timeline` for the options and an example."""
         from .plot import plot_timeline
         plot_timeline(self, path, **options)
 
     def plot_roofline(self, path, **options) -> None:
-        """Save a roofline PNG with this launch's point on it (needs matplotlib)."""
+        """Save a roofline PNG with this launch's point on it (needs matplotlib); see
+        :func:`npujit.sim.plot.plot_roofline` for an example."""
         from .plot import plot_roofline
         plot_roofline(self, path, **options)

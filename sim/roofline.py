@@ -39,6 +39,8 @@ from .spec import NPUSpec
 # Term names per pipe, as Ascend's profiler names the pipes (aic_cube_ratio, aic_fixpipe_ratio).
 PIPE_TERM = {"CUBE": "cube", "VECTOR": "vector", "SCALAR": "scalar", "MTE1": "mte1",
              "MTE2": "mte2", "MTE3": "mte3", "FIXP": "fixpipe"}
+# Terms in the order ties are broken (and printed).
+TERM_ORDER = ("hbm", "cube", "vector", "mte2", "mte3", "mte1", "fixpipe", "scalar", "cores")
 # Coarse kind of each term.
 TERM_KIND = {"cube": "cube", "vector": "vector", "scalar": "scalar", "mte1": "port",
              "mte2": "port", "mte3": "port", "fixpipe": "port", "hbm": "hbm"}
@@ -72,8 +74,12 @@ class RooflineBound:
 
     @property
     def term(self) -> str:
-        """The fine name of the winning term (``"mte2"``, ``"hbm"``, ``"cores"`` ...)."""
-        return max(self.terms, key=self.terms.get) if self.terms else "none"
+        """The fine name of the winning term (``"mte2"``, ``"hbm"`` ...; ties as ``kind``)."""
+        fine = [t for t in self.terms if t != "cores"] or list(self.terms)
+        if not fine:
+            return "none"
+        order = {t: i for i, t in enumerate(TERM_ORDER)}
+        return max(fine, key=lambda t: (self.terms[t], -order.get(t, len(order))))
 
     def seconds(self, clock_hz: float) -> float:
         """The bound in seconds at ``clock_hz``."""
@@ -148,12 +154,12 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
         terms["hbm"] = lat_min + gm_bytes / spec.hbm_bytes_per_cycle + spec.hbm_latency_cycles
     if not terms:
         return RooflineBound(0.0, "none", {})
+    terms = {t: terms[t] for t in TERM_ORDER if t in terms}
     best = max(terms.values())
-    # "cores" is never below a pipe term; when it wins, name the busiest pipe's kind.
+    # "cores" is never below a pipe term; when it wins, name the busiest pipe's kind.  Ties
+    # go to the earlier term of TERM_ORDER, so the answer never depends on dict order.
     fine = [t for t in terms if t != "cores"]
-    winner = max(fine, key=terms.get) if fine else "cores"
-    if terms.get("hbm", -1.0) == best:
-        winner = "hbm"
+    winner = max(fine, key=lambda t: (terms[t], -TERM_ORDER.index(t))) if fine else "cores"
     return RooflineBound(best, TERM_KIND.get(winner, winner), terms)
 
 

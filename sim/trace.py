@@ -140,7 +140,17 @@ def _label_flag(flag: tuple) -> str:
 
 
 def write_chrome_trace(timeline, path, **options) -> None:
-    """Write :func:`chrome_trace` as JSON to ``path``."""
+    """Write :func:`chrome_trace` as JSON to ``path``.
+
+    Example::
+
+        >>> import os, tempfile
+        >>> from npujit.sim import simulate, TINY, CoreProgram, vec
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.json")
+        >>> write_chrome_trace(simulate(CoreProgram("AIV", [vec("add", 128)]), TINY).timeline, path)
+        >>> os.path.getsize(path) > 100
+        True
+    """
     with open(path, "w") as fh:
         json.dump(chrome_trace(timeline, **options), fh, separators=(",", ":"))
 
