@@ -87,6 +87,7 @@ class HBMServer:
         self.order: list[_CapClass] = []   # ascending cap, for water-filling
         self.active = 0
         self.cap_count: dict[float, int] = {}   # active transfers per cap
+        self.capsum = 0.0                  # sum of the caps in flight: <= bw means no contention
         self.next_time = INF
         self.dirty = False                 # rates / next_time stale since the last change
         self.served = 0.0
@@ -243,6 +244,7 @@ class HBMServer:
                 self.seq += 1
                 counts = self.cap_count
                 counts[cap] = counts.get(cap, 0) + 1
+                self.capsum += cap
                 h = self.gheap
                 heappush(h, (lam + item[2], self.seq, item[4], cap))
                 rate = self.rate = bw / n
@@ -271,6 +273,8 @@ class HBMServer:
         self.seq += 1
         counts = self.cap_count
         counts[cap] = counts.get(cap, 0) + 1
+        uncontended = not self.dirty and self.capsum + cap <= self.bw
+        self.capsum += cap
         if self.shared:
             dt = now - self.now
             lam = self.lam + self.rate * dt
@@ -302,7 +306,16 @@ class HBMServer:
             c.t0 = now
         heappush(c.heap, (c.v + nbytes, self.seq, token))
         self.active += 1
-        self.dirty = True
+        if uncontended:
+            # Every transfer, this one too, runs at its cap: nobody else's rate changes.
+            c.rate = cap
+            t = now + nbytes / cap
+            if t < self.next_time:
+                self.next_time = t
+            if self.samples is not None:
+                self.samples.append((now, self.capsum))
+        else:
+            self.dirty = True
 
     def pop_finished(self, now: float) -> list:
         """Advance to ``now`` and return the tokens of every transfer finished by then.
@@ -332,6 +345,7 @@ class HBMServer:
                 item = heappop(h)
                 done.append(item[2])
                 cap = item[3]
+                self.capsum -= cap
                 k = counts[cap] - 1
                 if k:
                     counts[cap] = k
@@ -373,6 +387,7 @@ class HBMServer:
             while h and h[0][0] <= limit:
                 done.append(heappop(h)[2])
             if len(done) > k:
+                self.capsum -= c.cap * (len(done) - k)
                 left = counts[c.cap] - (len(done) - k)
                 if left:
                     counts[c.cap] = left
@@ -384,5 +399,19 @@ class HBMServer:
         self.served += served
         if done:
             self.active -= len(done)
-            self.dirty = True
+            if self.capsum <= self.bw:
+                # Uncontended now: every class (all at cycle now) runs at its cap.
+                best = INF
+                for c in self.order:
+                    h = c.heap
+                    if h:
+                        c.rate = c.cap
+                        t = now + (h[0][0] - c.v) / c.cap
+                        if t < best:
+                            best = t
+                self.next_time = best
+                if self.samples is not None:
+                    self.samples.append((now, self.capsum))
+            else:
+                self.dirty = True
         return done
