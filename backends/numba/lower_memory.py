@@ -241,6 +241,10 @@ def _block_loops(cg, op, bs, names, body) -> None:
             ok = w.fresh(f"ok{d_}")
             w.line(f"{ok} = {c} >= 0 and {c} < {names['shape', d_]}")
             oks.append(ok)
+        elif cg.options.get("debug"):  # unchecked axes must be in bounds
+            with w.block(f"if {c} < 0 or {c} >= {names['shape', d_]}:"):
+                w.line(f'raise IndexError("{op.kind.value} at {_where(op)}: block coordinate '
+                       f'out of the shape on axis {d_}, which has no boundary check")')
         idx.append(i)
         coords.append(c)
     addr = "u64(" + " + ".join(f"{c} * {names['stride', d_]}" for d_, c in enumerate(coords)) + ")"

@@ -39,9 +39,7 @@ def lower_reduce(cg, op) -> None:
     rnd = _RND.get(d_in.name, 0)
     w = cg.w
     if op.result.type.shape == ():
-        line = {"sum": "sum", "prod": "prod", "max": "max", "min": "min",
-                "argmax": "argmax", "argmin": "argmin"}[kind]
-        call = f"rl.line_{line}_{sfx}({a.name}, 0, {n})"
+        call = f"rl.line_{kind}_{sfx}({a.name}, 0, {n})"
         name = w.fresh(kind)
         w.line(f"{name} = {ls.result(d_out, call)}")
         cg.bind(op.result, Val.scalar(name, d_out))

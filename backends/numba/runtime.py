@@ -112,10 +112,19 @@ def _numba_arg_type(t):
     return nt.boolean if d.is_bool else (nt.float64 if d.is_float else nt.int64)
 
 
-def _converter(t):
+def _converter(t, name: str, kernel: str):
     """What a launch does to one argument before the call (None: nothing)."""
     if isinstance(t, PtrType):
-        return (lambda a: a.view(np.uint16)) if t.dtype.is_half else None
+        if not t.dtype.is_half:
+            return None  # the compiled signature checks these
+        want = t.dtype.np
+
+        def bits(a):
+            if getattr(a, "dtype", None) != want:
+                raise TypeError(f"{kernel}: argument {name!r} must be a 1-D {want} array, got "
+                                f"{getattr(a, 'dtype', type(a).__name__)}")
+            return a.view(np.uint16)
+        return bits
     d = t.dtype
     if d.is_bool:
         return bool
@@ -159,7 +168,7 @@ class Launcher:
         self._entry = getattr(module, ksrc.entry)
         self._arg_types = [a.type for a in fn.args]
         self._arg_names = [a.name or f"arg{i}" for i, a in enumerate(fn.args)]
-        convs = [_converter(t) for t in self._arg_types]
+        convs = [_converter(t, n, fn.name) for t, n in zip(self._arg_types, self._arg_names)]
         self._convs = convs if any(c is not None for c in convs) else None
         self.has_atomics = ksrc.has_atomics
         self.jit = hasattr(self._entry, "compile")
