@@ -145,8 +145,10 @@ def instr_cycles(ins: Instr, spec: NPUSpec) -> int:
 
         >>> from npujit.sim.spec import TINY
         >>> from npujit.sim.isa import vec, set_flag
-        >>> instr_cycles(vec("add", 128, "f32"), TINY), instr_cycles(set_flag("MTE2", "VECTOR"), TINY)
-        (12, 1)
+        >>> instr_cycles(vec("add", 128, "f32"), TINY)
+        12
+        >>> instr_cycles(set_flag("MTE2", "VECTOR"), TINY)
+        1
     """
     kind = ins.kind
     if kind == "copy":

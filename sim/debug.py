@@ -195,10 +195,13 @@ def find_races(program: CoreProgram, *, uninitialized: bool = True,
         a = f"{first[0]} instr {first[1]} ({describe(instrs[first[1]])})" if first else None
         b = f"{second[0]} instr {second[1]} ({describe(instrs[second[1]])})"
         what = {
-            "RAW": f"reads it before the write by {a} is ordered before it (missing wait on the producer's flag)",
-            "WAR": f"overwrites it before the read by {a} is ordered before it (missing slot-reuse wait)",
+            "RAW": f"reads it before the write by {a} is ordered before it "
+                   "(missing wait on the producer's flag)",
+            "WAR": f"overwrites it before the read by {a} is ordered before it "
+                   "(missing slot-reuse wait)",
             "WAW": f"overwrites it before the write by {a} is ordered before it",
-            "UNINIT": "reads it before anything wrote it (a NaN-poisoned buffer would show NaN here)",
+            "UNINIT": "reads it before anything wrote it "
+                      "(a NaN-poisoned buffer would show NaN here)",
         }[kind]
         text = f"{kind} on {slot[0]}[{slot[1]}] in program {program_index}: {b} {what}"
         races.append(Race(kind, slot[0], slot[1], first, second, program_index, text))

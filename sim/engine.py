@@ -22,8 +22,9 @@ Speed: a pipe runs ahead through everything that does not touch HBM without any 
 since those instructions depend only on their own pipe and on flags whose set times are
 already known (every local clock is >= the global clock).  Only GM copies (queued on the
 HBM server's arrival heap) and cores becoming free (the engine's heap) are events, both
-keyed (cycle, seq) so the order is deterministic.  The hot loop records one time per wait, barrier and GM copy;
-the rest of the timeline is rebuilt on demand (:func:`pipe_spans`).
+keyed (cycle, seq) so the order is deterministic.  The hot loop records one time per
+wait, DMA-pipe set, barrier and GM copy; the rest of the timeline is rebuilt on demand
+(:func:`pipe_spans`).
 
 Example::
 
@@ -42,6 +43,8 @@ from collections import deque
 from heapq import heappop, heappush
 
 import numpy as np
+
+from typing import NamedTuple
 
 from .cost import copy_occupancy, copy_terms, instr_cycles
 from .hbm import INF, HBMServer
@@ -96,6 +99,20 @@ class Compiled:
                  "gm_latency_min", "instr_count")
 
 
+class _InstrInfo(NamedTuple):
+    """What compiling one distinct instruction yields: its pipe and queue entry, and what
+    it adds to the program's totals."""
+
+    pipe: int            # index into the core kind's pipes; -1 for barrier("ALL")
+    entry: tuple         # the queue entry the engine runs
+    path: str | None     # copy path, for bytes per path
+    nbytes: int          # bytes the copy asked for
+    moved: int           # bytes moved after alignment
+    direction: int       # +1 reads GM, -1 writes GM, 0 on-core
+    flops: int
+    elems: int
+
+
 class _KindCache(dict):
     """Instruction -> uid for one core kind; a miss validates the instruction and records
     its info, so equal instructions share one uid however many times they appear."""
@@ -104,7 +121,7 @@ class _KindCache(dict):
         super().__init__()
         self.compiler, self.kind = compiler, kind
         self.pipes = compiler.spec.pipes[compiler.spec.core_kind_for(kind)]
-        self.infos: list[tuple] = []
+        self.infos: list[_InstrInfo] = []
         self.by_id: dict[int, int] = {}   # id(instr) -> uid: a cheap first look-up
 
     def __missing__(self, ins):
@@ -132,8 +149,8 @@ class Compiler:
         # Pipes that run GM copies: their set_flags wait for the copies' data to land.
         self.dma_pipes = {p.pipe for name, p in spec.paths.items() if "GM" in path_scopes(name)}
 
-    def _info(self, ins: Instr, kind: str, pipes: tuple) -> tuple:
-        """Validate one instruction and build (pipe index or -1 for ALL, entry, stats)."""
+    def _info(self, ins: Instr, kind: str, pipes: tuple) -> _InstrInfo:
+        """Validate one instruction against the spec and build its :class:`_InstrInfo`."""
         spec = self.spec
 
         def fail(msg: str):
@@ -190,7 +207,8 @@ class Compiler:
             entry = (LOCAL, cost, cost, None, None)
         flops = ins.flops if ins.kind == "mmad" else 0
         elems = ins.elems if ins.kind == "vec" else 0
-        return pidx, entry, path, ins.nbytes if path else 0, moved, direction, flops, elems
+        return _InstrInfo(pidx, entry, path, ins.nbytes if path else 0, moved, direction,
+                          flops, elems)
 
     def _uids(self, cache: _KindCache, instrs: list, index: int) -> np.ndarray:
         """The uid of every instruction: by object id when the program reuses known Instr
@@ -225,9 +243,9 @@ class Compiler:
         pipes = cache.pipes
         uids = self._uids(cache, program.instrs, index)
         infos = cache.infos
-        pipe_of = np.array([info[0] for info in infos], dtype=np.int64)
-        entries = [info[1] for info in infos]
-        counts = np.bincount(uids, minlength=len(infos)) if len(uids) else np.zeros(len(infos), np.int64)
+        pipe_of = np.array([info.pipe for info in infos], dtype=np.int64)
+        entries = [info.entry for info in infos]
+        counts = np.bincount(uids, minlength=len(infos))
         per_instr_pipe = pipe_of[uids]
         c = Compiled()
         c.pipes, c.queues, c.positions = [], [], []
@@ -315,7 +333,8 @@ class CoreRun:
         self.start = self.end = start
         self.pend = [deque() for _ in range(nflags)]   # pending set times per flag
         self.waiter = [None] * nflags                  # the pipe blocked on each flag
-        self.pipes = [PipeRun(name, q, start, self) for name, q in zip(compiled.pipes, compiled.queues)]
+        self.pipes = [PipeRun(name, q, start, self)
+                      for name, q in zip(compiled.pipes, compiled.queues)]
         self.left = len(self.pipes)
         self.bar_n, self.bar_t, self.bar_wait = 0, 0, []
 

@@ -50,7 +50,8 @@ from .spec import CORE_KINDS, PIPES, SpecError, path_scopes
 KINDS = ("copy", "mmad", "vec", "scalar", "set_flag", "wait_flag", "barrier")
 
 # Element sizes of the IR's dtype spellings (npujit.ir.types), in bytes.
-DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8, "i1": 1}
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8,
+               "i1": 1}
 
 # Which pipe runs a path when the caller does not say (the presets agree with this table).
 DEFAULT_PATH_PIPE = {
@@ -237,7 +238,8 @@ def vec(op: str, elems: int, dtype: str = "f16", *, reads=(), writes=(),
                  writes=_bufrefs(writes), tag=tag)
 
 
-def scalar(cycles: int, *, pipe: str = "SCALAR", reads=(), writes=(), tag: str | None = None) -> Instr:
+def scalar(cycles: int, *, pipe: str = "SCALAR", reads=(), writes=(),
+           tag: str | None = None) -> Instr:
     """Scalar work of a known cost (address arithmetic, loop control) on the Scalar pipe.
 
     Example::
@@ -261,7 +263,8 @@ def set_flag(src: str, dst: str, event_id: int = 0, *, tag: str | None = None) -
     """
     _pipe(src), _pipe(dst)
     if src == dst:
-        raise ValueError(f"set_flag: source and destination pipe are both {src}; use barrier({src!r})")
+        raise ValueError(f"set_flag: source and destination pipe are both {src}; "
+                         f"use barrier({src!r})")
     return Instr(src, "set_flag", flag=(src, dst, _count("event_id", event_id)), tag=tag)
 
 

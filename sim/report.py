@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from .roofline import RooflineBound
 from .spec import NPUSpec
 
-# Pipe -> profiler field stem (PipeUtilization.csv: aic_cube_ratio, aiv_vec_ratio, aic_fixpipe_ratio).
+# Pipe -> profiler field stem (PipeUtilization.csv: aic_cube_ratio, aiv_vec_ratio,
+# aic_fixpipe_ratio ...).
 PIPE_LABEL = {"CUBE": "cube", "VECTOR": "vec", "SCALAR": "scalar", "MTE1": "mte1",
               "MTE2": "mte2", "MTE3": "mte3", "FIXP": "fixpipe"}
 

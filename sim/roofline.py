@@ -93,7 +93,8 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
 
         >>> from npujit.sim.spec import TINY
         >>> from npujit.sim.isa import CoreProgram, copy, vec
-        >>> program_work(CoreProgram("AIV", [copy("GM_to_UB", 640), vec("add", 320)]), TINY).pipe_work
+        >>> prog = CoreProgram("AIV", [copy("GM_to_UB", 640), vec("add", 320)])
+        >>> program_work(prog, TINY).pipe_work
         {'MTE2': 120, 'VECTOR': 13}
     """
     pipes = spec.pipes[spec.core_kind_for(program.core)]

@@ -169,7 +169,8 @@ class NPUSpec:
                       "paths"):
             value = getattr(self, field)
             if not isinstance(value, Mapping):
-                raise SpecError(f"{self.name}: {field} must be a mapping, got {type(value).__name__}")
+                raise SpecError(f"{self.name}: {field} must be a mapping, "
+                                f"got {type(value).__name__}")
             as_tuple = field in ("pipes", "scopes")
             frozen = {k: tuple(v) if as_tuple else v for k, v in value.items()}
             object.__setattr__(self, field, FrozenMap(frozen))
@@ -249,7 +250,8 @@ class NPUSpec:
         if self.aic_cores + self.aiv_cores == 0:
             fail("needs at least one core (aic_cores + aiv_cores > 0)")
         if self.arch == "coupled" and self.aiv_cores:
-            fail("a coupled part has no separate AIV cores; put Vector in the AIC pipes and set aiv_cores=0")
+            fail("a coupled part has no separate AIV cores; put Vector in the AIC pipes and "
+                 "set aiv_cores=0")
         for field in ("clock_hz", "hbm_bytes_per_s"):
             v = getattr(self, field)
             if not (isinstance(v, (int, float)) and v > 0):
@@ -349,7 +351,7 @@ _910B_PATHS = {
     "L1_to_L0A": PathSpec("MTE1", 512, 16),    # l1_to_l0_a_rate 512 §2.2/§6 [U]; latency assumed
     "L1_to_L0B": PathSpec("MTE1", 256, 16),    # l1_to_l0_b_rate 256 §2.2/§6 [U]; latency assumed
     "L0C_to_GM": PathSpec("FIXP", 86, 32),     # L2 write rate 86 §2.2 [U]; latency assumed
-    "L0C_to_L1": PathSpec("FIXP", 256, 32),    # l0_c_to_ub_rate 256 used for L0C out §6 [U]; latency assumed
+    "L0C_to_L1": PathSpec("FIXP", 256, 32),    # l0_c_to_ub_rate as L0C out §6 [U]; lat. assumed
 }
 
 ASCEND_910B_LIKE = NPUSpec(
@@ -363,8 +365,10 @@ ASCEND_910B_LIKE = NPUSpec(
         "AIV": ("SCALAR", "MTE2", "VECTOR", "MTE3"),         # §1.2 [O]
     },
     scopes={"AIC": ("L1", "L0A", "L0B", "L0C"), "AIV": ("UB",)},   # §1.2 [O]
-    capacity={"UB": _kb(192), "L1": _kb(512), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(128)},  # §2.1 [O]
-    alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},  # §2.4 [O]; GM = 32 B DataBlock
+    # §2.1 [O]
+    capacity={"UB": _kb(192), "L1": _kb(512), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(128)},
+    # §2.4 [O]; GM rounds to one 32 B DataBlock (L2 line effects not modelled)
+    alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
     cube_fractal=16,                   # cube_m/n/k_size 16 §2.2 [O]
     cube_rate=_CUBE_RATE,
     cube_startup_cycles=8,             # assumed: pipeline fill of one Mmad
@@ -381,7 +385,7 @@ ASCEND_910B_LIKE = NPUSpec(
 # 910-like (arch 1001, coupled): one core has Cube and Vector; no FixPipe, so L0C leaves
 # through the Vector unit into UB (§1.2 [O]) and UB/L1 are linked by MTE1/MTE3.
 _910_PATHS = {
-    "GM_to_L1": PathSpec("MTE2", 110, 32),     # INI rates identical to 910B's §2.2 [U]; latency as 910B
+    "GM_to_L1": PathSpec("MTE2", 110, 32),     # INI rates = 910B's §2.2 [U]; latency as 910B
     "GM_to_L0A": PathSpec("MTE2", 110, 32),    # §1.1 [O] path; rate/latency as GM_to_L1
     "GM_to_L0B": PathSpec("MTE2", 110, 32),    # §1.1 [O] path; rate/latency as GM_to_L1
     "GM_to_UB": PathSpec("MTE2", 110, 32),     # l2_rate 110 §2.2 [U]; latency as 910B
@@ -399,12 +403,15 @@ ASCEND_910_LIKE = NPUSpec(
     aic_cores=32,                      # INI Ascend910A, 32 AI cores §2.2 [O]
     aiv_cores=0,                       # coupled: Vector lives in the AI core §1.2 [O]
     clock_hz=1.0e9,                    # cube_freq 1000 MHz §2.2 [O]
-    pipes={"AIC": ("SCALAR", "MTE1", "MTE2", "MTE3", "CUBE", "VECTOR")},  # no FIXP on 1001 §1.2 [O]
-    scopes={"AIC": ("L1", "L0A", "L0B", "L0C", "UB")},                     # UB and L1 in one core §1.2 [O]
-    capacity={"UB": _kb(256), "L1": _kb(1024), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(256)},  # §2.1 [O]
-    alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},  # §2.4 [O] (2201 rules, assumed same)
+    pipes={"AIC": ("SCALAR", "MTE1", "MTE2", "MTE3", "CUBE", "VECTOR")},  # no FIXP: §1.2 [O]
+    scopes={"AIC": ("L1", "L0A", "L0B", "L0C", "UB")},      # UB and L1 in one core §1.2 [O]
+    # §2.1 [O]
+    capacity={"UB": _kb(256), "L1": _kb(1024), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(256)},
+    # §2.4 [O] gives the 2201 rules; assumed the same on 1001
+    alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
     cube_fractal=16,                   # §2.3 [O]
-    cube_rate={"f16": 1.0, "i8": 2.0, "f32": 0.25},   # bf16 unsupported on 910A (assumed); f32 1/4 assumed as 2201
+    # f16 / i8 §2.3 [O]; no bf16 on 910A (assumed); f32 at 1/4 assumed as on 2201
+    cube_rate={"f16": 1.0, "i8": 2.0, "f32": 0.25},
     cube_startup_cycles=8,             # assumed
     vector_bytes_per_cycle=256,        # §2.3 [O]
     vector_startup_cycles=8,           # assumed

@@ -67,7 +67,8 @@ def chrome_trace(timeline, *, flows: bool = True, window: tuple | None = None,
         pid = pid_of[run.core]
         if pid not in named:
             named.add(pid)
-            events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": run.core}})
+            events.append({"name": "process_name", "ph": "M", "pid": pid,
+                           "args": {"name": run.core}})
             events.append({"name": "process_sort_index", "ph": "M", "pid": pid,
                            "args": {"sort_index": pid}})
         comp = run.compiled

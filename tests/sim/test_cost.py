@@ -16,7 +16,8 @@ def alone(ins, spec, kind):
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-@pytest.mark.parametrize("m, n, k", [(16, 16, 16), (128, 256, 64), (17, 1, 33), (1, 1, 1), (256, 256, 512)])
+@pytest.mark.parametrize("m, n, k", [(16, 16, 16), (128, 256, 64), (17, 1, 33), (1, 1, 1),
+                                     (256, 256, 512)])
 @pytest.mark.parametrize("dtype", ["f16", "i8", "f32"])
 def test_mmad(spec, m, n, k, dtype):
     steps = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / 16)

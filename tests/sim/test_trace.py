@@ -22,7 +22,8 @@ def trace(tmp_path_factory):
 def test_processes_and_threads_are_named(trace):
     r, t = trace
     ev = t["traceEvents"]
-    procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+    procs = {e["pid"]: e["args"]["name"] for e in ev
+             if e["ph"] == "M" and e["name"] == "process_name"}
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
                if e["ph"] == "M" and e["name"] == "thread_name"}
     assert procs[0] == "HBM"
@@ -62,8 +63,10 @@ def test_flows_pair_sets_with_waits(trace):
         f = ends[fid]
         assert f["bp"] == "e" and s["pid"] == f["pid"] and s["ts"] <= f["ts"]
         # each end of the arrow sits on a set_flag / wait_flag slice
-        assert any(x["ts"] == s["ts"] and x["name"].startswith("set_flag") for x in xs[(s["pid"], s["tid"])])
-        assert any(x["ts"] == f["ts"] and x["name"].startswith("wait_flag") for x in xs[(f["pid"], f["tid"])])
+        assert any(x["ts"] == s["ts"] and x["name"].startswith("set_flag")
+                   for x in xs[(s["pid"], s["tid"])])
+        assert any(x["ts"] == f["ts"] and x["name"].startswith("wait_flag")
+                   for x in xs[(f["pid"], f["tid"])])
     n_sets = sum(1 for p in r.programs for i in r.timeline.compiled[p.program].program.instrs
                  if i.kind == "set_flag")
     assert len(starts) <= n_sets
