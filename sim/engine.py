@@ -370,6 +370,7 @@ class Engine:
         self.work: list = []
         self.hbm = HBMServer(spec.hbm_bytes_per_cycle, record=record_hbm)
         self.arrivals = self.hbm.arrivals
+        self.landing = spec.hbm_latency_cycles
         self.runs: list[CoreRun] = []
         # Program queues per physical core kind, and the physical cores.
         self.queues: dict[str, deque] = {k: deque() for k in spec.core_counts}
@@ -381,10 +382,19 @@ class Engine:
                 raise ProgramError(f"launch has {k} programs but {spec.name} has no {k} cores")
 
     # -- the hot loop ----------------------------------------------------------------------
-    def _run_pipe(self, ps: PipeRun) -> None:
-        """Advance one pipe as far as it can go without the global clock."""
+    def _run_pipe(self, ps: PipeRun, copied: int = -1) -> None:
+        """Advance one pipe as far as it can go without the global clock.  ``copied`` >= 0
+        resumes it from the GM copy it waits on, whose transfer finished in that cycle."""
         q, n, i, t, marks, core = ps.q, ps.n, ps.i, ps.t, ps.marks, ps.core
         pend, waiter = core.pend, core.waiter
+        if copied >= 0:
+            # Never faster than the standalone cost (float noise in the fluid server).
+            end = t + q[i][2]
+            t = copied if copied > end else end
+            marks.append(t)
+            if t + self.landing > ps.done:
+                ps.done = t + self.landing
+            i += 1
         while i < n:
             code, a, cost, moved, rate = q[i]
             if code == WAIT:
@@ -497,7 +507,6 @@ class Engine:
         heap, hbm, work, run_pipe = self.heap, self.hbm, self.work, self._run_pipe
         hbm_next, hbm_pop = hbm.next_completion, hbm.pop_finished
         ceil = math.ceil
-        landing = spec.hbm_latency_cycles
         while True:
             # GM copies enter HBM through its arrival queue; the global heap only holds
             # cores becoming free.  A finish and a core freeing in one cycle: finish first.
@@ -513,17 +522,7 @@ class Engine:
                 break
             finished = ceil(tf)
             for ps in hbm_pop(tf):
-                # Never faster than the standalone cost (float noise in the fluid server).
-                end = ps.t + ps.q[ps.i][2]
-                if finished > end:
-                    end = finished
-                ps.marks.append(end)
-                ps.t = end
-                end += landing
-                if end > ps.done:
-                    ps.done = end
-                ps.i += 1
-                run_pipe(ps)
+                run_pipe(ps, finished)
                 while work:
                     run_pipe(work.pop())
         stuck = [r for r in self.runs if r.left > 0]
