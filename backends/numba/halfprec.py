@@ -46,48 +46,34 @@ def bits_f32(b):
 def f16_bits_to_f32(h):
     """Decode fp16 bits (any int type) to the float32 of the same value."""
     h = np.int64(h)
-    sign = (h & 0x8000) << 16
-    exp = (h >> 10) & 0x1F
-    man = h & 0x3FF
-    if exp == 0:
-        # zero or subnormal: man * 2**-24 is exact in float32
-        v = np.float32(man) * np.float32(5.960464477539063e-08)
-        return -v if sign else v
-    if exp == 0x1F:
-        return bits_f32(sign | 0x7F800000 | (man << 13))
-    return bits_f32(sign | ((exp + 112) << 23) | (man << 13))
+    em = h & 0x7FFF                       # exponent and mantissa
+    bits = (em << 13) + 0x38000000        # rebias the exponent by 127 - 15
+    bits = bits + 0x38000000 if em >= 0x7C00 else bits   # inf/NaN: exponent all ones
+    v = bits_f32(bits)
+    # zero and subnormals: em * 2**-24 is exact in float32
+    v = np.float32(em) * np.float32(5.960464477539063e-08) if em < 0x0400 else v
+    return bits_f32(f32_bits(v) | ((h & 0x8000) << 16))
+
+
+_F16_DENORM_MAGIC = np.int64(((127 - 15) + (23 - 10) + 1) << 23)   # 0.5 as f32 bits
 
 
 @njit(**_JIT)
 def f32_to_f16_bits(x):
-    """Encode a float32 as fp16 bits (uint16), round to nearest even (numpy's algorithm)."""
+    """Encode a float32 as fp16 bits (uint16), round to nearest even; NaN keeps its sign
+    and top payload bits (numpy's rule).  No branches, so loops using it vectorise."""
     f = f32_bits(x)
-    h_sgn = (f & 0x80000000) >> 16
-    f_exp = f & 0x7F800000
-    if f_exp >= 0x47800000:
-        if f_exp == 0x7F800000:
-            f_sig = f & 0x007FFFFF
-            if f_sig != 0:
-                ret = 0x7C00 + (f_sig >> 13)
-                if ret == 0x7C00:  # keep it a NaN when the payload's top bits are 0
-                    ret += 1
-                return np.uint16(h_sgn + ret)
-        return np.uint16(h_sgn + 0x7C00)  # inf, or overflow to inf
-    if f_exp <= 0x38000000:
-        if f_exp < 0x33000000:
-            return np.uint16(h_sgn)  # underflows to signed zero
-        e = f_exp >> 23
-        f_sig = (0x00800000 + (f & 0x007FFFFF)) >> (113 - e)
-        # round half to even; the shift may have dropped up to 11 low bits of f
-        if (f_sig & 0x3FFF) != 0x1000 or (f & 0x7FF) != 0:
-            f_sig += 0x1000
-        return np.uint16(h_sgn + (f_sig >> 13))
-    h_exp = (f_exp - 0x38000000) >> 13
-    f_sig = f & 0x007FFFFF
-    if (f_sig & 0x3FFF) != 0x1000:
-        f_sig += 0x1000
-    # a carry out of the significand bumps the exponent (to inf at the top): correct
-    return np.uint16(h_sgn + ((f_sig >> 13) + h_exp))
+    sign = (f >> 16) & 0x8000
+    a = f & 0x7FFFFFFF
+    # normal results: rebias, then round the 13 dropped bits to nearest even
+    normal = (a + ((15 - 127) << 23) + 0xFFF + ((a >> 13) & 1)) >> 13
+    # subnormal results: adding 0.5 in float32 rounds (RNE) to a multiple of 2**-24
+    sub = f32_bits(bits_f32(a) + bits_f32(_F16_DENORM_MAGIC)) - _F16_DENORM_MAGIC
+    h = sub if a < (113 << 23) else normal
+    h = 0x7C00 if a >= ((127 + 16) << 23) else h           # overflow (and inf)
+    nan = 0x7C00 + max((a & 0x007FFFFF) >> 13, 1)
+    h = nan if a > 0x7F800000 else h
+    return np.uint16(h | sign)
 
 
 @njit(**_JIT)

@@ -172,9 +172,22 @@ def decode(d: DType, bits: str) -> str:
 
 
 def encode(d: DType, value: str) -> str:
-    """Compute value -> memory element (storage dtype)."""
-    if d.name == "f16":
-        return f"hp.f32_to_f16_bits({value})"
-    if d.name == "bf16":
-        return f"hp.f32_to_bf16_bits({value})"
+    """Compute value -> memory element (storage dtype).  Encoding rounds to nearest
+    even itself, so a value that was just rounded to the type is encoded unrounded
+    (same bits, one rounding less per stored element)."""
+    if d.is_half:
+        value = _strip_call(value, f"hp.round_{d.name}")
+        return f"hp.f32_to_{d.name}_bits({value})"
     return value
+
+
+def _strip_call(expr: str, fn: str) -> str:
+    """``inner`` if ``expr`` is exactly ``fn(inner)``, else ``expr``."""
+    if not (expr.startswith(fn + "(") and expr.endswith(")")):
+        return expr
+    depth = 0
+    for i, ch in enumerate(expr[len(fn):], len(fn)):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            return expr[len(fn) + 1:-1] if i == len(expr) - 1 else expr
+    return expr
