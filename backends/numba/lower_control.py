@@ -80,11 +80,19 @@ def lower_for(cg, op) -> None:
 
 def _next_iteration(cg, carried, yields) -> None:
     """Carried tiles get the yielded tiles' contents (through staging copies when a
-    yield reads another carried tile, e.g. a swap); then carried scalars are reassigned
-    all at once (after the tiles: a yielded splat may read a carried scalar)."""
+    yield reads another carried tile, or its own at another element, e.g. a swap or a
+    transpose); then carried scalars are reassigned all at once (after the tiles: a
+    yielded splat may read a carried scalar)."""
     slots = {c.name for c in carried if c.kind == "array"}
     moves = [(c, y) for c, y in zip(carried, yields) if c.kind == "array" and y != c]
-    if any(leaf.kind == "array" and leaf.name in slots for _, y in moves for leaf in y.leaves()):
+
+    def clobbers(c, y):
+        # copying y into c element by element is safe if y reads no carried tile except
+        # c itself at the very element being written (e.g. acc = acc * 0.5 + x)
+        return any(leaf.kind == "array" and leaf.name in slots
+                   and (leaf.name != c.name or leaf.strides != c.strides)
+                   for leaf in y.leaves())
+    if any(clobbers(c, y) for c, y in moves):
         staged = []
         for c, y in moves:
             stage = cg.new_array(f"{c.name}_next", c.shape, c.dtype)

@@ -927,3 +927,41 @@ def test_disabled_cache_writes_nothing(tmp_path, monkeypatch):
     run((1, 1, 1), [np.ones(64, F16), np.ones(64, F16), out, 64])
     assert (out == 2).all()
     assert not any(tmp_path.iterdir())
+
+
+def test_loop_yielding_a_transpose_of_its_own_tile():
+    """acc = trans(acc) + acc[0,0]-free update: reading acc at other elements while
+    writing it must see the previous iteration's values."""
+    fn, b = kernel("transloop", [F32, F32])
+    init = b.op(Kind.LOAD, [fn.args[0], offsets(b, (4, 4))])
+    loop = b.for_loop(b.constant(0, T.int32), b.constant(3, T.int32), b.constant(1, T.int32), [init])
+    _, acc = loop.body.args
+    with b.at(loop.body):
+        one = splat(b, b.constant(1.0, T.float32), (4, 4))
+        b.create(Kind.YIELD, [b.op(Kind.ADD, [b.op(Kind.TRANS, [acc], {"perm": (1, 0)}), one])])
+    b.create(Kind.STORE, [fn.args[1], offsets(b, (4, 4)), loop.result])
+    b.create(Kind.RETURN, [])
+    x = np.arange(16, dtype=F32)
+    out = np.zeros(16, F32)
+    run_numba(fn, (1, 1, 1), [x, out])
+    want = x.reshape(4, 4)
+    for _ in range(3):
+        want = want.T + 1
+    same(out.reshape(4, 4), want.astype(F32))
+
+
+def test_program_ids_of_a_3d_grid():
+    fn, b = kernel("ids", [np.int32])
+    ids = [b.op(Kind.PROGRAM_ID, [], {"axis": a}) for a in range(3)]
+    nps = [b.op(Kind.NUM_PROGRAMS, [], {"axis": a}) for a in range(3)]
+    # linear id = x + nx * (y + ny * z); store x, y, z, nx, ny, nz at 6 * id + k
+    lin = b.op(Kind.ADD, [ids[0], b.op(Kind.MUL, [nps[0], b.op(Kind.ADD, [ids[1], b.op(Kind.MUL, [nps[1], ids[2]])])])])
+    base = b.op(Kind.MUL, [lin, b.constant(6, T.int32)])
+    for k, v in enumerate(ids + nps):
+        b.create(Kind.STORE, [fn.args[0], b.op(Kind.ADD, [base, b.constant(k, T.int32)]), v])
+    b.create(Kind.RETURN, [])
+    grid = (3, 2, 4)
+    out = np.full(6 * 24, -1, np.int32)
+    run_numba(fn, grid, [out], parallel=True, num_threads=2)
+    want = [(x, y, z) + grid for z in range(4) for y in range(2) for x in range(3)]
+    np.testing.assert_array_equal(out.reshape(24, 6), np.array(want, np.int32))
