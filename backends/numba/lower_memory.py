@@ -225,30 +225,59 @@ def _block_prologue(cg, op):
 
 def _block_loops(cg, op, bs, names, body) -> None:
     """Nested loops over the block; ``body(idx_names, in_bounds, addr)`` writes one
-    element.  ``in_bounds`` is None when no axis is boundary-checked."""
+    element (``in_bounds`` None: no check needed; ``addr`` an unsigned index).
+
+    Rows of the innermost axis take a fast path when the stride is 1 and the whole row
+    is in bounds: a contiguous loop without per-element checks, which LLVM vectorises
+    (matmul tiles, row blocks); other rows check every element."""
     w = cg.w
+    debug = cg.options.get("debug")
     checked = set(op.attrs.get("boundary_check", ()))
+    r = len(bs)
     idx, oks, coords = [], [], []
     opened = 0
-    for d_, n in enumerate(bs):
-        i = w.fresh(f"b{d_}")
-        w.line(f"for {i} in range(u64({n})):")
-        w.depth += 1
-        opened += 1
+
+    def coordinate(d_, i):
         c = w.fresh(f"c{d_}")
         w.line(f"{c} = {names['off', d_]} + i64({i})")
         if d_ in checked:
             ok = w.fresh(f"ok{d_}")
             w.line(f"{ok} = {c} >= 0 and {c} < {names['shape', d_]}")
             oks.append(ok)
-        elif cg.options.get("debug"):  # unchecked axes must be in bounds
+        elif debug:  # unchecked axes must be in bounds
             with w.block(f"if {c} < 0 or {c} >= {names['shape', d_]}:"):
                 w.line(f'raise IndexError("{op.kind.value} at {_where(op)}: block coordinate '
                        f'out of the shape on axis {d_}, which has no boundary check")')
+        return c
+
+    for d_ in range(r - 1):
+        i = w.fresh(f"b{d_}")
+        w.line(f"for {i} in range(u64({bs[d_]})):")
+        w.depth += 1
+        opened += 1
         idx.append(i)
-        coords.append(c)
-    addr = "u64(" + " + ".join(f"{c} * {names['stride', d_]}" for d_, c in enumerate(coords)) + ")"
-    body(idx, " and ".join(oks) if oks else None, addr)
+        coords.append(coordinate(d_, i))
+    last = r - 1
+    off, stride, extent = names["off", last], names["stride", last], names["shape", last]
+    row = w.fresh("row")
+    outer = "".join(f"{c} * {names['stride', d_]} + " for d_, c in enumerate(coords))
+    w.line(f"{row} = {outer}{off} * {stride}")
+    fast = [f"{stride} == 1"] + oks
+    if last in checked or debug:
+        fast.append(f"{off} >= 0 and {off} + {bs[last]} <= {extent}")
+    i = w.fresh(f"b{last}")
+    with w.block(f"if {' and '.join(fast)}:"):
+        start = w.fresh("start")
+        w.line(f"{start} = u64({row})")
+        with w.block(f"for {i} in range(u64({bs[last]})):"):
+            body(idx + [i], None, f"{start} + {i}")
+    with w.block("else:"):
+        with w.block(f"for {i} in range(u64({bs[last]})):"):
+            coordinate(last, i)
+            ok = " and ".join(oks) or None
+            body(idx + [i], ok, f"u64({row} + i64({i}) * {stride})")
+            if last in checked:
+                oks.pop()
     w.depth -= opened
 
 
