@@ -34,7 +34,7 @@ from npujit.ir.ops import Kind
 from npujit.ir.types import PtrType
 
 from . import lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile
-from .values import Val, Writer, np_type, numel
+from .values import Nest, Val, Writer, np_type, numel
 
 LOWER = {}
 for _mod in (lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile):
@@ -138,7 +138,6 @@ class Codegen:
 
     def copy(self, src: Val, dst: Val) -> None:
         """Emit a loop writing every element of ``src`` into the tile ``dst``."""
-        from .values import Nest
         with Nest(self.w, dst.shape, [src]) as nest:
             self.w.line(f"{dst.name}[{nest.out}] = {nest.at(src)}")
 

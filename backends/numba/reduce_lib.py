@@ -44,6 +44,17 @@ def round_to(x, rnd):
     return np.float32(x)
 
 
+@njit(**_JIT)
+def wrap_int(v, bits):
+    """int64 ``v`` wrapped to a ``bits``-wide two's-complement value (explicitly, so that
+    storing it into a narrower array also works without numba, where numpy would refuse
+    an out-of-range integer)."""
+    if bits >= 64:
+        return np.int64(v)
+    half = np.int64(1) << (bits - 1)
+    return ((np.int64(v) + half) & ((half << 1) - 1)) - half
+
+
 @njit(**_REASSOC)
 def line_sum_f(a, start, n):
     """Sum of ``a[start:start+n]`` (float32) with a float32 accumulator."""
@@ -201,7 +212,7 @@ def sum_i(a, outer, n, inner, out):
             for j in range(inner):
                 acc[j] += np.int64(a[row + j])
         for j in range(inner):
-            out[o * inner + j] = acc[j]
+            out[o * inner + j] = wrap_int(acc[j], out.itemsize * 8)
 
 
 @njit(**_REASSOC)
@@ -223,7 +234,7 @@ def prod_i(a, outer, n, inner, out):
             p = np.int64(1)
             for k in range(n):
                 p *= np.int64(a[base + k * inner + j])
-            out[o * inner + j] = p
+            out[o * inner + j] = wrap_int(p, out.itemsize * 8)
 
 
 @njit(**_JIT)
@@ -323,4 +334,4 @@ def cumsum_i(a, outer, n, inner, out):
             for k in range(n):
                 idx = base + k * inner + j
                 s += np.int64(a[idx])
-                out[idx] = s
+                out[idx] = wrap_int(s, out.itemsize * 8)

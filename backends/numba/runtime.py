@@ -11,13 +11,20 @@ nothing is written.
 ``Launcher`` is the ``run(grid, args)`` the backend returns.  At compile time it fixes
 the numba signature (so a wrong argument dtype is an error, not a silent recompile) and
 a per-argument conversion plan; a launch only views half-float arrays as uint16, checks
-the grid and calls the compiled grid function.
+the grid and calls the compiled function (a trivial kernel: ~3.5 us per launch).
+
+Parallelism is Python threads running contiguous chunks of the grid through the one
+``nogil`` function, not numba's ``prange``: measured on the row softmax kernel, a
+``parallel=True`` variant compiled in 0.85 s against 0.27 s and ran 2.7 ms against
+3.2 ms on 2 threads; handing chunks to threads costs ~30 us, so a kernel only goes
+parallel after a serial launch took longer than ``PARALLEL_AFTER_S``.
 
 Example::
 
-    >>> run = load(generate(fn, {}), {})       # doctest: +SKIP
-    >>> run((4, 1, 1), [x, y, 4096])            # doctest: +SKIP
-    >>> print(run.source)                       # doctest: +SKIP
+    >>> ksrc = generate(fn, {})                                    # doctest: +SKIP
+    >>> run = Launcher(import_source(ksrc.text, True), ksrc, fn, {})  # doctest: +SKIP
+    >>> run((4, 1, 1), [x, y, 4096])                                # doctest: +SKIP
+    >>> print(run.source)                                           # doctest: +SKIP
 """
 from __future__ import annotations
 

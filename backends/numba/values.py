@@ -11,8 +11,9 @@ Every IR value becomes a ``Val``:
 * ``iota``: ``arange`` as ``start + Σ i_d·stride_d``, computed where it is used.
 
 Half floats (f16/bf16) are float32 values exactly representable in the half type;
-i1 is ``np.bool_``.  Arrays are never written after the op that creates them, so views
-may share them freely (SSA).
+i1 is ``np.bool_``.  Within one program an array is written only by the op that
+creates it (a loop body's op rewrites it each iteration, after its previous value is
+dead), so views and inlined expressions may read it freely.
 
 ``Nest`` emits the loops that visit a tile's elements: it drops size-1 dims, merges dims
 that every operand walks contiguously (a plain elementwise op becomes one flat loop),
@@ -21,6 +22,7 @@ and counts with ``np.uint64`` so that computed indices need no negative-index fi
 
 Example::
 
+    >>> from npujit.ir.types import float32
     >>> w = Writer()
     >>> x = Val.array("x", (4, 8), float32)
     >>> with Nest(w, (4, 8), [x]) as nest:
@@ -41,8 +43,8 @@ from npujit.ir.types import DType
 
 # Names the generated module defines or imports, and Python's builtins (generated code
 # calls abs, bool, range, print...): value names never take them.
-RESERVED = frozenset({"np", "math", "njit", "prange", "hp", "sl", "rl", "tl", "cl",
-                      "KERNEL_OPTS", "GRID_OPTS", "PARALLEL_GRID_OPTS"}) | frozenset(dir(builtins))
+RESERVED = frozenset({"np", "math", "njit", "hp", "sl", "rl", "tl", "cl",
+                      "f32", "i8", "i16", "i32", "i64", "u64", "b1"}) | frozenset(dir(builtins))
 
 _NP_COMPUTE = {"f32": "f32", "f16": "f32", "bf16": "f32",
                "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
@@ -50,7 +52,8 @@ _NP_COMPUTE = {"f32": "f32", "f16": "f32", "bf16": "f32",
 
 
 def np_type(d: DType) -> str:
-    """The numpy scalar type a tile of ``d`` is computed in (halves compute in float32)."""
+    """The generated module's name for the numpy type a tile of ``d`` is computed in
+    (``f32`` for np.float32 ...; halves compute in float32)."""
     return _NP_COMPUTE[d.name]
 
 

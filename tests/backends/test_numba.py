@@ -145,6 +145,11 @@ def inputs(dt):
         return x.astype(dt), y.astype(dt)
 
 
+def test_backend_is_registered():
+    assert get_backend("numba").name == "numba"
+    assert isinstance(get_backend("numba"), NumbaBackend)
+
+
 # --- the op table ---------------------------------------------------------------------------
 
 class Case:
