@@ -1,7 +1,8 @@
 """Compile generated source with numba, keep it on disk, and launch grids cheaply.
 
 The source is written to ``<cache_dir>/numba/<sha256 of the source>.py`` (atomically:
-temp file + ``os.replace``, skipped when present, so concurrent processes are safe) and
+temp file + ``os.replace``; skipped when the file already holds the source, rewritten
+when it is damaged; safe under concurrent processes) and
 imported as a module whose functions are ``njit(cache=True)``: numba keeps their machine
 code in ``__pycache__`` beside the file, so another process skips LLVM entirely.  The
 source embeds a hash of this package's own files, so editing a helper can never serve
@@ -64,9 +65,14 @@ def backend_hash() -> str:
 
 
 def _write_once(path: str, text: str) -> None:
-    """Create ``path`` with ``text`` unless it exists; atomic under concurrent writers."""
-    if os.path.exists(path):
-        return
+    """Make ``path`` hold ``text``: nothing to do when it already does; otherwise (absent,
+    or damaged) written atomically, so concurrent writers and readers never see a part."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except (OSError, UnicodeDecodeError):
+        pass
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     try:

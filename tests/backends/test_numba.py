@@ -970,3 +970,18 @@ def test_program_ids_of_a_3d_grid():
     run_numba(fn, grid, [out], parallel=True, num_threads=2)
     want = [(x, y, z) + grid for z in range(4) for y in range(2) for x in range(3)]
     np.testing.assert_array_equal(out.reshape(24, 6), np.array(want, np.int32))
+
+
+def test_a_damaged_cache_file_is_rewritten(tmp_path, monkeypatch):
+    monkeypatch.setenv("NPUJIT_CACHE_DIR", str(tmp_path))
+    run = NumbaBackend().compile(_vadd(64, name="vadd_damaged"), {})
+    with open(run.path, "w") as f:
+        f.write("garbage")
+    sys.modules.pop(next(m for m in sys.modules if m.startswith("npujit_numba_")
+                         and getattr(sys.modules[m], "__file__", None) == run.path))
+    again = NumbaBackend().compile(_vadd(64, name="vadd_damaged"), {})
+    with open(again.path) as f:
+        assert f.read() == again.source
+    out = np.zeros(64, F16)
+    again((1, 1, 1), [np.ones(64, F16), np.ones(64, F16), out, 64])
+    assert (out == 2).all()
