@@ -111,8 +111,8 @@ def lower_print(cg, op) -> None:
     w = cg.w
     prefix = op.attrs.get("prefix", "")
     head = w.fresh("head")
-    w.line(f'{head} = "[pid (" + str(pid0) + ", " + str(pid1) + ", " + str(pid2) + ")] " '
-           f'+ {prefix!r}')
+    tail = f" + {(' ' + prefix)!r}" if prefix else ""
+    w.line(f'{head} = "[pid (" + str(pid0) + ", " + str(pid1) + ", " + str(pid2) + ")]"{tail}')
     for v in op.operands:
         val = cg.val(v)
         if val.is_scalar:
