@@ -73,7 +73,7 @@ class Kind(enum.Enum):
     TANH = "npu.tanh"
     ERF = "npu.erf"
     GELU = "npu.gelu"               # {approximate: "none" (erf form) | "tanh"}
-    SILU = "npu.silu"               # x * sigmoid(x)
+    SILU = "npu.silu"               # x / (1 + exp(-x))
     CAST = "npu.cast"               # {dtype}; float->int truncates toward zero, ->i1 is x != 0
 
     # --- shape -----------------------------------------------------------------------------

@@ -130,7 +130,7 @@ def unary(kind: Kind, attrs: dict, d: DType, a: str) -> str:
     if kind is Kind.GELU:
         half = f32(0.5)
         if attrs.get("approximate", "none") == "tanh":
-            inner = f"{f32(math.sqrt(2 / math.pi))} * ({a} + {f32(0.044715)} * {a} * {a} * {a})"
+            inner = f"{f32(math.sqrt(2 / math.pi))} * ({a} + {f32(0.044715)} * ({a} * {a} * {a}))"
             return result(d, f"{half} * {a} * ({one} + np.tanh({inner}))")
         return result(d, f"{half} * {a} * ({one} + math.erf({a} / {f32(math.sqrt(2))}))")
     raise NotImplementedError(f"numba backend: no lowering for {kind.value}")
