@@ -101,7 +101,8 @@ class _Index:
         aff = affine(offs.broadcast_to(shape))
         if aff is not None and any(aff[1]) and min(aff[1]) >= 0:
             self.base = cg.w.fresh("base")
-            cg.w.line(f"{self.base} = u64({aff[0]})")
+            base = aff[0] if ls.is_call(aff[0], "i64") else f"i64({aff[0]})"
+            cg.w.line(f"{self.base} = u64({base})")  # via int64: -1 wraps, in numpy too
             self.idx = Val("index", "", tuple(shape), offs.dtype, tuple(aff[1]))
             self.leaves = [self.idx]
 

@@ -181,13 +181,18 @@ def encode(d: DType, value: str) -> str:
     return value
 
 
-def _strip_call(expr: str, fn: str) -> str:
-    """``inner`` if ``expr`` is exactly ``fn(inner)``, else ``expr``."""
+def is_call(expr: str, fn: str) -> bool:
+    """Is ``expr`` exactly one call ``fn(...)``?"""
     if not (expr.startswith(fn + "(") and expr.endswith(")")):
-        return expr
+        return False
     depth = 0
     for i, ch in enumerate(expr[len(fn):], len(fn)):
         depth += {"(": 1, ")": -1}.get(ch, 0)
         if depth == 0:
-            return expr[len(fn) + 1:-1] if i == len(expr) - 1 else expr
-    return expr
+            return i == len(expr) - 1
+    return False
+
+
+def _strip_call(expr: str, fn: str) -> str:
+    """``inner`` if ``expr`` is exactly ``fn(inner)``, else ``expr``."""
+    return expr[len(fn) + 1:-1] if is_call(expr, fn) else expr
