@@ -1,7 +1,9 @@
 """Compile stages of a kernel specialisation, each with a named artifact:
 
 ``trace``  run the (loop-rewritten) Python function on proxies -> IR (``ir.Function``)
-``passes`` the IR pipeline (verify, fold, CSE, DCE, fuse)       -> optimised IR
+``passes`` the IR pipeline (verify, fold, CSE, DCE, fuse)       -> optimised IR (``ir``)
+``schedule`` pipes, scopes, buffers, flags for the ``spec`` option -> ``schedule`` (the
+           scheduled IR text) and ``buffers`` (a table); raises ``OutOfResources``
 ``backend`` the backend's compile                               -> ``run(grid, args)``
 
 Example::
@@ -73,6 +75,27 @@ def _printable(v) -> bool:
     return isinstance(v, (int, float, bool, str)) or v is None
 
 
+def resolve_spec(spec):
+    """The NPU spec of the ``spec=`` option: an ``NPUSpec``, a preset name, or None for
+    the 910B-like default.
+
+    Example::
+
+        >>> resolve_spec("TINY").name
+        'TINY'
+    """
+    from npujit.sim.spec import ASCEND_910B_LIKE, NPUSpec, PRESETS
+    if spec is None:
+        return ASCEND_910B_LIKE
+    if isinstance(spec, NPUSpec):
+        return spec
+    for key, preset in PRESETS.items():
+        if spec in (key, preset.name):
+            return preset
+    raise CompilationError(f"unknown NPU spec {spec!r}; use an npujit.sim.NPUSpec or one of "
+                           f"{sorted(PRESETS)}")
+
+
 def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
                            backend) -> Compiled:
     from npujit.ir.passes.pipeline import run_passes
@@ -91,6 +114,11 @@ def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
     artifacts = {"trace": print_function(fn, locs=True)}
     run_passes(fn)
     artifacts["ir"] = print_function(fn)
+    # Legality is the schedule's, whatever the backend: OutOfResources raises here.
+    from npujit.ir.schedule import schedule
+    sched = schedule(fn, resolve_spec(options.get("spec")))
+    artifacts["schedule"] = print_function(fn)
+    artifacts["buffers"] = sched.describe()
     try:
         run = backend.compile(fn, options)
     except NPUJitError:

@@ -30,7 +30,7 @@ from .compiler import compile_specialization
 from .errors import LaunchError
 from .fastpath import SLOW, make_binder, make_plan
 
-_OPTION_NAMES = ("backend", "parallel", "debug")
+_OPTION_NAMES = ("backend", "parallel", "debug", "spec")
 
 
 class NPUKernel:
@@ -232,6 +232,18 @@ class NPUKernel:
         if any(k is SLOW for k in key):
             return
         self._fast[(key, knobs.backend(), knobs.debug())] = (c, make_plan(c.sigs, c.runtime_index))
+
+    def simulate(self, *args, grid, spec=None, debug=None, **kwargs):
+        """Launch on ``grid`` through the schedule and the NPU timing simulator; outputs
+        are written as by ``kernel[grid](...)``; returns a ``npujit.sim.SimReport``.
+
+        Example::
+
+            report = add.simulate(x, y, out, n, grid=(4,), spec=ASCEND_910B_LIKE, BLOCK=1024)
+            print(report.cycles, report.ratios["aiv_mte2_ratio"])
+        """
+        from .simulate import simulate_kernel
+        return simulate_kernel(self, grid, args, kwargs, spec=spec, debug=debug)
 
     # --- introspection -----------------------------------------------------------------
     def inspect(self, *args, **kwargs) -> dict:

@@ -117,16 +117,29 @@ class Plan:
             steps.append(Step(fn, op, operands, results, expect, op.info.terminator))
         self.blocks[block] = BlockPlan(args, tuple(steps))
 
-    def run(self, grid: tuple, args: list) -> None:
+    def run(self, grid: tuple, args: list, hook=None) -> None:
         """Run every program of ``grid`` (x fastest, then y, then z) on bound ``args``:
-        pointer arguments as 1-D arrays, scalars as 0-d arrays of their dtype."""
+        pointer arguments as 1-D arrays, scalars as 0-d arrays of their dtype.
+
+        ``hook`` (optional; used by ``npujit.sim.lower`` to record what each program
+        really executed) is an object with ``begin(program)``, ``before(program, op,
+        operands)``, ``after(program, op, operands, results)`` and ``end(program)``;
+        ``after`` is not called for terminators.  Without a hook nothing extra runs.
+        """
         gx, gy, gz = grid
         # Integer wraparound and IEEE inf/NaN are the defined semantics, not accidents.
         with np.errstate(all="ignore"):
             for z in range(gz):
                 for y in range(gy):
                     for x in range(gx):
-                        Program(self, grid, (x, y, z)).run_block(self.fn.body, args)
+                        program = Program(self, grid, (x, y, z))
+                        if hook is None:
+                            program.run_block(self.fn.body, args)
+                            continue
+                        program.hook = hook
+                        hook.begin(program)
+                        program.run_block(self.fn.body, args)
+                        hook.end(program)
 
 
 class Program:
@@ -136,7 +149,7 @@ class Program:
     ``run_block`` runs a region's block and returns what its terminator gives.
     """
 
-    __slots__ = ("plan", "kernel", "grid", "pid", "env")
+    __slots__ = ("plan", "kernel", "grid", "pid", "env", "hook")
 
     def __init__(self, plan: Plan, grid: tuple, pid: tuple):
         self.plan = plan
@@ -144,6 +157,7 @@ class Program:
         self.grid = grid
         self.pid = pid
         self.env = [None] * plan.num_slots
+        self.hook = None
 
     def run_block(self, block: Block, args) -> tuple:
         """Bind ``args`` to the block's arguments and run its ops; returns the values the
@@ -157,6 +171,8 @@ class Program:
         env = self.env
         for slot, value in zip(bp.args, args, strict=True):
             env[slot] = value
+        if self.hook is not None:
+            return self._run_hooked(bp)
         step = None
         try:
             for step in bp.steps:
@@ -169,6 +185,30 @@ class Program:
                 elif step.results:
                     for i, (slot, value) in enumerate(zip(step.results, out, strict=True)):
                         env[slot] = _checked(value, step, i)
+        except Exception as e:
+            _annotate(e, self, step)
+            raise
+        return ()
+
+
+    def _run_hooked(self, bp: BlockPlan) -> tuple:
+        """``run_block``'s loop with the recording hook called around every op."""
+        env, hook = self.env, self.hook
+        step = None
+        try:
+            for step in bp.steps:
+                operands = [env[i] for i in step.operands]
+                hook.before(self, step.op, operands)
+                out = step.fn(self, step.op, *operands)
+                if step.terminator:
+                    return out
+                if len(step.results) == 1:
+                    value = out[0] if isinstance(out, tuple) else out
+                    env[step.results[0]] = _checked(value, step, 0)
+                elif step.results:
+                    for i, (slot, value) in enumerate(zip(step.results, out, strict=True)):
+                        env[slot] = _checked(value, step, i)
+                hook.after(self, step.op, operands, [env[i] for i in step.results])
         except Exception as e:
             _annotate(e, self, step)
             raise

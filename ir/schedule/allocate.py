@@ -1,0 +1,312 @@
+"""allocate-buffers: a buffer per tile, liveness, multi-buffering, alignment and capacity.
+
+The model (simple on purpose, documented so its limits are plain):
+
+* Every tile result with a ``scope`` gets a buffer; the values of one loop-carried
+  variable (init, block argument, yielded value, loop result) share one buffer, as an
+  accumulator does in L0C; a FixPipe cast shares the buffer of the L0C tile it converts.
+  Each dot adds one L0A and one L0B buffer for its MTE1 stage; an L0C store on a
+  coupled part adds its UB staging buffer.
+* A slot's bytes are the tile's bytes rounded up to the scope's alignment (ascend-npu.md
+  §2.4: 32 B UB/L1, 512 B L0A/L0B, 64 B L0C on the presets).  Fractal padding of Cube
+  tiles to 16-multiples (§2.5) is not modelled.
+* Transfers inside an ``scf.for`` with ``num_stages = N`` (load results, store sources,
+  L0A/L0B operands) get N slots, rotating with the iteration (TQue depth N, §3.2).
+* Liveness is a program-order interval.  A buffer used inside a loop lives for the whole
+  outermost loop around its definition: iterations overlap on different pipes, so two
+  buffers of one loop body never share bytes (this keeps the sync pass's slot-reuse rule
+  to one case per loop).
+* Per scope, first fit by start position; two buffers share bytes only when their
+  intervals are disjoint.  When the peak exceeds the scope's capacity the pass raises
+  ``npujit.OutOfResources`` at the largest buffer's source line, listing every buffer of
+  the scope (bytes x stages), the budget and a tile size that fits.
+
+Example::
+
+    >>> AllocateBuffers().run(fn, ASCEND_910B_LIKE)     # doctest: +SKIP
+    True
+    >>> fn_op.attrs["buffer"], fn_op.attrs["offset"], fn_op.attrs["stages"]  # doctest: +SKIP
+    (['UB.0'], [0], 2)
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..core import Function, Op, Value
+from ..ops import Kind
+from .model import Positions, enclosing_loop, is_folded_cast, is_tile, scheduled_ops
+
+TRANSFER_PIPES = ("MTE2", "MTE3", "FIXP")
+
+
+@dataclass
+class Buffer:
+    """One buffer of a scope: ``stages`` slots of ``slot_bytes`` from ``offset``, live over
+    program positions ``[start, end]``; ``op`` is where it is made (for error messages)."""
+
+    scope: str
+    shape: tuple
+    itemsize: int
+    stages: int
+    start: int
+    end: int
+    op: Op
+    values: list = field(default_factory=list)
+    name: str = ""
+    offset: int = 0
+    slot_bytes: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.slot_bytes * self.stages
+
+    def describe(self) -> str:
+        dims = "x".join(str(d) for d in self.shape) or "scalar"
+        where = f"{os.path.basename(self.op.loc.file)}:{self.op.loc.line}"
+        return (f"{self.name:<6} {dims} x {self.itemsize} B ({self.op.kind.value} at {where}): "
+                f"{self.slot_bytes} B x {self.stages} stage{'s' if self.stages > 1 else ''}"
+                f" = {self.total} B")
+
+
+class AllocateBuffers:
+    """Sets ``buffer``, ``offset``, ``bytes``, ``stages`` on ops with tile results and the
+    dot's ``operand_buffers/offsets/bytes``; raises ``OutOfResources`` when a scope overflows.
+
+    Example::
+
+        >>> AllocateBuffers().run(fn, ASCEND_910B_LIKE)   # doctest: +SKIP
+        True
+    """
+
+    name = "allocate-buffers"
+
+    def __init__(self):
+        self.buffers: list[Buffer] = []      # the last run's buffers (for Schedule)
+        self.peaks: dict[str, int] = {}
+
+    def run(self, fn: Function, spec) -> bool:
+        pos = Positions(fn)
+        buffers = collect_buffers(fn, pos)
+        peaks = {}
+        for scope in sorted({b.scope for b in buffers}):
+            mine = [b for b in buffers if b.scope == scope]
+            for i, b in enumerate(sorted(mine, key=lambda b: (b.start, -b.total))):
+                b.name = f"{scope}.{i}"
+            peak = first_fit(mine, spec.alignment[scope])
+            peaks[scope] = peak
+            if peak > spec.capacity[scope]:
+                raise _over_budget(fn, spec, scope, mine, peak)
+        _write_attrs(fn, buffers)
+        self.buffers, self.peaks = buffers, peaks
+        return True
+
+
+def _align(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def first_fit(buffers: list[Buffer], alignment: int) -> int:
+    """Give each buffer the lowest aligned offset not overlapping a buffer live at the same
+    time; returns the peak (bytes of the scope in use).
+
+    Example::
+
+        >>> first_fit([], 32)
+        0
+    """
+    placed: list[Buffer] = []
+    peak = 0
+    for b in sorted(buffers, key=lambda b: (b.start, -b.itemsize * _numel(b.shape))):
+        b.slot_bytes = _align(max(1, _numel(b.shape) * b.itemsize), alignment)
+        busy = sorted((o.offset, o.offset + o.total) for o in placed
+                      if o.start <= b.end and b.start <= o.end)
+        offset = 0
+        for lo, hi in busy:
+            if offset + b.total <= lo:
+                break
+            offset = max(offset, _align(hi, alignment))
+        b.offset = offset
+        placed.append(b)
+        peak = max(peak, offset + b.total)
+    return peak
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+class _Groups:
+    """Union-find over value ids: the values that share one buffer."""
+
+    def __init__(self):
+        self.parent: dict[int, int] = {}
+
+    def find(self, x: int) -> int:
+        while self.parent.get(x, x) != x:
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
+def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
+    """The function's buffers with shapes, stages and live intervals (not yet placed)."""
+    ops = list(scheduled_ops(fn.body))
+    groups = _Groups()
+    members: dict[int, list[Value]] = {}
+    producer: dict[int, Op] = {}
+    for op in ops:
+        if "scope" in op.attrs:
+            for r in op.results:
+                if is_tile(r):
+                    producer[id(r)] = op
+                    members.setdefault(id(r), [r])
+        if is_folded_cast(op):
+            groups.union(id(op.operands[0]), id(op.result))
+    for op in ops:
+        if op.kind is Kind.FOR:
+            term = op.body.terminator
+            for init, arg, nxt, res in zip(op.operands[3:], op.body.args[1:], term.operands,
+                                           op.results):
+                if id(init) in producer or id(nxt) in producer:
+                    for v in (arg, res, init, nxt):
+                        members.setdefault(id(v), [v])
+                        groups.union(id(init) if id(init) in producer else id(nxt), id(v))
+    by_root: dict[int, list[Value]] = {}
+    for vid, (v,) in members.items():
+        by_root.setdefault(groups.find(vid), []).append(v)
+    buffers = []
+    for values in by_root.values():
+        defs = [producer[id(v)] for v in values if id(v) in producer]
+        first = min(defs, key=lambda o: pos.start[id(o)])
+        start, end = _interval(values, pos)
+        carried = len(values) > 1 and any(v.op is None or v.op.kind is Kind.FOR for v in values)
+        stages = 1 if carried else _stages(first, values)
+        t = next(v for v in values if producer.get(id(v)) is first).type
+        buffers.append(Buffer(first.attrs["scope"], tuple(t.shape), t.dtype.itemsize, stages,
+                              start, end, first, values))
+    for op in ops:
+        if "operand_scopes" in op.attrs:
+            start, end = _span(op, pos)
+            n = _loop_stages(op)
+            for scope, (shape, itemsize) in zip(op.attrs["operand_scopes"], staged(op)):
+                buffers.append(Buffer(scope, shape, itemsize, n, start, end, op, []))
+    return buffers
+
+
+def staged(op: Op) -> list[tuple[tuple, int]]:
+    """(shape, itemsize) of each operand an op stages through ``operand_scopes``: a dot's
+    a and b (L0A, L0B); a coupled part's L0C store, converted to the GM dtype in UB."""
+    if op.kind is Kind.DOT:
+        return [(tuple(v.type.shape), v.type.dtype.itemsize) for v in op.operands[:2]]
+    value = op.operands[2] if op.kind is Kind.STORE else op.operands[-1]
+    return [(tuple(value.type.shape), op.operands[0].type.dtype.itemsize)]
+
+
+def _span(op: Op, pos: Positions) -> tuple[int, int]:
+    """An op's interval, widened to its outermost enclosing loop (see module doc)."""
+    outer, loop = None, enclosing_loop(op)
+    while loop is not None:
+        outer, loop = loop, enclosing_loop(loop)
+    target = outer or op
+    return pos.start[id(target)], pos.end[id(target)]
+
+
+def _interval(values: list[Value], pos: Positions) -> tuple[int, int]:
+    start, end = None, None
+    for v in values:
+        anchor = v.op if v.op is not None else v.owner.parent_op     # block arg: its loop
+        lo, hi = _span(anchor, pos)
+        block = anchor.parent if v.op is not None else v.owner
+        for use in _uses(v, block):
+            hi = max(hi, _span(use, pos)[1])
+        start = lo if start is None else min(start, lo)
+        end = hi if end is None else max(end, hi)
+    return start, end
+
+
+def _uses(v: Value, block) -> list[Op]:
+    out = []
+    for op in block.walk():
+        if any(o is v for o in op.operands):
+            out.append(op)
+    return out
+
+
+def _loop_stages(op: Op) -> int:
+    loop = enclosing_loop(op)
+    return max(1, int(loop.attrs.get("num_stages", 1))) if loop is not None else 1
+
+
+def _stages(op: Op, values: list[Value]) -> int:
+    """num_stages of the loop around a transfer buffer; 1 for everything else."""
+    transfer = op.attrs.get("pipe") in TRANSFER_PIPES
+    if not transfer:
+        for v in values:
+            block = op.parent
+            transfer |= any(u.attrs.get("pipe") in TRANSFER_PIPES for u in _uses(v, block))
+    return _loop_stages(op) if transfer else 1
+
+
+def _write_attrs(fn: Function, buffers: list[Buffer]) -> None:
+    by_value = {id(v): b for b in buffers for v in b.values}
+    for op in scheduled_ops(fn.body):
+        if "operand_scopes" in op.attrs:
+            dot_bufs = [b for b in buffers if b.op is op and not b.values]
+            op.attrs["operand_buffers"] = [b.name for b in dot_bufs]
+            op.attrs["operand_offsets"] = [b.offset for b in dot_bufs]
+            op.attrs["operand_bytes"] = [b.slot_bytes for b in dot_bufs]
+        if "scope" not in op.attrs:
+            continue
+        mine = [by_value[id(r)] for r in op.results if id(r) in by_value]
+        if mine:
+            op.attrs["buffer"] = [b.name for b in mine]
+            op.attrs["offset"] = [b.offset for b in mine]
+            op.attrs["bytes"] = [b.slot_bytes for b in mine]
+            op.attrs["stages"] = max(b.stages for b in mine)
+
+
+# --- the over-budget error -------------------------------------------------------------------
+
+def _over_budget(fn: Function, spec, scope: str, buffers: list[Buffer], peak: int):
+    from npujit.jit.errors import OutOfResources
+
+    cap = spec.capacity[scope]
+    worst = max(buffers, key=lambda b: b.total)
+    lines = [f"the {scope} buffers live at once need {peak} B, but {scope} holds {cap} B on "
+             f"{spec.name}:"]
+    for b in sorted(buffers, key=lambda b: -b.total)[:12]:
+        lines.append("  " + b.describe())
+    if len(buffers) > 12:
+        lines.append(f"  ... and {len(buffers) - 12} smaller buffers")
+    lines.append(_suggestion(fn, spec, scope, buffers, worst, cap))
+    return OutOfResources("\n".join(lines), worst.op.loc, fn.name)
+
+
+def _suggestion(fn, spec, scope, buffers, worst, cap) -> str:
+    """A constexpr tile size that fits (found by re-running the allocator with the tiles'
+    dims equal to that constexpr scaled down), else an element budget for the worst tile."""
+    align = spec.alignment[scope]
+    for name, value in fn.attrs.items():
+        if (not isinstance(value, int) or isinstance(value, bool) or value < 2
+                or value not in worst.shape):
+            continue
+        p = 1 << (value.bit_length() - 1)
+        p = p if p < value else p // 2
+        while p >= 1:
+            trial = [Buffer(b.scope, tuple(p if d == value else d for d in b.shape), b.itemsize,
+                            b.stages, b.start, b.end, b.op) for b in buffers]
+            if first_fit(trial, align) <= cap:
+                return f"try {name} <= {p} (or fewer num_stages)"
+            p //= 2
+    others = sum(b.total for b in buffers) - worst.total
+    room = max(0, cap - others) // max(1, worst.stages * worst.itemsize)
+    return (f"the tile at line {worst.op.loc.line} would fit with <= {room} elements "
+            f"(it has {_numel(worst.shape)})")

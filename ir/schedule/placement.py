@@ -1,0 +1,133 @@
+"""place-and-assign-pipes: give every op its pipe and every tile result its memory scope.
+
+The model (ascend-npu.md §1.1 dataflows, §3.2 positions, §3.4 Cube path):
+
+* Vector work: ``GM -MTE2-> UB -VECTOR-> UB -MTE3-> GM``.  Loads are MTE2 into UB,
+  elementwise/reduce/fused/shape ops run on VECTOR in UB, stores are MTE3 out of UB.
+* Cube work: ``GM -MTE2-> L1 -MTE1-> L0A/L0B -CUBE-> L0C -FIXP-> GM``.  A load whose
+  result feeds a dot operand lands in L1; the dot's MTE1 stage (``operand_scopes``) moves
+  it to L0A/L0B; the dot and its accumulator live in L0C; a store of L0C is FIXP.  A
+  coupled part (910-like) has no FixPipe: the store is MTE3 and its ``operand_scopes =
+  ["UB"]`` stage moves L0C to UB on the VECTOR pipe first.
+  A zero-filled accumulator is ``Mmad``'s ``cmatrixInitVal`` (CUBE, no instruction) and a
+  cast of a dot result that is only stored is FixPipe's on-the-fly quantisation (§2.5).
+* Scalar math (program ids, constants, loop bounds) is SCALAR.  A 0-d value computed from
+  a tile (a reduction's result and what is computed from it) stays on VECTOR in UB, so a
+  row statistic does not bounce through the scalar unit.
+
+Example::
+
+    %10 = "npu.load"(...) {pipe = "MTE2", scope = "UB"} : ... -> tensor<1024xf16>
+    %14 = "npu.dot"(%12, %13, %arg13) {pipe = "CUBE", scope = "L0C", ...} : ...
+"""
+from __future__ import annotations
+
+from ..core import Function, Op
+from ..ops import Kind
+from .model import CORE_ATTR, is_tile, scheduled_ops
+
+_SCALAR_KINDS = (Kind.CONSTANT, Kind.PROGRAM_ID, Kind.NUM_PROGRAMS, Kind.PRINT, Kind.FOR)
+_LOADS = (Kind.LOAD, Kind.BLOCK_LOAD)
+_STORES = (Kind.STORE, Kind.BLOCK_STORE)
+
+
+class PlaceAndAssignPipes:
+    """Sets ``pipe`` on every scheduled op, ``scope`` on ops with tile results, the dot's
+    ``operand_scopes`` and the function's ``npu.core``.
+
+    Example::
+
+        >>> PlaceAndAssignPipes().run(fn, ASCEND_910B_LIKE)   # doctest: +SKIP
+        True
+    """
+
+    name = "place-and-assign-pipes"
+
+    def run(self, fn: Function, spec) -> bool:
+        ops = list(scheduled_ops(fn.body))
+        l1, l0c = _cube_values(ops)
+        producer_pipe: dict[int, str] = {}
+        has_dot = False
+        # No FixPipe on a coupled part: L0C leaves through the Vector unit into UB (§1.2).
+        out_pipe = "FIXP" if "FIXP" in spec.pipes.get("AIC", ()) else "VECTOR"
+        for op in ops:
+            pipe, scope = _place(op, l1, l0c, producer_pipe, out_pipe)
+            op.attrs["pipe"] = pipe
+            if scope is not None:
+                op.attrs["scope"] = scope
+            if op.kind is Kind.DOT:
+                op.attrs["operand_scopes"] = ["L0A", "L0B"]
+                has_dot = True
+            if op.kind in _STORES and pipe == "MTE3" and id(_stored(op)) in l0c:
+                op.attrs["operand_scopes"] = ["UB"]      # staged L0C -> UB by VECTOR
+            for r in op.results:
+                producer_pipe[id(r)] = pipe
+            if op.kind is Kind.FOR:
+                for arg, init in zip(op.body.args[1:], op.operands[3:]):
+                    producer_pipe[id(arg)] = producer_pipe.get(id(init), "SCALAR")
+        # One program runs on one core kind (§1.2): a Cube kernel on the AIC, else an AIV.
+        fn.attrs[CORE_ATTR] = "AIC" if has_dot else "AIV"
+        return True
+
+
+def _cube_values(ops: list[Op]) -> tuple[set, set]:
+    """Ids of values that live in L1 (dot operands) and in L0C (dot results, accumulators,
+    their loop-carried aliases, zero inits and casts on the way out)."""
+    l1, l0c = set(), set()
+    users: dict[int, list[Op]] = {}
+    for op in ops:
+        for v in op.operands:
+            users.setdefault(id(v), []).append(op)
+        if op.kind is Kind.FOR:
+            term = op.body.terminator
+            for v in term.operands:
+                users.setdefault(id(v), []).append(term)
+    for op in ops:
+        if op.kind is Kind.DOT:
+            l1.update(id(v) for v in op.operands[:2])
+            l0c.update(id(v) for v in op.operands[2:])
+            l0c.add(id(op.result))
+    changed = True
+    while changed:          # carried accumulators: init <-> block arg <-> yield <-> result
+        changed = False
+        for op in ops:
+            if op.kind is Kind.FOR:
+                term = op.body.terminator
+                for i, (init, arg, nxt, res) in enumerate(zip(op.operands[3:], op.body.args[1:],
+                                                             term.operands, op.results)):
+                    group = {id(init), id(arg), id(nxt), id(res)}
+                    if group & l0c and not group <= l0c and is_tile(arg):
+                        l0c |= group
+                        changed = True
+            elif (op.kind is Kind.CAST and id(op.operands[0]) in l0c
+                  and id(op.result) not in l0c
+                  and all(u.kind in _STORES for u in users.get(id(op.result), []))):
+                l0c.add(id(op.result))
+                changed = True
+    return l1, l0c
+
+
+def _stored(op: Op):
+    return op.operands[2] if op.kind is Kind.STORE else op.operands[-1]
+
+
+def _place(op: Op, l1: set, l0c: set, producer_pipe: dict,
+           out_pipe: str) -> tuple[str, str | None]:
+    k = op.kind
+    if k in _SCALAR_KINDS:
+        return "SCALAR", None
+    if k in _LOADS:
+        return "MTE2", "L1" if id(op.result) in l1 else "UB"
+    if k in _STORES:
+        return ("FIXP" if id(_stored(op)) in l0c and out_pipe == "FIXP" else "MTE3"), None
+    if k is Kind.ATOMIC_ADD:
+        return "MTE3", "UB"
+    if k is Kind.DOT:
+        return "CUBE", "L0C"
+    if op.results and id(op.results[0]) in l0c:
+        return (out_pipe if k is Kind.CAST else "CUBE"), "L0C"
+    tiles = any(is_tile(v) and v.type.rank > 0 for v in list(op.results) + list(op.operands))
+    from_tiles = any(producer_pipe.get(id(v), "SCALAR") != "SCALAR" for v in op.operands)
+    if tiles or from_tiles or k is Kind.ARANGE:
+        return "VECTOR", "UB"
+    return "SCALAR", None

@@ -1,0 +1,293 @@
+"""insert-sync: set/wait flags for every cross-pipe dependency, correct by construction.
+
+Pipes run in order and in parallel; the only cross-pipe order is a flag (ascend-npu.md
+§1.1: ``SetFlag`` fires when the source pipe's earlier work is done, ``WaitFlag`` blocks
+the destination pipe).  From the buffers each op reads and writes on its pipe(s):
+
+* **producer -> consumer (RAW)**: a buffer written on pipe P and read on pipe C != P gets a
+  ``P_C`` flag set after the writer and waited before the reader (TQue's EnQue/DeQue,
+  §3.2).  Both ends are lifted to the innermost block holding both: a wait for a value made
+  outside a loop goes on the ``scf.for`` (before the loop), a set for a value made inside
+  goes on the ``scf.for`` too (after the loop).  Inside a dot, MTE1 -> CUBE is ``MTE1_M``.
+* **slot reuse (WAR)**: a buffer made in a loop body is rewritten every iteration.  Its
+  readers on C set ``C_P`` after their last read; the writer on P waits ``C_P`` before
+  writing.  The loop pre-sets one flag per slot and drains them after the loop, so
+  iteration i waits for the reads of iteration i - N (TQue's FreeTensor/AllocTensor, §3.2).
+  Two buffers the allocator placed on the same bytes get the same kind of flag from the
+  last access of the first to the writer of the second.
+* Flags into a buffer with N slots rotate over N ids (one per slot).  A flag implied by
+  another one of the same pipes (set later, waited earlier: pipes are in order) is dropped.
+* Ids count per ``SRC_DST`` pair; more than ``spec.event_ids`` raises ``OutOfResources``.
+
+Not covered (documented limits): a carried tile read on one pipe before another pipe
+rewrites it in the same iteration (no bundled kernel does this); scalar-unit stalls on
+``S`` flags are recorded but cost nothing beyond the flag itself.
+
+Example::
+
+    %10 = "npu.load"(...) {pipe = "MTE2", set_flags = ["MTE2_V:0"], ...}
+    %12 = "npu.add"(%10, %11) {pipe = "VECTOR", wait_flags = ["MTE2_V:0"], ...}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core import Function, Op
+from ..ops import Kind
+from .model import (Positions, add_flag, ancestor_in, common_block, enclosing_loop, flag_text,
+                    is_folded_cast, is_tile, scheduled_ops)
+
+
+@dataclass(frozen=True)
+class Access:
+    """``op`` reads or writes ``buffer`` on ``pipe``."""
+
+    op: Op
+    pipe: str
+    buffer: str
+    write: bool
+
+
+def value_buffers(fn: Function) -> dict[int, str]:
+    """Buffer name of every tile value that has one (by ``id``), loop-carried values and
+    loop results included.
+
+    Example::
+
+        >>> value_buffers(fn)[id(load_op.result)]   # doctest: +SKIP
+        'UB.1'
+    """
+    out: dict[int, str] = {}
+    ops = list(scheduled_ops(fn.body))
+    for op in ops:
+        tiles = [r for r in op.results if is_tile(r)]
+        for r, name in zip(tiles, op.attrs.get("buffer", ())):
+            out[id(r)] = name
+    for op in reversed(ops):        # inner loops first: their results feed outer yields
+        if op.kind is Kind.FOR:
+            term = op.body.terminator
+            for init, arg, nxt, res in zip(op.operands[3:], op.body.args[1:], term.operands,
+                                           op.results):
+                name = out.get(id(init)) or out.get(id(nxt))
+                if name:
+                    out[id(arg)] = out[id(res)] = name
+    return out
+
+
+def accesses(fn: Function, buffers: dict[int, str]) -> list[Access]:
+    """Every buffer access of the scheduled ops, in program order."""
+    out: list[Access] = []
+    for op in scheduled_ops(fn.body):
+        pipe = op.attrs.get("pipe")
+        k = op.kind
+        if k is Kind.FOR:
+            reads, writes = op.operands[:3], ()
+        elif k is Kind.DOT:
+            a_l0, b_l0 = op.attrs["operand_buffers"]
+            for v, l0 in zip(op.operands[:2], (a_l0, b_l0)):
+                if id(v) in buffers:
+                    out.append(Access(op, "MTE1", buffers[id(v)], False))
+                out.append(Access(op, "MTE1", l0, True))
+            out.append(Access(op, "CUBE", a_l0, False))
+            out.append(Access(op, "CUBE", b_l0, False))
+            reads, writes = op.operands[2:], op.results
+        elif is_folded_cast(op):
+            continue                            # converted on the way out: no access
+        elif "operand_buffers" in op.attrs:     # coupled L0C store: VECTOR stages, MTE3 writes
+            (ub,) = op.attrs["operand_buffers"]
+            value = op.operands[2] if k is Kind.STORE else op.operands[-1]
+            if id(value) in buffers:
+                out.append(Access(op, "VECTOR", buffers[id(value)], False))
+            out.append(Access(op, "VECTOR", ub, True))
+            out.append(Access(op, pipe, ub, False))
+            reads, writes = [v for v in op.operands if v is not value], ()
+        else:
+            reads, writes = op.operands, op.results
+        for v in reads:
+            if id(v) in buffers:
+                out.append(Access(op, pipe, buffers[id(v)], False))
+        for v in writes:
+            if id(v) in buffers:
+                out.append(Access(op, pipe, buffers[id(v)], True))
+    return out
+
+
+@dataclass(frozen=True)
+class _Edge:
+    block: object
+    setter: Op
+    waiter: Op
+    src: str
+    dst: str
+    rotate: int
+
+
+class InsertSync:
+    """Sets ``set_flags``/``wait_flags`` (and ``pre_set_flags``/``post_wait_flags`` on
+    loops) from the buffer accesses; see the module doc for the rules.
+
+    Example::
+
+        >>> InsertSync().run(fn, ASCEND_910B_LIKE)     # doctest: +SKIP
+        True
+    """
+
+    name = "insert-sync"
+
+    def run(self, fn: Function, spec) -> bool:
+        pos = Positions(fn)
+        buffers = value_buffers(fn)
+        acc = accesses(fn, buffers)
+        stages, home = _buffer_facts(fn)
+        by_buffer: dict[str, list[Access]] = {}
+        for a in acc:
+            by_buffer.setdefault(a.buffer, []).append(a)
+        edges = set()
+        for name, list_ in by_buffer.items():
+            for w in (a for a in list_ if a.write):
+                for r in (a for a in list_ if not a.write and a.pipe != w.pipe):
+                    _add_edge(edges, w.op, r.op, w.pipe, r.pipe, pos,
+                              stages.get(name, 1), home.get(name))
+        for a_name, b_name in _sharing_pairs(fn):
+            for a in by_buffer.get(a_name, ()):
+                for w in (x for x in by_buffer.get(b_name, ()) if x.write and x.pipe != a.pipe):
+                    _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None, forward_only=True)
+        ids = _Ids(fn, spec)
+        for e in _prune(edges, pos):
+            text = flag_text(e.src, e.dst, ids.take(e.src, e.dst, e.rotate, e.waiter), e.rotate)
+            add_flag(e.setter, "set_flags", text)
+            add_flag(e.waiter, "wait_flags", text)
+        for loop, setter, waiter, src, dst, n in _slot_reuse(by_buffer, stages, home, pos):
+            first = ids.take(src, dst, n, waiter)
+            add_flag(loop, "pre_set_flags", flag_text(src, dst, first, n))
+            add_flag(waiter, "wait_flags", flag_text(src, dst, first, n))
+            add_flag(setter, "set_flags", flag_text(src, dst, first, n))
+            add_flag(loop, "post_wait_flags", flag_text(src, dst, first, n))
+        return True
+
+
+def _buffer_facts(fn: Function) -> tuple[dict, dict]:
+    """Slots of each buffer and the block its slots rotate in (the body holding its maker;
+    None for loop-carried buffers, which are not rewritten per iteration)."""
+    stages, home = {}, {}
+    carried = set()
+    for op in scheduled_ops(fn.body):
+        if op.kind is Kind.FOR:
+            for v in op.body.terminator.operands:
+                carried.add(id(v))
+        for name in op.attrs.get("buffer", ()):
+            stages[name] = op.attrs.get("stages", 1)
+        for name in op.attrs.get("operand_buffers", ()):
+            loop = enclosing_loop(op)
+            stages[name] = max(1, int(loop.attrs.get("num_stages", 1))) if loop else 1
+            home[name] = op.parent
+    for op in scheduled_ops(fn.body):
+        tiles = [r for r in op.results if is_tile(r)]
+        for r, name in zip(tiles, op.attrs.get("buffer", ())):
+            if is_folded_cast(op):
+                continue
+            if id(r) in carried or name in home and home[name] is None:
+                home[name] = None
+            elif name not in home:
+                home[name] = op.parent
+    return stages, home
+
+
+def _add_edge(edges, w: Op, r: Op, src, dst, pos, stages, home, forward_only=False) -> None:
+    block = common_block(w, r)
+    ws, rs = ancestor_in(w, block), ancestor_in(r, block)
+    if ws is not rs and pos.start[id(ws)] >= pos.start[id(rs)]:
+        return      # a loop-carried (back) edge, or the other order of a shared-bytes pair
+    rotate = stages if stages > 1 and home is block else 1
+    edges.add(_Edge(block, ws, rs, src, dst, rotate))
+
+
+def _prune(edges, pos) -> list[_Edge]:
+    """Drop an edge another edge of the same pipes and block implies (a later set, an
+    earlier wait); order the rest deterministically."""
+    def key(e):
+        return (pos.start[id(e.setter)], pos.start[id(e.waiter)], e.src, e.dst, e.rotate)
+
+    kept = []
+    for e in sorted(edges, key=key):
+        implied = any(f is not e and f.block is e.block and f.src == e.src and f.dst == e.dst
+                      and f.rotate == e.rotate
+                      and pos.start[id(f.setter)] >= pos.start[id(e.setter)]
+                      and pos.start[id(f.waiter)] <= pos.start[id(e.waiter)]
+                      and key(f) != key(e) for f in edges)
+        if not implied:
+            kept.append(e)
+    return kept
+
+
+def _slot_reuse(by_buffer, stages, home, pos):
+    """(loop, setter, waiter, src, dst, slots) per loop and pipe pair: the last reader on
+    ``src`` releases a slot, the first writer on ``dst`` waits for it (merged per loop:
+    pipes are in order, so the last release covers the earlier ones)."""
+    merged: dict[tuple, list] = {}
+    for name, list_ in by_buffer.items():
+        block = home.get(name)
+        if block is None or block.parent_op is None or block.parent_op.kind is not Kind.FOR:
+            continue
+        loop = block.parent_op
+        n = stages.get(name, 1)
+        for w in (a for a in list_ if a.write):
+            wa = ancestor_in(w.op, block)
+            for r in (a for a in list_ if a.pipe != w.pipe):
+                ra = ancestor_in(r.op, block)
+                if ra is None or wa is None:
+                    continue
+                k = (id(loop), r.pipe, w.pipe, n)
+                slot = merged.setdefault(k, [loop, ra, wa, r.pipe, w.pipe, n])
+                if pos.start[id(ra)] > pos.start[id(slot[1])]:
+                    slot[1] = ra
+                if pos.start[id(wa)] < pos.start[id(slot[2])]:
+                    slot[2] = wa
+    return [tuple(v) for _, v in sorted(merged.items(), key=lambda kv: (
+        pos.start[id(kv[1][0])], kv[0][1:]))]
+
+
+def _sharing_pairs(fn: Function) -> list[tuple[str, str]]:
+    """Pairs of buffers of one scope whose bytes overlap (the allocator reused them)."""
+    spans: dict[str, tuple[str, int, int]] = {}
+    for op in scheduled_ops(fn.body):
+        scope = op.attrs.get("scope")
+        for name, off, size in zip(op.attrs.get("buffer", ()), op.attrs.get("offset", ()),
+                                   op.attrs.get("bytes", ())):
+            spans.setdefault(name, (scope, off, off + size * op.attrs.get("stages", 1)))
+        if "operand_buffers" in op.attrs:
+            n = enclosing_loop(op)
+            n = max(1, int(n.attrs.get("num_stages", 1))) if n else 1
+            for sc, name, off, size in zip(op.attrs["operand_scopes"],
+                                           op.attrs["operand_buffers"],
+                                           op.attrs["operand_offsets"], op.attrs["operand_bytes"]):
+                spans.setdefault(name, (sc, off, off + size * n))
+    names = sorted(spans)
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            sa, sb = spans[a], spans[b]
+            if sa[0] == sb[0] and sa[1] < sb[2] and sb[1] < sa[2]:
+                out += [(a, b), (b, a)]
+    return out
+
+
+class _Ids:
+    """Event ids per ``SRC_DST`` pair, handed out in order; too many is out of resources."""
+
+    def __init__(self, fn: Function, spec):
+        self.fn = fn
+        self.spec = spec
+        self.next: dict[tuple, int] = {}
+
+    def take(self, src: str, dst: str, n: int, op: Op) -> int:
+        first = self.next.get((src, dst), 0)
+        self.next[(src, dst)] = first + n
+        if first + n > self.spec.event_ids:
+            from npujit.jit.errors import OutOfResources
+            raise OutOfResources(
+                f"the schedule needs more than {self.spec.event_ids} event ids for "
+                f"HardEvent::{flag_text(src, dst, 0).split(':')[0]} on {self.spec.name} "
+                f"(one per buffer slot synchronised between those pipes); use fewer "
+                f"num_stages or fewer tiles", op.loc, self.fn.name)
+        return first

@@ -1,0 +1,260 @@
+"""From a scheduled kernel and a real launch to the simulator's instruction streams.
+
+``lower(fn, grid, args)`` runs every program of the launch on the reference interpreter
+with a recording hook, so trip counts, masks and data-dependent work are the real ones;
+each executed op emits what its schedule attributes (``ir/schedule/model.py``) say:
+
+* its ``wait_flags`` (each on the flag's destination pipe), then its instructions, then
+  its ``set_flags`` (each on the source pipe); a rotating flag ``X_Y:0..1`` uses id
+  ``0 + i % 2`` with ``i`` the iteration of the innermost running loop;
+* ``scf.for``: ``wait_flags`` and ``pre_set_flags`` (every id) before the loop,
+  ``post_wait_flags`` (every id) and ``set_flags`` after it;
+* loads/stores: one copy of the bytes really moved (masked-off lanes and out-of-bounds
+  block rows/columns move nothing; ``DataCopyPad``, ascend-npu.md §2.4) on
+  ``GM_to_<scope>`` / ``UB_to_GM`` / ``L0C_to_GM``;
+* dot: ``L1_to_L0A`` and ``L1_to_L0B`` copies (MTE1) and one ``mmad(m, n, k)`` (CUBE);
+  an L0C store without FixPipe: ``L0C_to_UB`` (VECTOR) then ``UB_to_GM`` (MTE3);
+* vector ops: one ``vec`` per op (per op of a fused region) over its largest tile;
+* SCALAR ops, the Cube's zero init and FixPipe casts emit nothing (their cost is folded
+  into the neighbours; the scalar unit is not modelled, see sim/README.md).
+
+Example::
+
+    >>> launch = lower(fn, (4, 1, 1), [x, y, out, 4096])    # doctest: +SKIP
+    >>> simulate(launch, ASCEND_910B_LIKE).cycles             # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from npujit.ir.ops import Kind
+from npujit.ir.schedule import CORE_ATTR, parse_flag, value_buffers
+from npujit.ir.schedule.model import is_folded_cast
+
+from .isa import CoreProgram, Launch, copy, mmad, set_flag, vec, wait_flag
+
+# IR op -> the vector op name the spec's cost table knows (sim/isa.py VEC_OP_CLASS).
+_VEC_NAME = {
+    "maximum": "max", "minimum": "min", "not": "and", "xor": "and", "shl": "and",
+    "shr": "and", "floordiv": "div", "rem": "div", "pow": "exp", "exp2": "exp",
+    "log2": "log", "sin": "tanh", "cos": "tanh", "erf": "tanh", "floor": "cast",
+    "ceil": "cast", "splat": "dup", "broadcast": "copy", "reshape": "copy", "trans": "copy",
+    "arange": "dup", "scan": "cumsum", "sort": "sort", "topk": "topk",
+}
+_REDUCE_NAME = {"sum": "sum", "prod": "sum", "max": "reduce_max", "min": "reduce_min",
+                "argmax": "argmax", "argmin": "argmax"}
+
+
+def lower(fn, grid, args, name: str | None = None) -> Launch:
+    """Run the scheduled ``fn`` over ``grid`` on the reference interpreter (outputs are
+    written into ``args`` as a normal launch does) and return its ``Launch``.
+
+    ``args`` are the kernel's runtime arguments in the backend calling convention
+    (pointer arguments as 1-D arrays, scalars as Python numbers).
+
+    Example::
+
+        >>> launch = lower(fn, (2,), [x, out, 256])   # doctest: +SKIP
+        >>> len(launch.programs)                      # doctest: +SKIP
+        2
+    """
+    from npujit.backends.reference.backend import bind_args, normalize_grid
+    from npujit.backends.reference.interpreter import Plan
+
+    if CORE_ATTR not in fn.attrs:
+        raise ValueError(f"kernel '{fn.name}' is not scheduled; run npujit.ir.schedule."
+                         "schedule(fn, spec) first")
+    recorder = StreamRecorder(fn)
+    Plan(fn).run(normalize_grid(grid), bind_args(fn, args), hook=recorder)
+    return Launch(recorder.programs, name=name or fn.name)
+
+
+class StreamRecorder:
+    """The interpreter hook that turns executed ops into one ``CoreProgram`` per program.
+    Identical streams share one ``CoreProgram`` object (the engine compiles it once).
+
+    Example::
+
+        >>> rec = StreamRecorder(fn)                        # doctest: +SKIP
+        >>> Plan(fn).run(grid, args, hook=rec)              # doctest: +SKIP
+        >>> rec.programs[0].core                            # doctest: +SKIP
+        'AIV'
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.core = fn.attrs[CORE_ATTR]
+        self.buffers = value_buffers(fn)
+        self.programs: list[CoreProgram] = []
+        self._distinct: dict[tuple, CoreProgram] = {}
+        self._flags: dict[str, tuple] = {}
+        self._tags: dict[int, str] = {}
+        self.instrs: list = []
+        self.loops: list = []            # [loop op, completed iterations] innermost last
+        self.slots: dict[str, int] = {}  # buffer -> slot its last write went to
+
+    # --- hook protocol (backends/reference/interpreter.py Plan.run) ------------------
+    def begin(self, program) -> None:
+        self.instrs, self.loops, self.slots = [], [], {}
+
+    def end(self, program) -> None:
+        key = tuple(self.instrs)
+        prog = self._distinct.get(key)
+        if prog is None:
+            prog = self._distinct[key] = CoreProgram(self.core, self.instrs,
+                                                     name=f"{self.fn.name}{program.pid}")
+        self.programs.append(prog)
+
+    def before(self, program, op, operands) -> None:
+        if op.kind is Kind.FOR:
+            self._flags_of(op, "wait_flags", wait=True)
+            self._flags_of(op, "pre_set_flags", wait=False, every=True)
+            self.loops.append([op, 0])
+        elif op.kind is Kind.YIELD and op.parent.parent_op.kind is Kind.FOR:
+            self.loops[-1][1] += 1
+
+    def after(self, program, op, operands, results) -> None:
+        parent = op.parent.parent_op
+        if parent is not None and parent.kind is Kind.FUSED:
+            return                          # emitted with the fused op
+        if op.kind is Kind.FOR:
+            self.loops.pop()
+            self._flags_of(op, "post_wait_flags", wait=True, every=True)
+            self._flags_of(op, "set_flags", wait=False)
+            return
+        if "pipe" not in op.attrs:
+            return
+        self._flags_of(op, "wait_flags", wait=True)
+        self._emit(op, operands, results)
+        self._flags_of(op, "set_flags", wait=False)
+
+    # --- emission ----------------------------------------------------------------------
+    def _flags_of(self, op, attr: str, wait: bool, every: bool = False) -> None:
+        texts = op.attrs.get(attr)
+        if not texts:
+            return
+        it = self.loops[-1][1] if self.loops else 0
+        make = wait_flag if wait else set_flag
+        for text in texts:
+            parsed = self._flags.get(text)
+            if parsed is None:
+                parsed = self._flags[text] = parse_flag(text)
+            src, dst, first, count = parsed
+            ids = range(first, first + count) if every else (first + it % count,)
+            for i in ids:
+                self.instrs.append(make(src, dst, i, tag=self._tag(op)))
+
+    def _tag(self, op) -> str:
+        tag = self._tags.get(id(op))
+        if tag is None:
+            tag = self._tags[id(op)] = f"{os.path.basename(op.loc.file)}:{op.loc.line}"
+        return tag
+
+    def _refs(self, op, values, write: bool) -> list:
+        out = []
+        it = self.loops[-1][1] if self.loops else 0
+        for v in values:
+            name = self.buffers.get(id(v))
+            if name is None:
+                continue
+            if write:
+                slot = it % max(1, op.attrs.get("stages", 1))
+                self.slots[name] = slot
+            else:
+                slot = self.slots.get(name, 0)
+            out.append((name, slot))
+        return out
+
+    def _loop_slot(self, op) -> int:
+        """The slot of an op's staging buffers in this iteration of its loop."""
+        it = self.loops[-1][1] if self.loops else 0
+        return it % _loop_stages(op)
+
+    def _emit(self, op, operands, results) -> None:
+        k, pipe, tag = op.kind, op.attrs["pipe"], self._tag(op)
+        if pipe == "SCALAR" or is_folded_cast(op) or (k is Kind.SPLAT and pipe == "CUBE"):
+            if pipe == "CUBE":
+                self._refs(op, op.results, True)
+            return
+        out = self.instrs
+        if k in (Kind.LOAD, Kind.BLOCK_LOAD):
+            nbytes = _moved(op, operands) * op.result.type.dtype.itemsize
+            out.append(copy(f"GM_to_{op.attrs['scope']}", nbytes, tag=tag,
+                            reads=self._refs(op, op.operands[1:], False),
+                            writes=self._refs(op, op.results, True)))
+        elif k in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD):
+            nbytes = _moved(op, operands) * op.operands[0].type.dtype.itemsize
+            reads = self._refs(op, op.operands, False)
+            if "operand_buffers" in op.attrs:   # no FixPipe: L0C -> UB on VECTOR first
+                staging = [(op.attrs["operand_buffers"][0],
+                            self._loop_slot(op))]
+                out.append(copy("L0C_to_UB", nbytes, tag=tag, reads=reads, writes=staging))
+                reads = staging
+            path = "L0C_to_GM" if pipe == "FIXP" else "UB_to_GM"
+            out.append(copy(path, nbytes, tag=tag, reads=reads,
+                            writes=self._refs(op, op.results, True)))
+        elif k is Kind.DOT:
+            a, b = op.operands[0].type, op.operands[1].type
+            l0a, l0b = op.attrs["operand_buffers"]
+            slot = self._loop_slot(op)
+            out.append(copy("L1_to_L0A", a.nbytes, tag=tag, writes=[(l0a, slot)],
+                            reads=self._refs(op, op.operands[:1], False)))
+            out.append(copy("L1_to_L0B", b.nbytes, tag=tag, writes=[(l0b, slot)],
+                            reads=self._refs(op, op.operands[1:2], False)))
+            out.append(mmad(a.shape[0], b.shape[1], a.shape[1], a.dtype.name, tag=tag,
+                            reads=[(l0a, slot), (l0b, slot)] +
+                            self._refs(op, op.operands[2:], False),
+                            writes=self._refs(op, op.results, True)))
+        elif k is Kind.FUSED:
+            reads = self._refs(op, op.operands, False)
+            for inner in op.body.ops[:-1]:
+                name, elems, dtype = _vec_work(inner)
+                out.append(vec(name, elems, dtype, tag=tag, reads=reads))
+            if out and out[-1].kind == "vec":
+                out[-1] = out[-1]._replace(writes=tuple(self._refs(op, op.results, True)))
+        else:
+            name, elems, dtype = _vec_work(op)
+            out.append(vec(name, elems, dtype, tag=tag,
+                           reads=self._refs(op, op.operands, False),
+                           writes=self._refs(op, op.results, True)))
+
+
+def _loop_stages(op) -> int:
+    from npujit.ir.schedule.model import enclosing_loop
+    loop = enclosing_loop(op)
+    return max(1, int(loop.attrs.get("num_stages", 1))) if loop is not None else 1
+
+
+def _vec_work(op) -> tuple[str, int, str]:
+    """(vector op name, elements, dtype) of one vector op: its largest tile."""
+    short = op.kind.value.split(".", 1)[1]
+    name = _REDUCE_NAME[op.attrs["kind"]] if op.kind is Kind.REDUCE else _VEC_NAME.get(short, short)
+    tiles = [v.type for v in list(op.operands) + list(op.results) if hasattr(v.type, "numel")]
+    big = max(tiles, key=lambda t: (t.numel, t.dtype.itemsize))
+    return name, big.numel, big.dtype.name
+
+
+def _moved(op, operands) -> int:
+    """Elements a load/store really moves: mask lanes that are on, or the in-bounds part
+    of a block (boundary-checked axes clipped to the array)."""
+    k = op.kind
+    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
+        mask_at = 2 if k is Kind.LOAD else 3
+        if len(operands) > mask_at:
+            return int(np.count_nonzero(operands[mask_at]))
+        return int(np.asarray(operands[1]).size)
+    block = tuple(op.attrs["block_shape"])
+    r = len(block)
+    shape = [int(x) for x in operands[1:1 + r]]
+    offsets = [int(x) for x in operands[1 + 2 * r:1 + 3 * r]]
+    checked = set(op.attrs.get("boundary_check", ()))
+    n = 1
+    for d in range(r):
+        if d in checked:
+            lo, hi = max(offsets[d], 0), min(offsets[d] + block[d], shape[d])
+            n *= max(0, hi - lo)
+        else:
+            n *= block[d]
+    return n

@@ -1,0 +1,26 @@
+"""Small kernels the schedule tests need beyond the bundled ones: a pipelined streaming add
+(a num_stages loop over a runtime trip count) and one whose trip count is read from GM."""
+import npujit.language as nl
+from npujit import npu_kernel
+
+
+@npu_kernel
+def stream_add_kernel(x_ptr, y_ptr, out_ptr, n, per_prog, BLOCK: nl.constexpr,
+                      STAGES: nl.constexpr):
+    base = nl.program_id(0) * per_prog
+    for i in nl.range(0, per_prog, BLOCK, num_stages=STAGES):
+        offs = base + i + nl.arange(0, BLOCK)
+        mask = offs < n
+        x = nl.load(x_ptr + offs, mask=mask)
+        y = nl.load(y_ptr + offs, mask=mask)
+        nl.store(out_ptr + offs, x + y, mask=mask)
+
+
+@npu_kernel
+def counted_scale_kernel(x_ptr, out_ptr, counts_ptr, BLOCK: nl.constexpr):
+    # Like an MoE expert: how many tiles this program works on is data in GM.
+    pid = nl.program_id(0)
+    count = nl.load(counts_ptr + pid)
+    for t in nl.range(0, count, 1, num_stages=2):
+        offs = (pid * 64 + t) * BLOCK + nl.arange(0, BLOCK)
+        nl.store(out_ptr + offs, nl.load(x_ptr + offs) * 2.0)
