@@ -13,7 +13,6 @@ from __future__ import annotations
 from npujit.ir.ops import Kind
 
 from . import lower_scalar as ls
-from .cube_lib import BLAS_MIN_MACS
 from .values import Nest, Val, numel
 
 _RND = {"f16": 1, "bf16": 2}
@@ -106,10 +105,7 @@ def lower_dot(cg, op) -> None:
             w.line(f"{out.name}[{nest.out}] = {nest.at(acc)}")
     else:
         w.line(f"{out.name}[:] = {ls.zero(rt.dtype)}")
-    if op.operands[0].type.dtype.is_int:
-        fn = "cl.dot_i8"
-    else:
-        fn = "cl.dot_blas" if m * k * n >= BLAS_MIN_MACS else "cl.dot_f"
+    fn = "cl.dot_i8" if op.operands[0].type.dtype.is_int else "cl.dot_f"
     w.line(f"{fn}({a.name}, {b.name}, {out.name}, {m}, {k}, {n})")
     cg.bind(op.result, out)
 
