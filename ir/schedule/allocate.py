@@ -304,7 +304,8 @@ def _suggestion(fn, spec, scope, buffers, worst, cap) -> str:
             trial = [Buffer(b.scope, tuple(p if d == value else d for d in b.shape), b.itemsize,
                             b.stages, b.start, b.end, b.op) for b in buffers]
             if first_fit(trial, align) <= cap:
-                return f"try {name} <= {p} (or fewer num_stages)"
+                more = " (or fewer num_stages)" if any(b.stages > 1 for b in buffers) else ""
+                return f"try {name} <= {p}{more}"
             p //= 2
     others = sum(b.total for b in buffers) - worst.total
     room = max(0, cap - others) // max(1, worst.stages * worst.itemsize)

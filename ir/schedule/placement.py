@@ -11,7 +11,9 @@ The model (ascend-npu.md §1.1 dataflows, §3.2 positions, §3.4 Cube path):
   ["UB"]`` stage moves L0C to UB on the VECTOR pipe first.
   A zero-filled accumulator is ``Mmad``'s ``cmatrixInitVal`` (CUBE, no instruction) and a
   cast of a dot result that is only stored is FixPipe's on-the-fly quantisation (§2.5).
-* Scalar math (program ids, constants, loop bounds) is SCALAR.  A 0-d value computed from
+* Scalar math (program ids, constants, loop bounds) is SCALAR, and so are affine address
+  tiles (``base + arange`` offsets and ``offs < n`` masks used only by loads/stores): the
+  scalar unit computes DataCopy(Pad) parameters from them (§3.3), nothing goes to UB.  A 0-d value computed from
   a tile (a reduction's result and what is computed from it) stays on VECTOR in UB, so a
   row statistic does not bounce through the scalar unit.
 
@@ -50,8 +52,12 @@ class PlaceAndAssignPipes:
         has_dot = False
         # No FixPipe on a coupled part: L0C leaves through the Vector unit into UB (§1.2).
         out_pipe = "FIXP" if "FIXP" in spec.pipes.get("AIC", ()) else "VECTOR"
+        addresses = _address_ops(ops)
         for op in ops:
-            pipe, scope = _place(op, l1, l0c, producer_pipe, out_pipe)
+            if id(op) in addresses:
+                pipe, scope = "SCALAR", None
+            else:
+                pipe, scope = _place(op, l1, l0c, producer_pipe, out_pipe)
             op.attrs["pipe"] = pipe
             if scope is not None:
                 op.attrs["scope"] = scope
@@ -68,6 +74,51 @@ class PlaceAndAssignPipes:
         # One program runs on one core kind (§1.2): a Cube kernel on the AIC, else an AIV.
         fn.attrs[CORE_ATTR] = "AIC" if has_dot else "AIV"
         return True
+
+
+# Ops an affine address or bound mask is made of (base + arange, offs < n).
+_AFFINE_KINDS = frozenset({Kind.ARANGE, Kind.SPLAT, Kind.BROADCAST, Kind.ADD, Kind.SUB,
+                           Kind.MUL, Kind.CAST, Kind.CMP, Kind.AND})
+# (op kind, operand index) uses that only address memory: a load's offsets and mask, a
+# store's offsets and mask.
+_ADDRESS_USES = {(Kind.LOAD, 1), (Kind.LOAD, 2), (Kind.STORE, 1), (Kind.STORE, 3)}
+
+
+def _address_ops(ops: list[Op]) -> set:
+    """Ids of ops whose tiles are affine in ``arange`` and scalars and only address memory
+    (``offs = base + nl.arange(0, B)``, ``mask = offs < n``).  The scalar unit turns them
+    into DataCopy/DataCopyPad parameters (ascend-npu.md §2.4, §3.3), so they are SCALAR
+    work with no tile in UB and the loads do not wait for the Vector unit."""
+    scalar_ok: set = set()
+    affine: set = set()
+    users: dict[int, list] = {}
+    for op in ops:
+        for i, v in enumerate(op.operands):
+            users.setdefault(id(v), []).append((op, i))
+        if op.kind is Kind.FOR:
+            for v in op.body.terminator.operands:
+                users.setdefault(id(v), []).append((op.body.terminator, -1))
+
+    def scalar(v) -> bool:
+        return is_tile(v) and v.type.rank == 0 and (v.op is None or id(v) in scalar_ok)
+
+    for op in ops:
+        ins = op.operands
+        if op.kind in _SCALAR_KINDS or (op.kind in _AFFINE_KINDS and all(
+                scalar(v) for v in ins) and all(r.type.rank == 0 for r in op.results)):
+            scalar_ok.update(id(r) for r in op.results)
+        kinds_ok = op.kind in _AFFINE_KINDS or (op.kind is Kind.FUSED and all(
+            inner.kind in _AFFINE_KINDS for inner in op.body.ops[:-1]))
+        if kinds_ok and all(scalar(v) or id(v) in affine for v in ins):
+            affine.update(id(r) for r in op.results if is_tile(r) and r.type.rank > 0)
+    addresses: set = set()
+    for op in reversed(ops):
+        results = [r for r in op.results if is_tile(r) and r.type.rank > 0]
+        if results and all(id(r) in affine for r in results) and all(
+                (u.kind, i) in _ADDRESS_USES or id(u) in addresses
+                for r in results for u, i in users.get(id(r), [(None, -1)])):
+            addresses.add(id(op))
+    return addresses
 
 
 def _cube_values(ops: list[Op]) -> tuple[set, set]:

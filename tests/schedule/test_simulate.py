@@ -103,3 +103,42 @@ def test_lower_shares_identical_programs_and_needs_a_schedule():
     clear_schedule(c.ir)
     with pytest.raises(ValueError, match="not scheduled"):
         lower(c.ir, (4,), [x, x, np.zeros_like(x), 4096])
+
+
+def _matmul_case():
+    rng = np.random.default_rng(5)
+    a = rng.random((64, 64)).astype(np.float16)
+    b = rng.random((64, 64)).astype(np.float16)
+    args = (a, b, np.zeros((64, 64), np.float32), 64, 64, 64, 64, 1, 64, 1, 64, 1)
+    meta = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "NUM_STAGES": 2}
+    rt = [a.ravel(), b.ravel(), args[2].ravel()] + list(args[3:])
+    return args, meta, rt
+
+
+def test_the_printed_schedule_is_the_source_of_truth():
+    from npujit.ir import parse_function
+    from npujit.sim import simulate
+
+    args, meta, rt = _matmul_case()
+    report = matmul_kernel.simulate(*args, grid=(2, 2), **meta)
+    fn = parse_function(matmul_kernel.inspect(*args, **meta)["schedule"])
+    again = simulate(lower(fn, (2, 2), rt), ASCEND_910B_LIKE)
+    assert again.cycles == report.cycles
+
+
+def test_dropping_a_wait_is_caught_by_the_race_detector():
+    from npujit.ir import parse_function
+    from npujit.ir.schedule.model import scheduled_ops
+    from npujit.sim import simulate
+
+    args, meta, rt = _matmul_case()
+    fn = parse_function(matmul_kernel.inspect(*args, **meta)["schedule"])
+    (dot,) = [op for op in scheduled_ops(fn.body) if op.kind.value == "npu.dot"]
+    # without MTE2_MTE1 the MTE1 stage may read L1 before the GM copy landed (a RAW race)
+    dot.attrs["wait_flags"] = [f for f in dot.attrs["wait_flags"] if not f.startswith("MTE2_")]
+    setter = [op for op in scheduled_ops(fn.body) if any(
+        f.startswith("MTE2_MTE1") for f in op.attrs.get("set_flags", ()))]
+    for op in setter:
+        op.attrs["set_flags"] = [f for f in op.attrs["set_flags"] if not f.startswith("MTE2_")]
+    report = simulate(lower(fn, (2, 2), rt), ASCEND_910B_LIKE, debug=CHECKS)
+    assert any(r.kind == "RAW" for r in report.races)
