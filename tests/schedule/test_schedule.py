@@ -178,3 +178,9 @@ def test_schedule_is_the_same_whatever_the_backend(backend):
     out = np.zeros_like(x)
     kernel.with_options(backend=backend)[(4,)](x, x, out, 1000, BLOCK=256)
     np.testing.assert_array_equal(out, x + x)
+
+
+def test_more_flag_ids_than_the_spec_has_is_out_of_resources():
+    kernel, args, meta = _launches()["stream_add"]
+    with pytest.raises(npujit.OutOfResources, match="event ids for HardEvent::"):
+        kernel.with_options(spec=ASCEND_910_LIKE).inspect(*args, **{**meta, "STAGES": 5})
