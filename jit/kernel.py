@@ -38,7 +38,7 @@ class NPUKernel:
 
     ``kernel[grid](*args, **constexprs)`` launches; ``kernel.ir(*args, **kw)`` returns the
     optimised IR text; ``kernel.inspect(...)`` every stage's artifact; ``kernel.compile_count``
-    counts compiles.
+    counts compiles; ``kernel.simulate(*args, grid=...)`` runs through the NPU simulator.
     """
 
     def __init__(self, fn: types.FunctionType, **options):
@@ -248,7 +248,8 @@ class NPUKernel:
     # --- introspection -----------------------------------------------------------------
     def inspect(self, *args, **kwargs) -> dict:
         """Every compile stage's artifact for these arguments: ``trace`` (IR as traced),
-        ``ir`` (after passes), ``backend`` (generated source, if any).
+        ``ir`` (after passes), ``schedule`` (the scheduled IR), ``buffers`` (a table of the
+        schedule's buffers), ``backend`` (generated source, if any).
 
         Example::
 
@@ -288,7 +289,9 @@ def npu_kernel(fn=None, **options):
     """Make ``fn`` an NPU kernel, launched as ``kernel[grid](*args, **constexprs)``.
 
     Options: ``backend`` ("numba" or "reference"; default from NPUJIT_BACKEND),
-    ``parallel`` (numba: run programs on several threads), ``debug`` (bounds checks).
+    ``parallel`` (numba: run programs on several threads), ``debug`` (bounds checks),
+    ``spec`` (the ``npujit.sim.NPUSpec`` or preset name the kernel is scheduled and checked
+    for; default the 910B-like preset).
 
     Example::
 

@@ -190,7 +190,6 @@ class Program:
             raise
         return ()
 
-
     def _run_hooked(self, bp: BlockPlan) -> tuple:
         """``run_block``'s loop with the recording hook called around every op."""
         env, hook = self.env, self.hook
