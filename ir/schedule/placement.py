@@ -13,9 +13,9 @@ The model (ascend-npu.md §1.1 dataflows, §3.2 positions, §3.4 Cube path):
   cast of a dot result that is only stored is FixPipe's on-the-fly quantisation (§2.5).
 * Scalar math (program ids, constants, loop bounds) is SCALAR, and so are affine address
   tiles (``base + arange`` offsets and ``offs < n`` masks used only by loads/stores): the
-  scalar unit computes DataCopy(Pad) parameters from them (§3.3), nothing goes to UB.  A 0-d value computed from
-  a tile (a reduction's result and what is computed from it) stays on VECTOR in UB, so a
-  row statistic does not bounce through the scalar unit.
+  scalar unit computes DataCopy(Pad) parameters from them (§3.3), nothing goes to UB.
+  A 0-d value computed from a tile (a reduction's result and what is computed from it)
+  stays on VECTOR in UB, so a row statistic does not bounce through the scalar unit.
 
 Example::
 

@@ -17,7 +17,8 @@ the destination pipe).  From the buffers each op reads and writes on its pipe(s)
   last access of the first to the writer of the second.
 * Flags into a buffer with N slots rotate over N ids (one per slot).  A flag implied by
   another one of the same pipes (set later, waited earlier: pipes are in order) is dropped.
-* Ids count per ``SRC_DST`` pair; more than ``spec.event_ids`` raises ``OutOfResources``.
+* Ids count per ``SRC_DST`` pair; past ``spec.event_ids`` a single flag shares an earlier
+  flag's id when their order agrees on both pipes (see ``_Ids``), else ``OutOfResources``.
 
 Not covered (documented limits): a carried tile read on one pipe before another pipe
 rewrites it in the same iteration (no bundled kernel does this); scalar-unit stalls on
@@ -152,17 +153,21 @@ class InsertSync:
             for a in by_buffer.get(a_name, ()):
                 for w in (x for x in by_buffer.get(b_name, ()) if x.write and x.pipe != a.pipe):
                     _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None, forward_only=True)
-        ids = _Ids(fn, spec)
-        for e in _prune(edges, pos):
-            text = flag_text(e.src, e.dst, ids.take(e.src, e.dst, e.rotate, e.waiter), e.rotate)
-            add_flag(e.setter, "set_flags", text)
-            add_flag(e.waiter, "wait_flags", text)
+        ids = _Ids(fn, spec, pos)
+        # Rotating ranges first: they need fresh ids; single flags can share (see _Ids).
         for loop, setter, waiter, src, dst, n in _slot_reuse(by_buffer, stages, home, pos):
             first = ids.take(src, dst, n, waiter)
             add_flag(loop, "pre_set_flags", flag_text(src, dst, first, n))
             add_flag(waiter, "wait_flags", flag_text(src, dst, first, n))
             add_flag(setter, "set_flags", flag_text(src, dst, first, n))
             add_flag(loop, "post_wait_flags", flag_text(src, dst, first, n))
+        kept = _prune(edges, pos)
+        for e in sorted(kept, key=lambda e: e.rotate == 1):
+            first = (ids.take(e.src, e.dst, e.rotate, e.waiter) if e.rotate > 1
+                     else ids.take_single(e.src, e.dst, e.setter, e.waiter))
+            text = flag_text(e.src, e.dst, first, e.rotate)
+            add_flag(e.setter, "set_flags", text)
+            add_flag(e.waiter, "wait_flags", text)
         return True
 
 
@@ -273,21 +278,48 @@ def _sharing_pairs(fn: Function) -> list[tuple[str, str]]:
 
 
 class _Ids:
-    """Event ids per ``SRC_DST`` pair, handed out in order; too many is out of resources."""
+    """Event ids per ``SRC_DST`` pair, handed out in order.
 
-    def __init__(self, fn: Function, spec):
+    When a pair runs out, a single (non-rotating) flag shares the id of an earlier single
+    flag whose set and wait both come before its own set and wait in program order: the
+    k-th wait then still takes the k-th set (the engine counts sets per id), though on
+    1-bit hardware flags the set could arrive before the earlier wait consumed its flag
+    (``DebugOptions(check_flags=True)`` reports it).  Nothing left to share is
+    ``OutOfResources``.
+    """
+
+    def __init__(self, fn: Function, spec, pos: Positions):
         self.fn = fn
         self.spec = spec
+        self.pos = pos
         self.next: dict[tuple, int] = {}
+        self.last: dict[tuple, list] = {}      # pair -> [(id, setter, waiter)] singles
 
     def take(self, src: str, dst: str, n: int, op: Op) -> int:
         first = self.next.get((src, dst), 0)
-        self.next[(src, dst)] = first + n
         if first + n > self.spec.event_ids:
-            from npujit.jit.errors import OutOfResources
-            raise OutOfResources(
-                f"the schedule needs more than {self.spec.event_ids} event ids for "
-                f"HardEvent::{flag_text(src, dst, 0).split(':')[0]} on {self.spec.name} "
-                f"(one per buffer slot synchronised between those pipes); use fewer "
-                f"num_stages or fewer tiles", op.loc, self.fn.name)
+            self._fail(src, dst, op)
+        self.next[(src, dst)] = first + n
         return first
+
+    def take_single(self, src: str, dst: str, setter: Op, waiter: Op) -> int:
+        singles = self.last.setdefault((src, dst), [])
+        if self.next.get((src, dst), 0) < self.spec.event_ids:
+            i = self.take(src, dst, 1, waiter)
+            singles.append([i, setter, waiter])
+            return i
+        end, start = self.pos.end, self.pos.start
+        for entry in singles:
+            i, s0, w0 = entry
+            if end[id(s0)] < start[id(setter)] and end[id(w0)] < start[id(waiter)]:
+                entry[1], entry[2] = setter, waiter
+                return i
+        self._fail(src, dst, waiter)
+
+    def _fail(self, src: str, dst: str, op: Op):
+        from npujit.jit.errors import OutOfResources
+        raise OutOfResources(
+            f"the schedule needs more than {self.spec.event_ids} event ids for "
+            f"HardEvent::{flag_text(src, dst, 0).split(':')[0]} on {self.spec.name} "
+            f"(one per buffer slot synchronised between those pipes); use fewer "
+            f"num_stages or fewer tiles", op.loc, self.fn.name)

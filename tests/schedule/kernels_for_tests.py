@@ -24,3 +24,14 @@ def counted_scale_kernel(x_ptr, out_ptr, counts_ptr, BLOCK: nl.constexpr):
     for t in nl.range(0, count, 1, num_stages=2):
         offs = (pid * 64 + t) * BLOCK + nl.arange(0, BLOCK)
         nl.store(out_ptr + offs, nl.load(x_ptr + offs) * 2.0)
+
+
+@npu_kernel
+def many_sums_kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
+    # Nine loads each read by its own reduction: nine MTE2 -> V flags, more than the
+    # 910-like part's four event ids.
+    offs = nl.arange(0, BLOCK)
+    total = nl.sum(nl.load(x_ptr + offs), axis=0)
+    for i in nl.static_range(1, 9):
+        total = total + nl.sum(nl.load(x_ptr + i * BLOCK + offs), axis=0)
+    nl.store(out_ptr + nl.arange(0, 1), nl.reshape(total, (1,)))

@@ -142,3 +142,14 @@ def test_dropping_a_wait_is_caught_by_the_race_detector():
         op.attrs["set_flags"] = [f for f in op.attrs["set_flags"] if not f.startswith("MTE2_")]
     report = simulate(lower(fn, (2, 2), rt), ASCEND_910B_LIKE, debug=CHECKS)
     assert any(r.kind == "RAW" for r in report.races)
+
+
+def test_flags_share_ids_when_a_pair_runs_out():
+    from .kernels_for_tests import many_sums_kernel
+
+    x = np.random.default_rng(6).random(9 * 64).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    report = many_sums_kernel.simulate(x, out, grid=(1,), spec=ASCEND_910_LIKE, debug=CHECKS,
+                                       BLOCK=64)
+    np.testing.assert_allclose(out[0], x.sum(), rtol=1e-5)
+    _clean(report)
