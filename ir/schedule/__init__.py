@@ -68,10 +68,21 @@ def schedule(fn: Function, spec) -> Schedule:
 
         >>> sched = schedule(fn, ASCEND_910B_LIKE)     # doctest: +SKIP
     """
+    import sys
+
+    from npujit.jit import knobs
+
+    from ..passes.pipeline import dump_selected
+    from ..printer import print_function
+
     clear_schedule(fn)
     passes = schedule_passes()
+    dump = knobs.dump_ir()
     for p in passes:
         p.run(fn, spec)
+        if dump and dump_selected(dump, p.name):       # NPUJIT_DUMP_IR=after:insert-sync
+            print(f"// -----// IR after {p.name} //----- //", file=sys.stderr)
+            print(print_function(fn), file=sys.stderr)
     alloc = passes[1]
     return Schedule(spec, fn.attrs[CORE_ATTR], alloc.buffers, alloc.peaks)
 

@@ -184,3 +184,12 @@ def test_more_flag_ids_than_the_spec_has_is_out_of_resources():
     kernel, args, meta = _launches()["stream_add"]
     with pytest.raises(npujit.OutOfResources, match="event ids for HardEvent::"):
         kernel.with_options(spec=ASCEND_910_LIKE).inspect(*args, **{**meta, "STAGES": 5})
+
+
+def test_dump_ir_prints_any_schedule_pass(monkeypatch, capsys):
+    monkeypatch.setenv("NPUJIT_DUMP_IR", "after:insert-sync")
+    kernel, args, meta = _launches()["add"]
+    fn = parse_function(kernel.inspect(*args, **meta)["ir"])
+    schedule(fn, ASCEND_910B_LIKE)
+    err = capsys.readouterr().err
+    assert "// -----// IR after insert-sync //----- //" in err and "wait_flags" in err
