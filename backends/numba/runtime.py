@@ -176,7 +176,8 @@ class Launcher:
 
     def __init__(self, module, ksrc, fn, options: dict):
         self.source = ksrc.text
-        self.path = getattr(module, "__file__", None)
+        path = getattr(module, "__file__", None)
+        self.path = path if path and os.path.isfile(path) else None   # None: not on disk
         self.name = fn.name
         self._entry = getattr(module, ksrc.entry)
         self._arg_types = [a.type for a in fn.args]
