@@ -12,13 +12,14 @@ and a tile, and numba compile time grows with the number of loops.
 
 An unfused elementwise op is lowered as a region of one op, so it is one loop at most.
 
-Example (IR ``%e = npu.fused(%x, %m) { exp(x - splat(m)) }`` on 1024 f32)::
+Example (the softmax kernel's ``e = exp(x - splat(max))``, which a sum and a division
+both read, so it is computed into a tile)::
 
-    fused = np.empty(1024, np.float32)
-    for i in range(u64(1024)):
-        sub = f32(load[i] - reduce)
-        exp = f32(np.exp(sub))
-        fused[i] = exp
+    exp = np.empty(1024, f32)              # allocated once, before the program loop
+    ...
+    for i_2 in range(u64(1024)):
+        sub = f32(load[i_2] - max_1)
+        exp[i_2] = f32(sl.exp_f32(sub))
 """
 from __future__ import annotations
 

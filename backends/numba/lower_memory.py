@@ -7,12 +7,18 @@ silently wrapping to the array's end.  With ``options['debug']`` (``NPUJIT_DEBUG
 every access is bounds-checked and raises ``IndexError`` naming the op's source line.
 Half floats are stored as uint16 bits and converted with ``halfprec``.
 
-Example (``x = load(x_ptr, offs, mask)`` on 128 f16 lanes)::
+Offsets that are affine in the lanes (``pid * B + arange``, row offsets + columns ...)
+become ``base + i`` so LLVM sees contiguous accesses; the mask is still evaluated per
+lane, exactly.  Block pointers take a check-free contiguous path for rows that have
+unit stride and lie in bounds.
 
-    load = np.empty(128, np.float32)
+Example (``x = load(x_ptr + offs, mask=offs < n)`` on 128 f16 lanes, with
+``offs = pid * 128 + arange(0, 128)`` inlined where it is read)::
+
+    base = u64(i64(mul))
     for i in range(u64(128)):
-        if lt[i]:
-            load[i] = hp.f16_bits_to_f32(x_ptr[u64(add[i])])
+        if (i32(mul + i32(i64(i))) < n):
+            load[i] = hp.f16_bits_to_f32(x_ptr[base + i])
         else:
             load[i] = f32(0.0)
 """

@@ -1,12 +1,12 @@
 """Whole-tile ops that call a numba helper: reduce, scan, sort, topk, dot.
 
 The operand is made row-major contiguous (views are copied once), the tile is seen as
-``(outer, n, inner)`` around the axis, and the helper writes a fresh flat array.
+``(outer, n, inner)`` around the axis, and the helper writes the op's own tile.
 Reducing a 1-D tile calls a ``line_*`` helper that returns the scalar directly.
 
 Example (``m = max(x, axis=0)`` on a 1024-element f32 tile)::
 
-    reduce = f32(rl.line_max_f(load, 0, 1024))
+    max_1 = f32(rl.line_max_f(load, 0, 1024))
 """
 from __future__ import annotations
 
