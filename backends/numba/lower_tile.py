@@ -90,8 +90,8 @@ def lower_topk(cg, op) -> None:
 
 
 def lower_dot(cg, op) -> None:
-    """``out = acc + a @ b``; the accumulator is always a fresh array (helpers add into
-    it in place, and arrays are otherwise never written after creation)."""
+    """``out = acc + a @ b``: the op's own tile gets ``acc`` (or zeros), then the helper
+    adds ``a @ b`` into it in place (``acc`` itself is never written)."""
     a = _operand(cg, op, 0)
     b = _operand(cg, op, 1)
     m, k = op.operands[0].type.shape
