@@ -253,3 +253,126 @@ def test_language_function_outside_a_kernel():
 def test_none_passed_for_a_pointer():
     msg = _compile_error(good, None, X, 16, BLOCK=16)
     assert "passed as None" in msg and "nl.load(x_ptr + offs" in msg
+
+
+# --- more of the catalogue (issue 4) -----------------------------------------------------
+
+def test_unknown_decorator_option():
+    with pytest.raises(TypeError, match="unknown option 'stages'"):
+        npu_kernel(stages=2)(good.fn)
+
+
+def test_var_args_kernel():
+    def k(*ptrs):
+        pass
+    with pytest.raises(TypeError, match=r"\*args/\*\*kwargs parameters are not supported"):
+        npu_kernel(k)
+
+
+def test_unhashable_constexpr():
+    with pytest.raises(LaunchError, match="constexpr argument 'BLOCK' must be hashable"):
+        good[(1,)](X, X, 16, BLOCK=[16])
+
+
+def test_negative_grid():
+    with pytest.raises(LaunchError, match=r"grid\[1\] = -2"):
+        good[(1, -2)](X, X, 16, BLOCK=16)
+
+
+def test_reshape_size_mismatch():
+    @npu_kernel
+    def k(x_ptr):
+        v = nl.reshape(nl.zeros((4, 8), nl.float32), (5, 8))
+    msg = _compile_error(k, X)
+    assert "cannot reshape a tile of shape [4, 8] (32 elements) to [5, 8]" in msg
+    assert "v = nl.reshape" in msg
+
+
+def test_trans_bad_permutation():
+    @npu_kernel
+    def k(x_ptr):
+        v = nl.trans(nl.zeros((4, 8), nl.float32), (0, 0))
+    msg = _compile_error(k, X)
+    assert "is not a permutation" in msg and "v = nl.trans" in msg
+
+
+def test_cast_to_a_non_dtype():
+    @npu_kernel
+    def k(x_ptr):
+        v = nl.load(x_ptr).to("float16")
+    msg = _compile_error(k, X)
+    assert ".to() needs an nl dtype such as nl.float16" in msg and 'v = nl.load(x_ptr).to("float16")' in msg
+
+
+def test_other_without_mask():
+    @npu_kernel
+    def k(x_ptr):
+        v = nl.load(x_ptr + nl.arange(0, 4), other=0.0)
+    msg = _compile_error(k, X)
+    assert "other= needs a mask=" in msg and "v = nl.load" in msg
+
+
+def test_float_loop_bounds():
+    @npu_kernel
+    def k(x_ptr, n):
+        for i in nl.range(0, 2.5):
+            pass
+    msg = _compile_error(k, X, 4)
+    assert "nl.range bounds must be ints" in msg and "for i in nl.range(0, 2.5):" in msg
+
+
+def test_block_pointer_rank_mismatch():
+    @npu_kernel
+    def k(x_ptr, n):
+        b = nl.make_block_ptr(x_ptr, shape=(n, n), strides=(n,), offsets=(0, 0),
+                              block_shape=(4, 4))
+    msg = _compile_error(k, X, 4)
+    assert "strides has 1 entries but block_shape has 2" in msg and "nl.make_block_ptr" in msg
+
+
+def test_block_shape_must_be_constant():
+    @npu_kernel
+    def k(x_ptr, n):
+        b = nl.make_block_ptr(x_ptr, shape=(n,), strides=(1,), offsets=(0,), block_shape=(n,))
+    msg = _compile_error(k, X, 4)
+    assert "block_shape entries must be positive constant ints" in msg
+
+
+def test_advance_with_wrong_arity():
+    @npu_kernel
+    def k(x_ptr, n):
+        b = nl.make_block_ptr(x_ptr, shape=(n, n), strides=(n, 1), offsets=(0, 0),
+                              block_shape=(4, 4))
+        b = nl.advance(b, (4,))
+    msg = _compile_error(k, X, 4)
+    assert "advance: 1 offsets for a rank-2 block pointer" in msg and "b = nl.advance(b, (4,))" in msg
+
+
+def test_dot_on_int32_tiles():
+    @npu_kernel
+    def k(x_ptr):
+        c = nl.dot(nl.zeros((4, 4), nl.int32), nl.zeros((4, 4), nl.int32))
+    msg = _compile_error(k, X)
+    assert "dot takes float or int8 tiles, got i32" in msg and "c = nl.dot" in msg
+
+
+def test_integer_literal_overflow():
+    @npu_kernel
+    def k(x_ptr):
+        v = nl.zeros((4,), nl.int8) + 1000
+    msg = _compile_error(k, X)
+    assert "integer literal 1000 does not fit i8" in msg and "v = nl.zeros((4,), nl.int8) + 1000" in msg
+
+
+def test_tiles_over_the_ub_budget():
+    from npujit import OutOfResources
+
+    @npu_kernel
+    def k(x_ptr, BLOCK: nl.constexpr):
+        offs = nl.arange(0, BLOCK)
+        v = nl.load(x_ptr + offs)
+        nl.store(x_ptr + offs, v * 2.0)
+    with pytest.raises(OutOfResources) as e:
+        k.with_options(backend="reference")[(1,)](X, BLOCK=1 << 20)
+    msg = str(e.value)
+    assert "v = nl.load(x_ptr + offs)" in msg and "UB holds" in msg and "try BLOCK <=" in msg
