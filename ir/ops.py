@@ -18,7 +18,7 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
-from .types import (DType, PtrType, TensorType, bool_, float32, int32, int64, tensor)
+from .types import DType, PtrType, TensorType, bool_, float32, int32, tensor
 
 
 class Kind(enum.Enum):

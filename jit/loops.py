@@ -14,6 +14,7 @@ Example::
 """
 from __future__ import annotations
 
+import builtins
 import numbers
 
 from npujit.ir import Block, Kind
@@ -227,7 +228,7 @@ def ir_for(it: nl_range, body, names, inits):
     builder = ctx.builder
     lb, ub, step = _bounds(it)
     inits = list(inits)
-    for _attempt in builtins_range(64):
+    for _attempt in builtins.range(64):
         leaves: list = []
         specs = [_flatten(v, leaves) for v in inits]
         blk = Block([lb.type] + [t.type for t in leaves])
@@ -246,9 +247,9 @@ def ir_for(it: nl_range, body, names, inits):
             promote: list = []
             out_leaves = []
             for n, s, o in zip(names, specs, outs):
-                for p, out in _collect(s, o, n):
-                    promote.append((n, p, out))
-                out_leaves += _match_leaves(s, o, n)
+                found: list = []
+                out_leaves += _match(s, o, n, found, ())
+                promote += [(n, p, out) for p, out in found]
             if not promote:
                 out_leaves = [_as_leaf(o, a, n) for o, a, n in
                               zip(out_leaves, args[1:], _leaf_names(names, specs))]
@@ -272,11 +273,7 @@ def ir_for(it: nl_range, body, names, inits):
         else:
             final.append(_unflatten(s, results[pos:pos + k]))
         pos += k
-    return tuple(final) if len(names) != 1 else (final[0],)
-
-
-import builtins as _b  # noqa: E402
-builtins_range = _b.range
+    return tuple(final)
 
 
 def _MISSING_AFTER(name: str) -> Undefined:
@@ -292,16 +289,6 @@ def _count_leaves(spec) -> int:
     if spec[0] == "P":
         return 0 if spec[2] is None else _count_leaves(spec[2])
     return sum(_count_leaves(s) for s in spec[2])
-
-
-def _collect(spec, out, name):
-    promote: list = []
-    _match(spec, out, name, promote, ())
-    return promote
-
-
-def _match_leaves(spec, out, name):
-    return _match(spec, out, name, [], ())
 
 
 def _leaf_names(names, specs):

@@ -179,12 +179,7 @@ class Program:
                 out = step.fn(self, step.op, *[env[i] for i in step.operands])
                 if step.terminator:
                     return out
-                if len(step.results) == 1:
-                    value = out[0] if isinstance(out, tuple) else out
-                    env[step.results[0]] = _checked(value, step, 0)
-                elif step.results:
-                    for i, (slot, value) in enumerate(zip(step.results, out, strict=True)):
-                        env[slot] = _checked(value, step, i)
+                _store_results(env, step, out)
         except Exception as e:
             _annotate(e, self, step)
             raise
@@ -201,12 +196,7 @@ class Program:
                 out = step.fn(self, step.op, *operands)
                 if step.terminator:
                     return out
-                if len(step.results) == 1:
-                    value = out[0] if isinstance(out, tuple) else out
-                    env[step.results[0]] = _checked(value, step, 0)
-                elif step.results:
-                    for i, (slot, value) in enumerate(zip(step.results, out, strict=True)):
-                        env[slot] = _checked(value, step, i)
+                _store_results(env, step, out)
                 hook.after(self, step.op, operands, [env[i] for i in step.results])
         except Exception as e:
             _annotate(e, self, step)
@@ -242,3 +232,13 @@ def interpret(fn: Function, grid: tuple, args: list) -> None:
     See the module docstring for an example.
     """
     Plan(fn).run(tuple(grid), list(args))
+
+
+def _store_results(env: list, step, out) -> None:
+    """Put an op's result(s) into their slots, checked against the IR's types."""
+    if len(step.results) == 1:
+        value = out[0] if isinstance(out, tuple) else out
+        env[step.results[0]] = _checked(value, step, 0)
+    elif step.results:
+        for i, (slot, value) in enumerate(zip(step.results, out, strict=True)):
+            env[slot] = _checked(value, step, i)
