@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from npujit.kernels import elementwise, layernorm, matmul, softmax
+from npujit.kernels import numpy_reference as ref
 
 
 def best_of(fn, repeat: int, budget_s: float = 3.0) -> float:
@@ -40,26 +41,18 @@ def cases(small: bool):
     r, c = (512, 1024) if small else (4096, 1024)
     s = rng.standard_normal((r, c)).astype(np.float32)
 
-    def np_softmax():
-        e = np.exp(s - s.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
-    yield ("softmax", f"{r}x{c} f32", lambda b: softmax.softmax(s, backend=b), np_softmax)
+    yield ("softmax", f"{r}x{c} f32", lambda b: softmax.softmax(s, backend=b),
+           lambda: ref.softmax(s))
 
     r = 256 if small else 2048
     h = rng.standard_normal((r, 1024)).astype(np.float32)
     w = rng.standard_normal(1024).astype(np.float32)
     bias = rng.standard_normal(1024).astype(np.float32)
 
-    def np_layernorm():
-        mu = h.mean(axis=1, keepdims=True)
-        var = ((h - mu) ** 2).mean(axis=1, keepdims=True)
-        return (h - mu) / np.sqrt(var + 1e-5) * w + bias
     yield ("layernorm", f"{r}x1024 f32", lambda b: layernorm.layernorm(h, w, bias, backend=b),
-           np_layernorm)
-
-    def np_rmsnorm():
-        return h / np.sqrt((h * h).mean(axis=1, keepdims=True) + 1e-6) * w
-    yield ("rmsnorm", f"{r}x1024 f32", lambda b: layernorm.rmsnorm(h, w, backend=b), np_rmsnorm)
+           lambda: ref.layernorm(h, w, bias))
+    yield ("rmsnorm", f"{r}x1024 f32", lambda b: layernorm.rmsnorm(h, w, backend=b),
+           lambda: ref.rmsnorm(h, w))
 
     m = 256 if small else 512
     a = rng.standard_normal((m, m)).astype(np.float16)
@@ -71,7 +64,7 @@ def cases(small: bool):
         yield (f"matmul/{t}", f"{m}^3 f16->f32",
                (lambda t: lambda b: matmul.matmul(a, bb, block_m=t, block_n=t, block_k=t,
                                                   backend=b))(t),
-               lambda: a.astype(np.float32) @ bb.astype(np.float32))
+               lambda: ref.matmul_f32(a, bb))
 
 
 def main():
@@ -85,10 +78,10 @@ def main():
             f"{'ref/numba':>10} {'numpy/numba':>12}")
     print(head)
     print("-" * len(head))
-    for name, prob, run, ref in cases(args.small):
+    for name, prob, run, peer in cases(args.small):
         t_nb = best_of(lambda: run("numba"), args.repeat)
         t_ref = best_of(lambda: run("reference"), 2, budget_s=1.0)
-        t_np = best_of(ref, args.repeat)
+        t_np = best_of(peer, args.repeat)
         print(f"{name:<11} {prob:<18} {t_nb * 1e3:>8.2f}ms {t_ref * 1e3:>9.1f}ms "
               f"{t_np * 1e3:>8.2f}ms {t_ref / t_nb:>9.0f}x {t_np / t_nb:>11.2f}x")
 
