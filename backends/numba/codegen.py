@@ -127,6 +127,10 @@ class Codegen:
         uses = self._use_blocks.get(id(v), [])
         return len(uses) == 1 and uses[0] is self._def_block.get(id(v))
 
+    def num_uses(self, v: Value) -> int:
+        """How many operands (terminators included) read ``v``."""
+        return len(self._use_blocks.get(id(v), []))
+
     def hint(self, v: Value, default: str = "v") -> str:
         """A readable variable name for an op result."""
         if v.name:

@@ -89,6 +89,21 @@ def lower_topk(cg, op) -> None:
     cg.bind(op.results[1], idx)
 
 
+def _accumulates_in_place(cg, op, a, b) -> bool:
+    """May ``dot`` add into its ``acc`` operand's own tile?  Yes when ``acc`` is a loop-
+    carried tile (a slot only that block argument names) whose one use is this dot, and
+    the operands are other tiles: then nothing reads the old value afterwards, and the
+    loop's yield of the result finds it already in the slot (no copy in, none out)."""
+    v = op.operands[2]
+    parent = getattr(v.owner, "parent_op", None)
+    if (v.op is not None or parent is None or parent.kind is not Kind.FOR or v.index == 0
+            or cg.num_uses(v) != 1):
+        return False
+    acc = cg.val(v)
+    return (acc.is_contiguous_array and acc.shape == tuple(op.result.type.shape)
+            and acc.dtype == op.result.type.dtype and acc.name not in (a.name, b.name))
+
+
 def lower_dot(cg, op) -> None:
     """``out = acc + a @ b``: the op's own tile gets ``acc`` (or zeros), then the helper
     adds ``a @ b`` into it in place (``acc`` itself is never written)."""
@@ -98,6 +113,13 @@ def lower_dot(cg, op) -> None:
     n = op.operands[1].type.shape[1]
     rt = op.result.type
     w = cg.w
+    fn = "cl.dot_i8" if op.operands[0].type.dtype.is_int else "cl.dot_f"
+    if len(op.operands) == 3 and _accumulates_in_place(cg, op, a, b):
+        # the K-loop accumulator: its old value dies here, so add into its own slot
+        acc = cg.val(op.operands[2])
+        w.line(f"{fn}({a.name}, {b.name}, {acc.name}, {m}, {k}, {n})")
+        cg.bind(op.result, acc)
+        return
     out = cg.new_array("dot", rt.shape, rt.dtype)
     if len(op.operands) == 3:
         acc = cg.val(op.operands[2])
@@ -105,7 +127,6 @@ def lower_dot(cg, op) -> None:
             w.line(f"{out.name}[{nest.out}] = {nest.at(acc)}")
     else:
         w.line(f"{out.name}[:] = {ls.zero(rt.dtype)}")
-    fn = "cl.dot_i8" if op.operands[0].type.dtype.is_int else "cl.dot_f"
     w.line(f"{fn}({a.name}, {b.name}, {out.name}, {m}, {k}, {n})")
     cg.bind(op.result, out)
 

@@ -152,6 +152,8 @@ def _converter(t, name: str, kernel: str):
 # A launch that took longer than this serially runs its later launches on threads: below
 # it, handing chunks to threads costs more than it saves (~20-40 us per launch).
 PARALLEL_AFTER_S = 5e-4
+# Grid pieces per thread in a threaded launch (each costs one dispatcher call, ~2 us).
+CHUNKS_PER_THREAD = 8
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -219,13 +221,24 @@ class Launcher:
             self._threaded = True
 
     def _launch_threads(self, g0, g1, g2, total, args) -> None:
+        # Dynamic chunks: the grid is cut into CHUNKS_PER_THREAD pieces per thread and
+        # each thread takes the next piece when it finishes one, so a thread that the OS
+        # parks for a while (a busy core) delays the launch by one chunk, not by half
+        # the grid.  ``next`` on a shared iterator is atomic under the GIL.
         n = min(self.threads, total)
-        bounds = [total * k // n for k in range(n + 1)]
+        pieces = min(total, n * CHUNKS_PER_THREAD)
+        bounds = [total * k // pieces for k in range(pieces + 1)]
+        chunks = iter(range(pieces))
+        entry = self._entry
+
+        def worker():
+            for c in chunks:
+                entry(g0, g1, g2, bounds[c], bounds[c + 1], *args)
+
         pool = _thread_pool(n - 1)
-        futures = [pool.submit(self._entry, g0, g1, g2, bounds[k], bounds[k + 1], *args)
-                   for k in range(1, n)]
+        futures = [pool.submit(worker) for _ in range(1, n)]
         try:
-            self._entry(g0, g1, g2, bounds[0], bounds[1], *args)
+            worker()
         finally:
             for f in futures:
                 f.result()

@@ -335,6 +335,40 @@ def test_dot_accumulates_in_f32_or_i32(dt, m, k, n):
         np.testing.assert_allclose(got, want, rtol=0, atol=k * 2.0 ** -22)
 
 
+@pytest.mark.parametrize("reread", [False, True], ids=["acc-dies", "acc-reread"])
+def test_k_loop_dot_accumulates_into_its_carried_tile(reread):
+    """``acc = dot(a_k, b_k, acc)`` in a loop adds into the carried slot itself (no copies);
+    when the body reads ``acc`` again after the dot, the old value must survive."""
+    m = k = n = 4
+    fn, b = kernel("kloop", [F32, F32, F32])
+    init = splat(b, b.constant(0.0, T.float32), (m, n))
+    loop = b.for_loop(b.constant(0, T.int32), b.constant(3, T.int32), b.constant(1, T.int32),
+                      [init])
+    iv, acc = loop.body.args
+    with b.at(loop.body):
+        base = b.op(Kind.MUL, [iv, b.constant(m * k, T.int32)])
+        offs = b.op(Kind.ADD, [offsets(b, (m, k)), splat(b, base, (m, k))])
+        a = b.op(Kind.LOAD, [fn.args[0], offs])
+        bb = b.op(Kind.LOAD, [fn.args[1], offs])
+        nxt = b.op(Kind.DOT, [a, bb, acc])
+        if reread:
+            nxt = b.op(Kind.ADD, [nxt, acc])
+        b.create(Kind.YIELD, [nxt])
+    b.create(Kind.STORE, [fn.args[2], offsets(b, (m, n)), loop.result])
+    b.create(Kind.RETURN, [])
+    rng = np.random.default_rng(7)
+    av = rng.integers(-3, 4, (3, m, k)).astype(F32)
+    bv = rng.integers(-3, 4, (3, k, n)).astype(F32)
+    out = np.zeros(m * n, F32)
+    src = run_numba(fn, (1, 1, 1), [av.reshape(-1), bv.reshape(-1), out]).source
+    want = np.zeros((m, n))
+    for i in range(3):
+        want = want + av[i].astype(np.float64) @ bv[i] + (want if reread else 0)
+    same(out.reshape(m, n), want.astype(F32))
+    if not reread:
+        assert "dot_f(load, load_1, carried," in src.replace("cl.", "")
+
+
 def test_topk_ties_go_to_the_lower_index_and_nan_ranks_first():
     row = np.array([1.0, 3.0, np.nan, 3.0, -np.inf, np.nan, 3.0, 2.0], F32)
     fn, b = kernel("topk", [F32, F32, np.int32])
