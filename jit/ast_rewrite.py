@@ -193,6 +193,44 @@ class LoopRewriter(ast.NodeTransformer):
         return ast.If(test, [fdef, assign], [py_loop])
 
 
+# Python statements a kernel (or an @nl.inline helper) cannot use, and what to do instead.
+_UNSUPPORTED = {
+    ast.Try: "'try' is not supported in a kernel: nothing raises on the device at run time. "
+             "Check shapes and constants with nl.static_assert, and guard accesses with a mask",
+    ast.With: "'with' is not supported in a kernel: a context manager runs on the host. "
+              "Move it around the launch, outside the kernel",
+    ast.Yield: "a kernel cannot be a generator ('yield'): it writes its results with "
+               "nl.store and returns nothing",
+    ast.Global: "'global' is not supported in a kernel: a kernel cannot assign module "
+                "globals. Pass the value as an argument (an nl.constexpr if it is a constant)",
+    ast.AsyncFunctionDef: "async functions are not supported in a kernel",
+}
+_UNSUPPORTED[ast.TryStar] = _UNSUPPORTED[ast.Try]
+_UNSUPPORTED[ast.YieldFrom] = _UNSUPPORTED[ast.Yield]
+_UNSUPPORTED[ast.Nonlocal] = _UNSUPPORTED[ast.Global].replace("'global'", "'nonlocal'")
+_UNSUPPORTED[ast.AsyncWith] = _UNSUPPORTED[ast.AsyncFor] = _UNSUPPORTED[ast.Await] = \
+    _UNSUPPORTED[ast.AsyncFunctionDef]
+
+
+def _reject_unsupported(fdef: ast.FunctionDef, filename: str) -> None:
+    """A CompilationError at the first statement of ``fdef``'s own body (nested plain
+    ``def``s and lambdas are the user's business) that a kernel cannot run."""
+    from npujit.ir import Loc
+
+    from .errors import CompilationError
+
+    def visit(node):
+        why = _UNSUPPORTED.get(type(node))
+        if why is not None:
+            raise CompilationError(why, Loc(filename, node.lineno), fdef.name)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+                visit(child)
+
+    for stmt in fdef.body:
+        visit(stmt)
+
+
 def rewrite_function(fn: types.FunctionType, runtime) -> types.FunctionType:
     """``fn`` with its loops rewritten; ``runtime`` is bound to the name ``__npujit_rt``.
 
@@ -209,6 +247,7 @@ def rewrite_function(fn: types.FunctionType, runtime) -> types.FunctionType:
         raise TypeError(f"@npu_kernel must decorate a plain function, got {type(fdef).__name__}")
     fdef.decorator_list = []
     ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    _reject_unsupported(fdef, fn.__code__.co_filename)
     fdef = LoopRewriter().visit(fdef)
     freevars = list(fn.__code__.co_freevars)
     factory = ast.FunctionDef(

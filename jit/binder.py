@@ -81,6 +81,11 @@ def arg_signature(name: str, value):
         if a.ndim == 0:
             raise LaunchError(f"argument '{name}': a 0-d array is not a buffer; pass a Python "
                               "number for a scalar or a 1-element array")
+        if not a.flags.aligned:
+            raise LaunchError(f"argument '{name}': its data is not aligned to its "
+                              f"{a.itemsize}-byte element size (a view at an odd byte offset "
+                              "of a buffer?); the NPU's copies need aligned addresses, so "
+                              "pass an aligned copy, e.g. np.array(x)")
         contiguous = bool(a.flags.c_contiguous)
         if not contiguous and any(st < 0 or st % a.itemsize for st in a.strides):
             raise LaunchError(f"argument '{name}': strides {a.strides} are negative or not a "

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import time
 
-from npujit.ir import Function, Kind
+from npujit.ir import Function, Kind, Loc
 from npujit.language.core import pointer, tensor
 
+from .access import check_strided, stored_arguments
 from .binder import ir_type
 from .errors import CompilationError, NPUJitError
 from .tracing import TraceContext, tracing
@@ -37,6 +38,7 @@ class Compiled:
         self.sigs = sigs
         self.used_globals = used_globals
         self.ir = fn_ir
+        self.stores = stored_arguments(fn_ir)
 
 
 def trace(kernel, sigs: tuple, constexprs: dict) -> Function:
@@ -62,13 +64,39 @@ def trace(kernel, sigs: tuple, constexprs: dict) -> Function:
             i += 1
             proxies.append(pointer(v) if s[0] == "A" else tensor(v))
     with tracing(ctx):
-        result = kernel.traced_fn()(*proxies)
+        try:
+            result = kernel.traced_fn()(*proxies)
+        except RecursionError as e:
+            raise _recursion_error(e, kernel.name) from None
         if result is not None:
             raise CompilationError(f"kernel '{kernel.name}' returned {result!r}; kernels write "
                                    "their results with nl.store and return nothing",
                                    ctx.loc(), kernel.name)
         ctx.builder.create(Kind.RETURN, [], {})
     return fn
+
+
+def _recursion_error(e: RecursionError, kernel: str) -> CompilationError:
+    """Name the user function that called itself without end while the kernel traced:
+    the frame of the user's code that repeats most often in the traceback."""
+    import collections
+    import os
+    import traceback
+
+    import npujit.language
+
+    ours = tuple(os.path.dirname(os.path.abspath(f)) + os.sep
+                 for f in (__file__, npujit.language.__file__))   # jit/ and the language
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if not os.path.abspath(f.filename).startswith(ours)]
+    if not frames:
+        return CompilationError(f"kernel '{kernel}' recursed without end while tracing")
+    (file, line, name), _ = collections.Counter(
+        (f.filename, f.lineno, f.name) for f in frames).most_common(1)[0]
+    return CompilationError(
+        f"'{name}' calls itself without end: helpers are inlined when the kernel is traced, "
+        "so a recursive call must stop on a Python value (a constexpr depth, say); for a "
+        "loop over run-time values use nl.range", Loc(file, line), kernel)
 
 
 def _printable(v) -> bool:
@@ -111,6 +139,8 @@ def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
         raise CompilationError(f"the traced kernel is malformed: {e}. A common cause is a "
                                "value computed inside an nl.range loop and used after it "
                                "without being a loop-carried variable", None, kernel.name) from None
+    check_strided(fn, kernel.name, {p for p, s in zip(kernel.params, sigs)
+                                    if s is not None and s[0] == "A" and not s[3]})
     artifacts = {"trace": print_function(fn, locs=True)}
     run_passes(fn)
     artifacts["ir"] = print_function(fn)

@@ -2,7 +2,7 @@
 argument plans, so a cached launch costs a few microseconds of Python.
 
 The binder is a generated function with the kernel's own parameter list, so Python binds
-positional and keyword arguments; it returns a cheap key (array dtype/rank/contiguity,
+positional and keyword arguments; it returns a cheap key (array dtype/rank/contiguity/alignment/writeability,
 scalar types, constexpr values) and the values in parameter order.  Anything unusual
 (a torch tensor, a bad argument, a first launch) takes the slow path in ``kernel.py``,
 which validates with clear messages and fills the fast table.
@@ -25,7 +25,8 @@ def array_key(a):
     """Key part of one runtime argument (numpy arrays and plain scalars only)."""
     t = type(a)
     if t is _ndarray:
-        return (a.dtype, a.ndim, a.flags.c_contiguous)
+        f = a.flags      # misaligned and read-only arrays get keys of their own (checked)
+        return (a.dtype, a.ndim, f.c_contiguous, f.aligned, f.writeable)
     if t is int or t is float or t is bool or a is None:
         return t
     return SLOW

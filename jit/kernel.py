@@ -211,10 +211,22 @@ class NPUKernel:
         bound = self._bind(args, kwargs)
         g = self._grid(grid, tuple(bound[p] for p in self.params))
         c, constexprs = self._get_compiled(bound)
+        self._check_writeable(c, bound)
         rt = [runtime_value(c.sigs[i], bound[self.params[i]], self.params[i])
               for i in c.runtime_index]
         c.run(g, rt)
         self._remember_fast(bound, c)
+
+    def _check_writeable(self, c, bound: dict) -> None:
+        """A read-only array passed where the kernel stores is a LaunchError (checked on
+        the slow path; read-only arrays have fast-path keys of their own)."""
+        for name, loc in c.stores.items():
+            a = bound.get(name)
+            flags = getattr(a, "flags", None)
+            if flags is not None and not flags.writeable:
+                raise LaunchError(f"argument '{name}' is read-only, but kernel '{self.name}' "
+                                  f"stores to it at {loc.file}:{loc.line}; pass a writeable "
+                                  "array (np.array(x) makes a copy)")
 
     def _grid(self, grid, vals) -> tuple:
         if callable(grid):

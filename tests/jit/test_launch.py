@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import npujit.language as nl
-from npujit import npu_kernel
+from npujit import LaunchError, npu_kernel
 from npujit.jit.compiler import compile_log
 
 
@@ -50,8 +50,10 @@ def test_dtype_rank_contiguity_and_constexpr_specialise(backend):
     assert k.compile_count == 4 and (out2d == 2).all()
     strided = np.ones((8, 16), np.float32)[:, ::2]
     assert not strided.flags.c_contiguous
-    k[(1,)](strided, out2d, 64, 2.0, BLOCK=64)   # walks the raw buffer with unit stride
-    assert k.compile_count == 5
+    # the kernel addresses x as contiguous (no stride argument): refused, not misread
+    with pytest.raises(LaunchError, match="'x_ptr' is a non-contiguous view"):
+        k[(1,)](strided, out2d, 64, 2.0, BLOCK=64)
+    assert k.compile_count == 4
 
 
 def test_compile_log_records_compiles():
