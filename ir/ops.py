@@ -100,6 +100,7 @@ class Kind(enum.Enum):
 
     # --- debugging -------------------------------------------------------------------------
     PRINT = "npu.print"             # (*values) {prefix}
+    ASSERT = "npu.assert"           # (cond) {message, error}: raise where a lane is false
 
 
 BINARY = frozenset({Kind.ADD, Kind.SUB, Kind.MUL, Kind.DIV, Kind.FLOORDIV, Kind.REM, Kind.POW,
@@ -382,6 +383,15 @@ def _rule_none(ts, attrs):
     return ()
 
 
+def _rule_assert(ts, attrs):
+    _need(len(ts) == 1 and isinstance(ts[0], TensorType) and ts[0].dtype.name == "i1",
+          f"npu.assert takes one bool scalar or tile, got {list(map(str, ts))}")
+    _need(isinstance(attrs.get("message"), str), "npu.assert needs a 'message' string")
+    _need(attrs.get("error", "assert") in ("assert", "overflow"),
+          "npu.assert 'error' is 'assert' or 'overflow'")
+    return ()
+
+
 def _rule_for(ts, attrs):
     _need(len(ts) >= 3, "scf.for takes (lb, ub, step, *init)")
     for t in ts[:3]:
@@ -406,7 +416,7 @@ _RULES = {
     Kind.SORT: _rule_sort, Kind.TOPK: _rule_topk, Kind.DOT: _rule_dot,
     Kind.LOAD: _rule_load, Kind.STORE: _rule_store, Kind.BLOCK_LOAD: _rule_block_load,
     Kind.BLOCK_STORE: _rule_block_store, Kind.ATOMIC_ADD: _rule_atomic_add,
-    Kind.PRINT: _rule_none,
+    Kind.PRINT: _rule_none, Kind.ASSERT: _rule_assert,
 }
 for _k in BINARY:
     _RULES[_k] = _rule_binary(_k)
@@ -414,7 +424,7 @@ for _k in UNARY:
     _RULES[_k] = _rule_unary(_k)
 
 _IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
-           Kind.BLOCK_STORE, Kind.ATOMIC_ADD, Kind.PRINT}
+           Kind.BLOCK_STORE, Kind.ATOMIC_ADD, Kind.PRINT, Kind.ASSERT}
 # Loads only read; they are kept impure so DCE/CSE never move them across stores.
 
 INFO = {k: OpInfo(k, pure=k not in _IMPURE, terminator=k in (Kind.RETURN, Kind.YIELD),

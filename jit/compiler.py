@@ -41,8 +41,9 @@ class Compiled:
         self.stores = stored_arguments(fn_ir)
 
 
-def trace(kernel, sigs: tuple, constexprs: dict) -> Function:
-    """The kernel's IR for argument signatures ``sigs`` and constexpr values."""
+def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False) -> Function:
+    """The kernel's IR for argument signatures ``sigs`` and constexpr values (with the
+    ``nl.device_assert`` checks when ``debug``)."""
     params = kernel.params
     arg_types, arg_names = [], []
     for p, s in zip(params, sigs):
@@ -52,7 +53,7 @@ def trace(kernel, sigs: tuple, constexprs: dict) -> Function:
         arg_names.append(p)
     fn = Function(kernel.name, arg_types, arg_names,
                   attrs={k: v for k, v in sorted(constexprs.items()) if _printable(v)})
-    ctx = TraceContext(fn, kernel.name)
+    ctx = TraceContext(fn, kernel.name, debug)
     proxies, i = [], 0
     for p, s in zip(params, sigs):
         if p in kernel.constexpr_params:
@@ -131,7 +132,8 @@ def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
     from npujit.ir.verifier import VerifyError, verify
 
     t0 = time.perf_counter()
-    fn = trace(kernel, sigs, constexprs)
+    debug = bool(options.get("debug"))
+    fn = trace(kernel, sigs, constexprs, debug)
     try:
         verify(fn)
     except VerifyError as e:
@@ -142,6 +144,9 @@ def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
     check_strided(fn, kernel.name, {p for p, s in zip(kernel.params, sigs)
                                     if s is not None and s[0] == "A" and not s[3]})
     artifacts = {"trace": print_function(fn, locs=True)}
+    if debug:   # int32 address arithmetic that wraps raises IndexOverflowError
+        from npujit.ir.passes.index_checks import IndexChecks
+        IndexChecks().run(fn)
     run_passes(fn)
     artifacts["ir"] = print_function(fn)
     # Legality is the schedule's, whatever the backend: OutOfResources raises here.

@@ -41,3 +41,19 @@ class LaunchError(NPUJitError, TypeError):
 
 class OutOfResources(CompilationError):
     """Tiles do not fit a memory scope of the NPU."""
+
+
+class OutOfBoundsError(NPUJitError, IndexError):
+    """An active lane accessed memory outside its array argument (both tiers; the numba
+    backend checks in debug mode, ``NPUJIT_DEBUG=1``).  The message names the kernel, the
+    op and its source line, the program id, the offset and the argument."""
+
+
+class DeviceAssertionError(NPUJitError, AssertionError):
+    """``nl.device_assert`` failed in a lane (checked when the kernel is compiled with
+    ``debug=True`` / ``NPUJIT_DEBUG=1``): kernel, line, program id, lane and message."""
+
+
+class IndexOverflowError(DeviceAssertionError, OverflowError):
+    """Integer index arithmetic wrapped around its 32-bit type (debug mode): the address
+    it feeds would be wrong.  Cast the operand to ``nl.int64`` before the arithmetic."""

@@ -29,9 +29,10 @@ _state = threading.local()
 class TraceContext:
     """One kernel being traced: its IR function, a builder and the kernel's name."""
 
-    def __init__(self, fn: Function, kernel_name: str):
+    def __init__(self, fn: Function, kernel_name: str, debug: bool = False):
         self.fn = fn
         self.kernel_name = kernel_name
+        self.debug = debug          # device_assert emits checks only in debug mode
         self.builder = Builder(fn.body)
         self.used_globals: dict = {}
 

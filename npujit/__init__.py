@@ -5,7 +5,8 @@ Example::
     import npujit.language as nl
     from npujit import npu_kernel
 """
-from npujit.jit.errors import CompilationError, LaunchError, NPUJitError, OutOfResources
+from npujit.jit.errors import (CompilationError, DeviceAssertionError, IndexOverflowError,
+                               LaunchError, NPUJitError, OutOfBoundsError, OutOfResources)
 from npujit.jit.kernel import NPUKernel, npu_kernel
 
 from . import language
@@ -14,4 +15,5 @@ from .host import cdiv, next_power_of_2
 __version__ = "0.1.0"
 
 __all__ = ["npu_kernel", "NPUKernel", "language", "CompilationError", "LaunchError",
-           "NPUJitError", "OutOfResources", "cdiv", "next_power_of_2", "__version__"]
+           "NPUJitError", "OutOfResources", "OutOfBoundsError", "DeviceAssertionError",
+           "IndexOverflowError", "cdiv", "next_power_of_2", "__version__"]

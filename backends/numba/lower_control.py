@@ -124,5 +124,36 @@ def lower_print(cg, op) -> None:
         w.line(f"print({head})")
 
 
+def lower_assert(cg, op) -> None:
+    """Raise at the first lane (row-major) where the condition is false, with the
+    reference interpreter's message."""
+    from .lower_memory import site
+
+    w = cg.w
+    v = op.operands[0]
+    val = cg.val(v)
+    overflow = op.attrs.get("error") == "overflow"
+    cls, what = (("IndexOverflowError", "index arithmetic") if overflow
+                 else ("DeviceAssertionError", "device_assert"))
+    tail = repr(": " + op.attrs["message"])
+    if val.is_scalar:
+        with w.block(f"if not {val.name}:"):
+            w.line(f'raise {cls}({site(cg, op, what)} + "lane (): " + '
+                   f'{repr(op.attrs["message"])})')
+        return
+    arr = cg.materialise(val, cg.hint(v))
+    shape = tuple(v.type.shape)
+    flat = w.fresh("lane")
+    parts, stride = [], 1
+    for n in reversed(shape):
+        parts.append(f"str(({flat} // {stride}) % {n})")
+        stride *= n
+    lane = ' + ", " + '.join(reversed(parts))
+    lane = f'"(" + {lane} + ",)"' if len(shape) == 1 else f'"(" + {lane} + ")"'
+    with w.block(f"for {flat} in range({stride}):"):
+        with w.block(f"if not {arr.name}[{flat}]:"):
+            w.line(f'raise {cls}({site(cg, op, what)} + "lane " + {lane} + {tail})')
+
+
 LOWERINGS = {Kind.PROGRAM_ID: lower_program_id, Kind.NUM_PROGRAMS: lower_program_id,
-             Kind.FOR: lower_for, Kind.PRINT: lower_print}
+             Kind.FOR: lower_for, Kind.PRINT: lower_print, Kind.ASSERT: lower_assert}

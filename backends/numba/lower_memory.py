@@ -4,7 +4,8 @@ Every lane branches on its own mask bit, so a masked-off lane never forms an add
 (docs/semantics.md: it must not touch memory, whatever its offset).  Offsets index the
 1-D argument array through ``np.uint64``: a negative offset becomes huge instead of
 silently wrapping to the array's end.  With ``options['debug']`` (``NPUJIT_DEBUG=1``)
-every access is bounds-checked and raises ``IndexError`` naming the op's source line.
+every access is bounds-checked and raises ``OutOfBoundsError`` with the message the
+reference interpreter gives (kernel, op, source line, program id, offset, argument).
 Half floats are stored as uint16 bits and converted with ``halfprec``.
 
 Offsets that are affine in the lanes (``pid * B + arange``, row offsets + columns ...)
@@ -36,9 +37,17 @@ def _address(cg, op, ptr: str, index: str) -> str:
     """``ptr[index]`` (``index`` unsigned), preceded in debug mode by a bounds check."""
     if cg.options.get("debug"):
         with cg.w.block(f"if {index} >= u64({ptr}.shape[0]):"):
-            cg.w.line(f'raise IndexError("{op.kind.value} at {_where(op)}: offset out of '
-                      f'bounds of argument {ptr}")')
+            cg.w.line(f"raise OutOfBoundsError({site(cg, op)} + "
+                      f'"offset " + str(i64({index})) + ", outside [0, " + '
+                      f'str({ptr}.shape[0]) + ") of argument \'{ptr}\'")')
     return f"{ptr}[{index}]"
+
+
+def site(cg, op, what: str | None = None) -> str:
+    """A numba string expression: ``kernel 'k', npu.load at k.py:9, program (p, q, r): ``,
+    the head of the reference interpreter's messages for the same op."""
+    return (f'"kernel \'{cg.fn.name}\', {what or op.kind.value} at {_where(op)}, program (" + '
+            'str(pid0) + ", " + str(pid1) + ", " + str(pid2) + "): "')
 
 
 def _where(op) -> str:
@@ -253,8 +262,10 @@ def _block_loops(cg, op, bs, names, body) -> None:
             oks.append(ok)
         elif debug:  # unchecked axes must be in bounds
             with w.block(f"if {c} < 0 or {c} >= {names['shape', d_]}:"):
-                w.line(f'raise IndexError("{op.kind.value} at {_where(op)}: block coordinate '
-                       f'out of the shape on axis {d_}, which has no boundary check")')
+                w.line(f'raise OutOfBoundsError({site(cg, op)} + "block coordinate " + '
+                       f'str({c}) + " on axis {d_} is outside the declared shape [0, " + '
+                       f'str({names["shape", d_]}) + "), and axis {d_} is not in '
+                       'boundary_check")')
         return c
 
     for d_ in range(r - 1):

@@ -35,6 +35,7 @@ import numpy as np
 
 from npujit.ir.core import Block, Function, Op, Value
 from npujit.ir.types import TensorType
+from npujit.jit.errors import DeviceAssertionError
 
 from .memory import OutOfBoundsError
 from .table import SEMANTICS
@@ -217,7 +218,8 @@ def _checked(value, step: Step, i: int) -> np.ndarray:
 
 def _annotate(e: Exception, program: Program, step: Step | None) -> None:
     """Say where a failure happened, once (the innermost op), unless it already does."""
-    if step is None or isinstance(e, OutOfBoundsError) or getattr(e, "_npujit_where", False):
+    if (step is None or isinstance(e, (OutOfBoundsError, DeviceAssertionError))
+            or getattr(e, "_npujit_where", False)):
         return
     e._npujit_where = True
     e.add_note(f"while running {step.op.kind.value} at {step.op.loc} in kernel "

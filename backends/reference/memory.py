@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-class OutOfBoundsError(IndexError):
-    """A memory access by an active lane fell outside its GM argument (or, for a block
-    pointer, outside the declared shape on an axis without a boundary check)."""
+# An active lane's access outside its GM argument (or, for a block pointer, outside the
+# declared shape on an axis without a boundary check): one error type for both tiers,
+# raised here always and by the numba backend in debug mode.
+from npujit.jit.errors import OutOfBoundsError  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Reference semantics of the structural ops: constants, program ids, arange, print,
-loops, fused regions and terminators (docs/semantics.md, "Structure").
+assert, loops, fused regions and terminators (docs/semantics.md, "Structure").
 
 Region ops run their body through ``ctx.run_block(block, args)``, which returns the
 values the block's terminator (``scf.yield``) gives.  Terminators simply return their
@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from npujit.ir import Kind
+from npujit.jit.errors import DeviceAssertionError, IndexOverflowError
 
 from .numerics import I32, fits_int
 
@@ -59,6 +60,19 @@ def print_(ctx, op, *values):
         print(f"{head} {text}", flush=True)
 
 
+def assert_(ctx, op, cond):
+    """Raise where a lane of ``cond`` is false: ``DeviceAssertionError`` (or, for the
+    debug-mode index checks, ``IndexOverflowError``) naming kernel, line, program, lane."""
+    if np.all(cond):
+        return
+    lane = tuple(int(i) for i in np.argwhere(~np.asarray(cond, bool))[0])
+    overflow = op.attrs.get("error") == "overflow"
+    cls, what = ((IndexOverflowError, "index arithmetic") if overflow
+                 else (DeviceAssertionError, "device_assert"))
+    raise cls(f"kernel '{ctx.kernel}', {what} at {op.loc}, program {ctx.pid}: "
+              f"lane {lane}: {op.attrs['message']}")
+
+
 def for_(ctx, op, lb, ub, step, *inits):
     """Run the body for iv = lb, lb + step, ... while iv < ub (step > 0) or iv > ub
     (step < 0), threading the carried values; the results are the last carried values
@@ -95,6 +109,7 @@ SEMANTICS_STRUCTURE = {
     Kind.NUM_PROGRAMS: num_programs,
     Kind.ARANGE: arange,
     Kind.PRINT: print_,
+    Kind.ASSERT: assert_,
     Kind.FOR: for_,
     Kind.FUSED: fused,
     Kind.YIELD: terminator,

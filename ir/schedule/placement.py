@@ -28,7 +28,8 @@ from ..core import Function, Op
 from ..ops import Kind
 from .model import CORE_ATTR, is_tile, scheduled_ops
 
-_SCALAR_KINDS = (Kind.CONSTANT, Kind.PROGRAM_ID, Kind.NUM_PROGRAMS, Kind.PRINT, Kind.FOR)
+_SCALAR_KINDS = (Kind.CONSTANT, Kind.PROGRAM_ID, Kind.NUM_PROGRAMS, Kind.PRINT, Kind.ASSERT,
+                 Kind.FOR)
 _LOADS = (Kind.LOAD, Kind.BLOCK_LOAD)
 _STORES = (Kind.STORE, Kind.BLOCK_STORE)
 

@@ -9,7 +9,7 @@ from .core import (bfloat16, block_ptr, bool_, constexpr, dtype, float16, float3
 from .creation import (arange, cdiv, full, full_like, num_programs, program_id, zeros,
                        zeros_like)
 from .cube import dot
-from .debug import device_print, static_assert
+from .debug import device_assert, device_print, static_assert
 from .loops import range, static_range
 from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu, log, log2,
                    maximum, minimum, rsqrt, sigmoid, silu, sin, sqrt, tanh, where)
@@ -35,5 +35,6 @@ __all__ = [
     # cube
     "dot",
     # control flow and debugging
-    "range", "static_range", "inline", "static_assert", "device_print",
+    "range", "static_range", "inline", "static_assert", "device_assert",
+    "device_print",
 ]

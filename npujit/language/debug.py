@@ -1,9 +1,12 @@
-"""Compile-time checks and device-side printing: ``static_assert``, ``device_print``."""
+"""Compile-time checks, run-time checks and device-side printing: ``static_assert``,
+``device_assert``, ``device_print``."""
 from __future__ import annotations
 
 from npujit.ir import Kind
 
 from . import semantic as sem
+from npujit.jit.tracing import current
+
 from .core import builtin, constexpr, tensor
 
 
@@ -36,3 +39,29 @@ def device_print(prefix: str, *args) -> None:
         raise sem.error(f"device_print: the first argument must be a string prefix, got {prefix!r}")
     vals = [sem.to_tensor(a) for a in args]
     sem.emit(Kind.PRINT, vals, {"prefix": prefix}, nresults=0)
+
+
+@builtin
+def device_assert(cond, msg: str = "") -> None:
+    """Check ``cond`` (a bool scalar or tile) in every lane when the kernel runs, and
+    raise ``npujit.DeviceAssertionError`` naming the kernel, this line, the program id and
+    the first failing lane.  As in Triton, the check exists only when the kernel is
+    compiled in debug mode (``@npu_kernel(debug=True)`` or ``NPUJIT_DEBUG=1``); otherwise
+    it costs nothing.
+
+    Example::
+
+        nl.device_assert(offs < n, "offsets past the end")
+    """
+    if not isinstance(msg, str):
+        raise sem.error(f"device_assert: the message must be a string, got {msg!r}")
+    if isinstance(cond, constexpr):
+        cond = cond.value
+    if not isinstance(cond, tensor):
+        if not cond:
+            raise sem.error(f"device_assert on a constant that is false: {msg}")
+        return
+    if cond.dtype.name != "i1":
+        raise sem.error(f"device_assert needs a bool condition (a comparison), got {cond.dtype}")
+    if current().debug:
+        sem.emit(Kind.ASSERT, [cond], {"message": msg, "error": "assert"}, nresults=0)

@@ -1,0 +1,107 @@
+"""index-checks (debug mode only): catch int32 index arithmetic that wraps around.
+
+Integer arithmetic wraps (docs/semantics.md), so ``pid * 2**30 * 4`` is 0 in int32 and
+the address it feeds is silently wrong.  In debug mode (``NPUJIT_DEBUG=1`` or
+``debug=True``) this pass finds the ``add``/``sub``/``mul`` ops on int32 values that feed
+a memory op's offsets (through casts, broadcasts, loops' carried values, ...), and after
+each one recomputes it in int64 and asserts both agree::
+
+    %r = "npu.mul"(%a, %b) : (i32, i32) -> i32
+    %a64 = "npu.cast"(%a) {dtype = i64}        %b64 = "npu.cast"(%b) {dtype = i64}
+    %w = "npu.mul"(%a64, %b64)                 %n = "npu.cast"(%r) {dtype = i64}
+    "npu.assert"(%ok = "npu.cmp"(%w, %n) {predicate = "eq"}) {error = "overflow", ...}
+
+Both tiers then raise ``IndexOverflowError`` with the kernel, line, program id and lane.
+Run before the other passes (the checks are ordinary ops: fold/CSE/DCE/fusion apply).
+Values read from memory (gathers through loaded indices) are not followed.
+
+Example::
+
+    >>> IndexChecks().run(fn)          # doctest: +SKIP
+    True
+"""
+from __future__ import annotations
+
+from ..builder import Builder
+from ..core import Block, Function, Op, Value
+from ..ops import Kind
+from ..types import int32, int64
+
+_OFFSET_OPERANDS = {Kind.LOAD: slice(1, 2), Kind.STORE: slice(1, 2),
+                    Kind.ATOMIC_ADD: slice(1, 2), Kind.BLOCK_LOAD: slice(1, None),
+                    Kind.BLOCK_STORE: slice(1, -1)}
+_CHECKED = (Kind.ADD, Kind.SUB, Kind.MUL)
+_DATA = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_ADD)
+_SYMBOL = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}
+
+
+def _address_ops(fn: Function) -> list[Op]:
+    """The int32 add/sub/mul ops whose results flow into some memory op's addressing."""
+    seen: set[int] = set()
+    found: dict[int, Op] = {}
+    stack: list[Value] = []
+    for op in fn.walk():
+        sl = _OFFSET_OPERANDS.get(op.kind)
+        if sl is not None:
+            stack.extend(op.operands[sl])
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        op = v.op
+        if op is None:                        # block argument of a loop body
+            loop = getattr(v.owner, "parent_op", None)
+            if loop is None or loop.kind is not Kind.FOR:
+                continue
+            if v.index == 0:
+                stack.extend(loop.operands[:3])
+            else:
+                stack.append(loop.operands[3 + v.index - 1])
+                term = loop.body.terminator
+                if term is not None:
+                    stack.append(term.operands[v.index - 1])
+            continue
+        if op.kind in _DATA:
+            continue
+        if op.kind is Kind.FOR:
+            stack.append(op.operands[3 + v.index])
+            term = op.body.terminator
+            if term is not None:
+                stack.append(term.operands[v.index])
+            continue
+        if op.kind in _CHECKED and op.result.type.dtype == int32:
+            found[id(op)] = op
+        stack.extend(op.operands)
+    return list(found.values())
+
+
+class IndexChecks:
+    """Insert an int64 re-computation and an overflow assert after each int32 add/sub/mul
+    that feeds an address (see the module doc)."""
+
+    name = "index-checks"
+
+    def run(self, fn: Function) -> bool:
+        ops = _address_ops(fn)
+        for op in ops:
+            self._check(op)
+        return bool(ops)
+
+    @staticmethod
+    def _check(op: Op) -> None:
+        block: Block = op.parent
+        at = block.ops.index(op) + 1
+        tail = Block()                         # build into a scratch block, then splice
+        b = Builder(tail, loc=op.loc)
+        wide = [b.op(Kind.CAST, [x], {"dtype": int64}) for x in op.operands]
+        exact = b.op(op.kind, wide)
+        got = b.op(Kind.CAST, [op.result], {"dtype": int64})
+        ok = b.op(Kind.CMP, [exact, got], {"predicate": "eq"})
+        b.create(Kind.ASSERT, [ok], {
+            "error": "overflow",
+            "message": f"int32 index arithmetic '{_SYMBOL[op.kind]}' overflowed (the address "
+                       "would wrap around); cast an operand to nl.int64 first, e.g. "
+                       "pid.to(nl.int64) * BLOCK"})
+        for i, new in enumerate(tail.ops):
+            block.insert(at + i, new)
