@@ -3,7 +3,8 @@
 The kernel is compiled for the spec (its schedule is the spec's), every program runs on
 the reference interpreter with a recording hook (so the outputs land in the caller's arrays
 exactly as a normal launch writes them, and loop trip counts, masks and data-dependent work
-are real), the recorded per-core instruction streams go to ``npujit.sim.simulate``.
+are real), the recorded per-core instruction streams (GM copies tagged with the region they
+touch, for the spec's L2) go to ``npujit.sim.simulate``.
 
 Example::
 
@@ -36,5 +37,5 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
     g = k._grid(grid, tuple(bound[p] for p in k.params))
     c, _ = k._get_compiled(bound)
     rt = [runtime_value(c.sigs[i], bound[k.params[i]], k.params[i]) for i in c.runtime_index]
-    launch = lower(c.ir, g, rt, name=kernel.name)
+    launch = lower(c.ir, g, rt, name=kernel.name, gm_regions=True)   # the L2 sees re-reads
     return simulate(launch, spec, trace=trace, debug=debug)

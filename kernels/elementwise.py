@@ -1,4 +1,5 @@
-"""Elementwise kernels: vector add (the hello world) and a fused scale-add-activation.
+"""Elementwise kernels: vector add (the hello world) and a streaming add whose programs
+loop over their share of the array with a multi-buffered ``nl.range``.
 
 Example::
 
@@ -22,6 +23,20 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: nl.constexpr):
     x = nl.load(x_ptr + offs, mask=mask)
     y = nl.load(y_ptr + offs, mask=mask)
     nl.store(out_ptr + offs, x + y, mask=mask)
+
+
+@npu_kernel
+def add_stream_kernel(x_ptr, y_ptr, out_ptr, n, per_program, BLOCK: nl.constexpr,
+                      NUM_STAGES: nl.constexpr):
+    # One program per core, each streaming its share: with NUM_STAGES=2 the loads of tile
+    # i+1 overlap the add and the store of tile i (double buffering).
+    base = nl.program_id(0) * per_program
+    for i in nl.range(0, per_program, BLOCK, num_stages=NUM_STAGES):
+        offs = base + i + nl.arange(0, BLOCK)
+        mask = offs < n
+        x = nl.load(x_ptr + offs, mask=mask)
+        y = nl.load(y_ptr + offs, mask=mask)
+        nl.store(out_ptr + offs, x + y, mask=mask)
 
 
 def add(x: np.ndarray, y: np.ndarray, block: int = 1024, backend: str | None = None):

@@ -1,6 +1,10 @@
 """Tiled matmul on the Cube: block pointers, a pipelined K loop, ``nl.dot`` accumulating
 in f32, the result stored as f32 or cast to f16.
 
+``L0_BLOCK_K`` (0 = off) splits each dot into L0 K-chunks of that size, so the L1 tile
+(``BLOCK_K`` deep) can be larger than L0A/L0B hold: fewer, larger GM copies per K step,
+as Ascend's Matmul tiling does with baseK < stepK x baseK (ir/schedule/allocate.py).
+
 Example::
 
     >>> a = np.random.rand(64, 32).astype(np.float16)
@@ -21,7 +25,7 @@ from npujit import cdiv, npu_kernel
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                   BLOCK_M: nl.constexpr, BLOCK_N: nl.constexpr, BLOCK_K: nl.constexpr,
-                  NUM_STAGES: nl.constexpr):
+                  NUM_STAGES: nl.constexpr, L0_BLOCK_K: nl.constexpr = 0):
     pid_m = nl.program_id(0)
     pid_n = nl.program_id(1)
     a_blk = nl.make_block_ptr(a_ptr, shape=(M, K), strides=(stride_am, stride_ak),
@@ -43,7 +47,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
 
 def matmul(a: np.ndarray, b: np.ndarray, out_dtype=np.float32, block_m: int = 64,
            block_n: int = 64, block_k: int = 64, num_stages: int = 2,
-           backend: str | None = None) -> np.ndarray:
+           backend: str | None = None, l0_block_k: int = 0) -> np.ndarray:
     """``a @ b`` for 2-D arrays (fp16, bf16 or fp32 in; fp32 or fp16 out)."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs (M, K) @ (K, N), got {a.shape} @ {b.shape}")
@@ -55,5 +59,6 @@ def matmul(a: np.ndarray, b: np.ndarray, out_dtype=np.float32, block_m: int = 64
     k[(cdiv(M, block_m), cdiv(N, block_n))](
         a, b, c, M, N, K, a.strides[0] // s[0], a.strides[1] // s[0],
         b.strides[0] // s[1], b.strides[1] // s[1], c.strides[0] // s[2], c.strides[1] // s[2],
-        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, NUM_STAGES=num_stages)
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, NUM_STAGES=num_stages,
+        L0_BLOCK_K=l0_block_k)
     return c

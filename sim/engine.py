@@ -12,7 +12,9 @@ Model (simulator-and-moe.md §1.3):
   reached it; ``barrier(pipe)`` costs ``sync_cycles`` on that (already in-order) pipe.
 * A copy touching GM occupies its pipe for its issue latency, then streams its bytes through
   the :class:`~npujit.sim.hbm.HBMServer` shared by all cores, capped by its port rate; its
-  data lands ``hbm_latency`` later.  The pipe may issue the next copy meanwhile (DMA
+  data lands ``hbm_latency`` later.  When the spec has an L2 and the launch's copies carry
+  ``gm_region`` keys, the :class:`~npujit.sim.l2.MemorySystem` serves read hits from the L2
+  instead (its own shared bandwidth, landing ``l2_latency`` later).  The pipe may issue the next copy meanwhile (DMA
   requests pipeline), but a ``set_flag`` or ``barrier`` on it, and the program's end, wait
   for every earlier copy to land.
 * Programs are queued per core kind in launch order; a core takes the next one when all
@@ -48,11 +50,13 @@ from typing import NamedTuple
 
 from .cost import copy_occupancy, copy_terms, instr_cycles
 from .hbm import INF, HBMServer
+from .l2 import ONCE, MemorySystem
 from .isa import KINDS, CoreProgram, Instr, Launch, describe, flag_name
 from .spec import NPUSpec, SpecError, path_scopes
 
-# Queue entry codes.  An entry is (code, a, cost, moved bytes, port rate):
-#   LOCAL: a = cycles     GM: a = issue latency before HBM, cost = uncontended occupancy
+# Queue entry codes.  An entry is (code, a, cost, moved bytes, port rate, gm):
+#   LOCAL: a = cycles     GM: a = issue latency before HBM, cost = uncontended occupancy,
+#   gm = None or (is_write, region key) for the L2
 #   SET/WAIT: a = flag index.  SETD is a SET on a pipe that runs GM copies: it also waits
 #   for their data to land.
 LOCAL, GM, SET, WAIT, BARRIER, SETD = range(6)
@@ -96,7 +100,8 @@ class Compiled:
 
     __slots__ = ("program", "kind", "pipes", "queues", "positions", "pipe_work",
                  "bytes_by_path", "hbm_read", "hbm_write", "cube_flops", "vector_elems",
-                 "gm_latency_min", "instr_count")
+                 "gm_latency_min", "instr_count", "read_regions", "written_regions",
+                 "hbm_floor")
 
 
 class _InstrInfo(NamedTuple):
@@ -111,6 +116,7 @@ class _InstrInfo(NamedTuple):
     direction: int       # +1 reads GM, -1 writes GM, 0 on-core
     flops: int
     elems: int
+    region: object       # the copy's gm_region (None: unknown, never an L2 hit)
 
 
 class _KindCache(dict):
@@ -148,6 +154,7 @@ class Compiler:
         self._caches: dict[str, _KindCache] = {}
         # Pipes that run GM copies: their set_flags wait for the copies' data to land.
         self.dma_pipes = {p.pipe for name, p in spec.paths.items() if "GM" in path_scopes(name)}
+        self.has_regions = False    # some GM copy carries a gm_region (the L2 can hit)
 
     def _info(self, ins: Instr, kind: str, pipes: tuple) -> _InstrInfo:
         """Validate one instruction against the spec and build its :class:`_InstrInfo`."""
@@ -182,9 +189,14 @@ class Compiler:
             issue, _, moved, rate, touches_gm = copy_terms(path, ins.nbytes, spec)
             if touches_gm:
                 direction = 1 if src == "GM" else -1
-                entry = (GM, issue, copy_occupancy(path, ins.nbytes, spec), moved, float(rate))
+                gm = None
+                if ins.gm_region is not None:
+                    gm = (direction < 0, ins.gm_region)
+                    self.has_regions = True
+                entry = (GM, issue, copy_occupancy(path, ins.nbytes, spec), moved, float(rate),
+                         gm)
             else:
-                entry = (LOCAL, cost, cost, None, None)
+                entry = (LOCAL, cost, cost, None, None, None)
         elif ins.kind in ("set_flag", "wait_flag"):
             src, dst, eid = ins.flag
             for p in (src, dst):
@@ -200,15 +212,16 @@ class Compiler:
                 code = WAIT
             else:
                 code = SETD if ins.pipe in self.dma_pipes else SET
-            entry = (code, fidx, cost, None, None)
+            entry = (code, fidx, cost, None, None, None)
         elif ins.kind == "barrier" and pidx < 0:
-            entry = (BARRIER, 0, cost, None, None)
+            entry = (BARRIER, 0, cost, None, None, None)
         else:
-            entry = (LOCAL, cost, cost, None, None)
+            entry = (LOCAL, cost, cost, None, None, None)
         flops = ins.flops if ins.kind == "mmad" else 0
         elems = ins.elems if ins.kind == "vec" else 0
+        region = ins.gm_region if direction else None
         return _InstrInfo(pidx, entry, path, ins.nbytes if path else 0, moved, direction,
-                          flops, elems)
+                          flops, elems, region)
 
     def _uids(self, cache: _KindCache, instrs: list, index: int) -> np.ndarray:
         """The uid of every instruction: by object id when the program reuses known Instr
@@ -261,12 +274,16 @@ class Compiler:
         # Totals over distinct instructions times their counts.
         work = dict.fromkeys(pipes, 0)
         gm_work = dict.fromkeys(pipes, 0)
+        cached_pipes = set()     # pipes with GM copies the L2 may serve
         bytes_by_path: dict[str, int] = {}
-        hbm_read = hbm_write = flops = elems = 0
+        read_regions: dict = {}
+        written_regions = set()
+        hbm_read = hbm_write = flops = elems = floor = 0
         lat_min = INF
+        l2 = self.spec.l2_bytes > 0
         for uid in np.flatnonzero(counts).tolist():
             n = int(counts[uid])
-            pidx, entry, path, nbytes, moved, direction, fl, el = infos[uid]
+            pidx, entry, path, nbytes, moved, direction, fl, el, region = infos[uid]
             if pidx < 0:
                 for name in pipes:
                     work[name] += n * entry[2]
@@ -280,16 +297,31 @@ class Compiler:
                 lat_min = min(lat_min, entry[1])
                 if direction > 0:
                     hbm_read += n * moved
+                    if l2 and region is not None and region != ONCE:
+                        read_regions[region] = max(read_regions.get(region, 0), moved)
+                        cached_pipes.add(name)
+                    else:
+                        floor += n * moved
                 else:
                     hbm_write += n * moved
+                    floor += n * moved
+                    if l2 and region is not None:
+                        if region != ONCE:
+                            written_regions.add(region)
+                        cached_pipes.add(name)    # a write lands in the L2
             flops += n * fl
             elems += n * el
         c.program, c.kind = program, kind
-        landing = self.spec.hbm_latency_cycles
+        spec = self.spec
         # A pipe with GM copies ends no earlier than its last copy's data lands (other work
-        # on the pipe may overlap that landing).
-        c.pipe_work = {name: max(work[name], gm_work[name] + landing) if gm_work[name]
+        # on the pipe may overlap that landing); an L2 hit lands sooner.
+        landing = {name: min(spec.hbm_latency_cycles, spec.l2_latency_cycles)
+                   if name in cached_pipes else spec.hbm_latency_cycles for name in pipes}
+        c.pipe_work = {name: max(work[name], gm_work[name] + landing[name]) if gm_work[name]
                        else work[name] for name in c.pipes}
+        c.read_regions = read_regions
+        c.written_regions = frozenset(written_regions)
+        c.hbm_floor = floor
         c.bytes_by_path = bytes_by_path
         c.hbm_read, c.hbm_write = hbm_read, hbm_write
         c.cube_flops, c.vector_elems = flops, elems
@@ -306,15 +338,17 @@ class PipeRun:
     ``end - start - idle``, with ``idle`` counted where it waits.
     """
 
-    __slots__ = ("name", "q", "i", "n", "t", "start", "end", "marks", "core", "idle", "done")
+    __slots__ = ("name", "q", "i", "n", "t", "start", "end", "marks", "core", "idle", "done",
+                 "landing")
 
-    def __init__(self, name: str, q: list, t: int, core: "CoreRun"):
+    def __init__(self, name: str, q: list, t: int, core: "CoreRun", landing: int = 0):
         self.name, self.q, self.i, self.n = name, q, 0, len(q)
         self.t = self.start = self.end = t
         self.done = t        # when the data of every GM copy issued so far has landed
         self.marks = []      # start of each WAIT/SETD/BARRIER, end of each GM copy, in order
         self.core = core
         self.idle = 0        # cycles spent waiting with nothing in flight
+        self.landing = landing   # cycles until the current GM copy lands (the memory sets it)
 
     @property
     def busy(self) -> int:
@@ -328,12 +362,13 @@ class CoreRun:
     __slots__ = ("core", "program", "compiled", "start", "end", "pend", "waiter", "pipes",
                  "left", "bar_n", "bar_t", "bar_wait")
 
-    def __init__(self, core: str, program: int, compiled: Compiled, start: int, nflags: int):
+    def __init__(self, core: str, program: int, compiled: Compiled, start: int, nflags: int,
+                 landing: int = 0):
         self.core, self.program, self.compiled = core, program, compiled
         self.start = self.end = start
         self.pend = [deque() for _ in range(nflags)]   # pending set times per flag
         self.waiter = [None] * nflags                  # the pipe blocked on each flag
-        self.pipes = [PipeRun(name, q, start, self)
+        self.pipes = [PipeRun(name, q, start, self, landing)
                       for name, q in zip(compiled.pipes, compiled.queues)]
         self.left = len(self.pipes)
         self.bar_n, self.bar_t, self.bar_wait = 0, 0, []
@@ -348,7 +383,9 @@ class Timeline:
         self.compiled = compiled          # per program index
         self.hbm = hbm
         self.flag_keys = flag_keys        # flag index -> (src, dst, id)
-        self.cycles = max((r.end for r in runs), default=0)
+        # A write-back L2 may still be flushing to HBM after the last program ended.
+        self.cycles = max(max((r.end for r in runs), default=0),
+                          math.ceil(getattr(hbm, "drained", 0)))
 
 
 class Engine:
@@ -368,7 +405,12 @@ class Engine:
         self.heap: list = []         # (cycle, seq, CoreRun): cores becoming free
         self.seq = 0
         self.work: list = []
-        self.hbm = HBMServer(spec.hbm_bytes_per_cycle, record=record_hbm)
+        if spec.l2_bytes and self.compiler.has_regions:
+            self.hbm = MemorySystem(spec.hbm_bytes_per_cycle, spec.l2_bytes_per_cycle,
+                                    spec.l2_bytes, spec.hbm_latency_cycles,
+                                    spec.l2_latency_cycles, record=record_hbm)
+        else:
+            self.hbm = HBMServer(spec.hbm_bytes_per_cycle, record=record_hbm)
         self.arrivals = self.hbm.arrivals
         self.landing = spec.hbm_latency_cycles
         self.runs: list[CoreRun] = []
@@ -392,11 +434,11 @@ class Engine:
             end = t + q[i][2]
             t = copied if copied > end else end
             marks.append(t)
-            if t + self.landing > ps.done:
-                ps.done = t + self.landing
+            if t + ps.landing > ps.done:
+                ps.done = t + ps.landing
             i += 1
         while i < n:
-            code, a, cost, moved, rate = q[i]
+            code, a, cost, moved, rate, gm = q[i]
             if code == WAIT:
                 pending = pend[a]
                 if not pending:
@@ -434,7 +476,7 @@ class Engine:
                 ps.i = i
                 ps.t = t
                 self.seq += 1
-                heappush(self.arrivals, (t + a, self.seq, moved, rate, ps))
+                heappush(self.arrivals, (t + a, self.seq, moved, rate, ps, gm))
                 return
             else:  # BARRIER (ALL)
                 if ps.done > t:
@@ -477,7 +519,8 @@ class Engine:
             self._run_pipe(work.pop())
 
     def _start(self, core: str, program: int, t: int) -> None:
-        run = CoreRun(core, program, self.compiled[program], t, len(self.compiler.flag_index))
+        run = CoreRun(core, program, self.compiled[program], t, len(self.compiler.flag_index),
+                      self.landing)
         self.runs.append(run)
         if not run.pipes:
             self.seq += 1
@@ -586,7 +629,7 @@ def pipe_spans(ps: PipeRun) -> list[tuple[int, int]]:
     """
     t, j, marks = ps.start, 0, ps.marks
     out = []
-    for code, a, cost, _, _ in ps.q:
+    for code, a, cost, *_ in ps.q:
         if code == LOCAL or code == SET:
             s = t
             t += cost

@@ -26,7 +26,10 @@ barrier     a pipe, or ``"ALL"``       ``"ALL"`` waits for every pipe of the cor
 
 Every instruction may carry ``reads`` / ``writes`` (tuples of ``(buffer, slot)`` pairs of
 on-core buffers, used by the race detector) and a ``tag`` (e.g. ``"kernel.py:42"``) that
-shows up in traces and errors.
+shows up in traces and errors.  A GM copy may carry ``gm_region``: a hashable key naming
+the GM bytes it touches (e.g. ``("a_ptr", (0, 128, 64, 128))``); copies with equal keys
+touch the same bytes.  Only the L2 model reads it (``sim/l2.py``); a copy without one is
+always an L2 miss, so streams written before the L2 model time as they did.
 
 Example::
 
@@ -113,6 +116,7 @@ class Instr(NamedTuple):
     reads: tuple = ()
     writes: tuple = ()
     tag: str | None = None
+    gm_region: object = None
 
     @property
     def flops(self) -> int:
@@ -189,21 +193,33 @@ def _count(name: str, v) -> int:
 
 
 def copy(path: str, nbytes: int, *, pipe: str | None = None, reads=(), writes=(),
-         tag: str | None = None) -> Instr:
+         tag: str | None = None, gm_region=None) -> Instr:
     """A DataCopy of ``nbytes`` along ``path`` (e.g. ``"GM_to_UB"``) on its MTE/FixPipe pipe.
+    ``gm_region`` (GM paths only): a hashable key of the GM bytes it touches, for the L2.
 
     Example::
 
         >>> copy("L1_to_L0A", 8192).pipe
         'MTE1'
+        >>> copy("GM_to_L1", 8192, gm_region=("a", 0)).gm_region
+        ('a', 0)
     """
-    path_scopes(path)
+    src, dst = path_scopes(path)
+    if gm_region is not None:
+        if "GM" not in (src, dst):
+            raise ValueError(f"copy along {path} touches no GM; gm_region must be None, "
+                             f"got {gm_region!r}")
+        try:
+            hash(gm_region)
+        except TypeError:
+            raise ValueError(f"gm_region must be hashable (a tuple of names and ints), "
+                             f"got {gm_region!r}") from None
     if pipe is None:
         if path not in DEFAULT_PATH_PIPE:
             raise SpecError(f"path {path!r} has no default pipe; pass pipe=")
         pipe = DEFAULT_PATH_PIPE[path]
     return Instr(pipe, "copy", path=path, nbytes=_count("nbytes", nbytes),
-                 reads=_bufrefs(reads), writes=_bufrefs(writes), tag=tag)
+                 reads=_bufrefs(reads), writes=_bufrefs(writes), tag=tag, gm_region=gm_region)
 
 
 def mmad(m: int, n: int, k: int, dtype: str = "f16", *, reads=(), writes=(),

@@ -11,8 +11,15 @@ each executed op emits what its schedule attributes (``ir/schedule/model.py``) s
   ``post_wait_flags`` (every id) and ``set_flags`` after it;
 * loads/stores: one copy of the bytes really moved (masked-off lanes and out-of-bounds
   block rows/columns move nothing; ``DataCopyPad``, ascend-npu.md §2.4) on
-  ``GM_to_<scope>`` / ``UB_to_GM`` / ``L0C_to_GM``;
+  ``GM_to_<scope>`` / ``UB_to_GM`` / ``L0C_to_GM``; with ``gm_regions=True`` (what
+  ``kernel.simulate`` asks for) each carries the GM region it touches, for the L2 model
+  (:func:`gm_region`); a region no other copy of the launch touches becomes
+  ``sim.l2.ONCE``, so programs that differ only in which tiles they stream keep
+  identical streams and share one ``CoreProgram`` (with or without regions);
 * dot: ``L1_to_L0A`` and ``L1_to_L0B`` copies (MTE1) and one ``mmad(m, n, k)`` (CUBE);
+  a dot with ``k_chunk`` (``L0_BLOCK_K``) does that per K-chunk, its ``M_MTE1`` /
+  ``MTE1_M`` flags rotating per chunk (``i * chunks + c``) so MTE1 fills one L0 slot while
+  the Cube works on the other;
   an L0C store without FixPipe: ``L0C_to_UB`` (VECTOR) then ``UB_to_GM`` (MTE3);
 * vector ops: one ``vec`` per op (per op of a fused region) over its largest tile;
 * SCALAR ops, the Cube's zero init and FixPipe casts emit nothing (their cost is folded
@@ -34,6 +41,7 @@ from npujit.ir.schedule import CORE_ATTR, parse_flag, value_buffers
 from npujit.ir.schedule.model import is_folded_cast
 
 from .isa import CoreProgram, Launch, copy, mmad, set_flag, vec, wait_flag
+from .l2 import ONCE
 
 # IR op -> the vector op name the spec's cost table knows (sim/isa.py VEC_OP_CLASS).
 _VEC_NAME = {
@@ -47,12 +55,13 @@ _REDUCE_NAME = {"sum": "sum", "prod": "sum", "max": "reduce_max", "min": "reduce
                 "argmax": "argmax", "argmin": "argmax"}
 
 
-def lower(fn, grid, args, name: str | None = None) -> Launch:
+def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True) -> Launch:
     """Run the scheduled ``fn`` over ``grid`` on the reference interpreter (outputs are
     written into ``args`` as a normal launch does) and return its ``Launch``.
 
     ``args`` are the kernel's runtime arguments in the backend calling convention
-    (pointer arguments as 1-D arrays, scalars as Python numbers).
+    (pointer arguments as 1-D arrays, scalars as Python numbers).  ``gm_regions=True``
+    tags GM copies with the region they touch, so the spec's L2 can see re-reads.
 
     Example::
 
@@ -66,9 +75,25 @@ def lower(fn, grid, args, name: str | None = None) -> Launch:
     if CORE_ATTR not in fn.attrs:
         raise ValueError(f"kernel '{fn.name}' is not scheduled; run npujit.ir.schedule."
                          "schedule(fn, spec) first")
-    recorder = StreamRecorder(fn)
+    recorder = StreamRecorder(fn, gm_regions=gm_regions)
     Plan(fn).run(normalize_grid(grid), bind_args(fn, args), hook=recorder)
     return Launch(recorder.programs, name=name or fn.name)
+
+
+def _once_regions(streams: list) -> list:
+    """Replace the gm_region of every copy whose region no other copy touches by ONCE."""
+    touches: dict = {}
+    for _, instrs in streams:
+        for ins in instrs:
+            if ins.gm_region is not None:
+                touches[ins.gm_region] = touches.get(ins.gm_region, 0) + 1
+    if all(n > 1 for n in touches.values()):
+        return streams
+    out = []
+    for pid, instrs in streams:
+        out.append((pid, [ins._replace(gm_region=ONCE) if ins.gm_region is not None
+                          and touches[ins.gm_region] == 1 else ins for ins in instrs]))
+    return out
 
 
 class StreamRecorder:
@@ -83,12 +108,13 @@ class StreamRecorder:
         'AIV'
     """
 
-    def __init__(self, fn):
+    def __init__(self, fn, gm_regions: bool = False):
         self.fn = fn
+        self.gm_regions = gm_regions
         self.core = fn.attrs[CORE_ATTR]
         self.buffers = value_buffers(fn)
-        self.programs: list[CoreProgram] = []
-        self._distinct: dict[tuple, CoreProgram] = {}
+        self._streams: list = []        # (pid, instrs) per program, in launch order
+        self._programs: list[CoreProgram] | None = None
         self._flags: dict[str, tuple] = {}
         self._tags: dict[int, str] = {}
         self.instrs: list = []
@@ -100,12 +126,23 @@ class StreamRecorder:
         self.instrs, self.loops, self.slots = [], [], {}
 
     def end(self, program) -> None:
-        key = tuple(self.instrs)
-        prog = self._distinct.get(key)
-        if prog is None:
-            prog = self._distinct[key] = CoreProgram(self.core, self.instrs,
-                                                     name=f"{self.fn.name}{program.pid}")
-        self.programs.append(prog)
+        self._streams.append((program.pid, self.instrs))
+        self._programs = None
+
+    @property
+    def programs(self) -> list[CoreProgram]:
+        """One ``CoreProgram`` per recorded program; identical streams share one object."""
+        if self._programs is None:
+            distinct: dict[tuple, CoreProgram] = {}
+            self._programs = []
+            for pid, instrs in _once_regions(self._streams):
+                key = tuple(instrs)
+                prog = distinct.get(key)
+                if prog is None:
+                    prog = distinct[key] = CoreProgram(self.core, instrs,
+                                                       name=f"{self.fn.name}{pid}")
+                self._programs.append(prog)
+        return self._programs
 
     def before(self, program, op, operands) -> None:
         if op.kind is Kind.FOR:
@@ -126,6 +163,9 @@ class StreamRecorder:
             return
         if "pipe" not in op.attrs:
             return
+        if op.kind is Kind.DOT and "k_chunk" in op.attrs:
+            self._emit_chunked_dot(op)
+            return
         self._flags_of(op, "wait_flags", wait=True)
         self._emit(op, operands, results)
         self._flags_of(op, "set_flags", wait=False)
@@ -145,6 +185,63 @@ class StreamRecorder:
             ids = range(first, first + count) if every else (first + it % count,)
             for i in ids:
                 self.instrs.append(make(src, dst, i, tag=self._tag(op)))
+
+    def _parsed(self, text: str) -> tuple:
+        parsed = self._flags.get(text)
+        if parsed is None:
+            parsed = self._flags[text] = parse_flag(text)
+        return parsed
+
+    def _emit_chunked_dot(self, op) -> None:
+        """A dot split into L0 K-chunks: the MTE2 <-> MTE1 flags once around it, then per
+        chunk the L0 slot handshake (M_MTE1 wait, two MTE1 copies, MTE1_M set; MTE1_M
+        wait, mmad, M_MTE1 set), with flag ids and L0 slots rotating per chunk."""
+        tag = self._tag(op)
+        a, b = op.operands[0].type, op.operands[1].type
+        m, k = a.shape
+        n = b.shape[1]
+        k0 = int(op.attrs["k_chunk"])
+        chunks = k // k0
+        l0a, l0b = op.attrs["operand_buffers"]
+        stages = _loop_stages(op)
+        it = self.loops[-1][1] if self.loops else 0
+        l0_pairs = {("CUBE", "MTE1"), ("MTE1", "CUBE")}
+        waits = [self._parsed(t) for t in op.attrs.get("wait_flags", ())]
+        sets = [self._parsed(t) for t in op.attrs.get("set_flags", ())]
+        out = self.instrs
+        for src, dst, first, count in waits:
+            if (src, dst) not in l0_pairs:
+                out.append(wait_flag(src, dst, first + it % count, tag=tag))
+        l1_reads = self._refs(op, op.operands[:2], False)
+        acc_reads = self._refs(op, op.operands[2:], False)
+        acc_writes = self._refs(op, op.results, True)
+        for c in range(chunks):
+            g = it * chunks + c
+            slot = g % stages
+            for src, dst, first, count in waits:
+                if (src, dst) == ("CUBE", "MTE1"):
+                    out.append(wait_flag(src, dst, first + g % count, tag=tag))
+            out.append(copy("L1_to_L0A", m * k0 * a.dtype.itemsize, tag=tag,
+                            writes=[(l0a, slot)], reads=l1_reads[:1]))
+            out.append(copy("L1_to_L0B", k0 * n * b.dtype.itemsize, tag=tag,
+                            writes=[(l0b, slot)], reads=l1_reads[1:]))
+            for src, dst, first, count in sets:
+                if (src, dst) == ("MTE1", "CUBE"):
+                    out.append(set_flag(src, dst, first + g % count, tag=tag))
+            for src, dst, first, count in waits:
+                if (src, dst) == ("MTE1", "CUBE"):
+                    out.append(wait_flag(src, dst, first + g % count, tag=tag))
+            out.append(mmad(m, n, k0, a.dtype.name, tag=tag, writes=acc_writes,
+                            reads=[(l0a, slot), (l0b, slot)] + acc_reads))
+            for src, dst, first, count in sets:
+                if (src, dst) == ("CUBE", "MTE1"):
+                    out.append(set_flag(src, dst, first + g % count, tag=tag))
+        for src, dst, first, count in sets:
+            if (src, dst) not in l0_pairs:
+                out.append(set_flag(src, dst, first + it % count, tag=tag))
+
+    def _region(self, op, operands, nbytes: int):
+        return gm_region(op, operands) if self.gm_regions and nbytes else None
 
     def _tag(self, op) -> str:
         tag = self._tags.get(id(op))
@@ -183,7 +280,8 @@ class StreamRecorder:
             nbytes = _moved(op, operands) * op.result.type.dtype.itemsize
             out.append(copy(f"GM_to_{op.attrs['scope']}", nbytes, tag=tag,
                             reads=self._refs(op, op.operands[1:], False),
-                            writes=self._refs(op, op.results, True)))
+                            writes=self._refs(op, op.results, True),
+                            gm_region=self._region(op, operands, nbytes)))
         elif k in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD):
             nbytes = _moved(op, operands) * op.operands[0].type.dtype.itemsize
             reads = self._refs(op, op.operands, False)
@@ -194,7 +292,8 @@ class StreamRecorder:
                 reads = staging
             path = "L0C_to_GM" if pipe == "FIXP" else "UB_to_GM"
             out.append(copy(path, nbytes, tag=tag, reads=reads,
-                            writes=self._refs(op, op.results, True)))
+                            writes=self._refs(op, op.results, True),
+                            gm_region=self._region(op, operands, nbytes)))
         elif k is Kind.DOT:
             a, b = op.operands[0].type, op.operands[1].type
             l0a, l0b = op.attrs["operand_buffers"]
@@ -234,6 +333,37 @@ def _vec_work(op) -> tuple[str, int, str]:
     tiles = [v.type for v in list(op.operands) + list(op.results) if hasattr(v.type, "numel")]
     big = max(tiles, key=lambda t: (t.numel, t.dtype.itemsize))
     return name, big.numel, big.dtype.name
+
+
+def gm_region(op, operands) -> tuple | None:
+    """The L2 key of the GM bytes a load/store touches (``sim/l2.py``): the pointer
+    argument's name and, for a block pointer, the in-bounds box ``(lo, hi)`` per axis; for
+    pointer lanes, the first and last element offset of the active lanes and their count.
+    ``None`` when no lane is active.
+
+    Example::
+
+        >>> gm_region(block_load_op, [a, 64, 64, 64, 1, 0, 32])   # doctest: +SKIP
+        ('a_ptr', ((0, 64), (32, 64)))
+    """
+    arg = getattr(op.operands[0], "name", None) or f"arg{id(op.operands[0])}"
+    k = op.kind
+    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
+        offsets = np.asarray(operands[1])
+        mask_at = 2 if k is Kind.LOAD else 3
+        if len(operands) > mask_at and operands[mask_at] is not None:
+            offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
+        if not offsets.size:
+            return None
+        return (arg, int(offsets.min()), int(offsets.max()), int(offsets.size))
+    block = tuple(op.attrs["block_shape"])
+    r = len(block)
+    shape = [int(x) for x in operands[1:1 + r]]
+    offsets = [int(x) for x in operands[1 + 2 * r:1 + 3 * r]]
+    checked = set(op.attrs.get("boundary_check", ()))
+    box = tuple((max(offsets[d], 0), min(offsets[d] + block[d], shape[d])) if d in checked
+                else (offsets[d], offsets[d] + block[d]) for d in range(r))
+    return (arg, box)
 
 
 def _moved(op, operands) -> int:

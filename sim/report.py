@@ -54,8 +54,12 @@ class SimReport:
     core ran), ``instr_count``, ``programs`` (one :class:`ProgramRun` per program),
     ``core_busy`` (physical core -> pipe -> busy cycles), ``ratios`` (profiler names ->
     [0, 1]), ``bytes_by_path`` (bytes the copies asked for, per path), ``hbm_read_bytes`` /
-    ``hbm_write_bytes`` (bytes HBM moved, after alignment), ``hbm_bytes_served`` (what the
-    bandwidth server integrated; equals their sum), ``cube_flops``, ``vector_elems``,
+    ``hbm_write_bytes`` (bytes HBM moved, after alignment; reads the L2 served are not HBM
+    bytes), ``hbm_bytes_served`` (what the bandwidth server integrated; equals their sum),
+    ``l2_read_bytes`` (GM reads looked up in the L2: those with a ``gm_region``),
+    ``l2_hit_bytes`` (of those, served by the L2), ``l2_write_bytes`` (GM writes with a
+    region: written back, so also HBM write bytes), ``l2_bytes_served`` (what the L2's
+    bandwidth server integrated; equals hits + those writes), ``cube_flops``, ``vector_elems``,
     ``bound`` (:class:`~npujit.sim.roofline.RooflineBound`), and the debug results
     ``races``, ``flag_issues``, ``landings``.
 
@@ -85,6 +89,10 @@ class SimReport:
     races: list = field(default_factory=list)
     flag_issues: list = field(default_factory=list)
     landings: dict = field(default_factory=dict)
+    l2_read_bytes: int = 0
+    l2_hit_bytes: int = 0
+    l2_write_bytes: int = 0
+    l2_bytes_served: float = 0.0
     timeline: object = field(default=None, repr=False, compare=False)
 
     # -- derived numbers --------------------------------------------------------------------
@@ -107,6 +115,11 @@ class SimReport:
     def achieved_hbm_bandwidth(self) -> float:
         """HBM bytes/s over the whole launch."""
         return self.hbm_bytes / self.time_s if self.cycles else 0.0
+
+    @property
+    def l2_hit_rate(self) -> float:
+        """Fraction of the L2-looked-up read bytes the L2 served (0.0 when none looked up)."""
+        return self.l2_hit_bytes / self.l2_read_bytes if self.l2_read_bytes else 0.0
 
     @property
     def roofline_fraction(self) -> float:
@@ -168,6 +181,14 @@ class SimReport:
             flops += comp.cube_flops
             elems += comp.vector_elems
             instrs += comp.instr_count
+        cache = getattr(timeline.hbm, "cache", None)
+        l2_read = l2_hit = l2_write = 0
+        l2_served = 0.0
+        if cache is not None:
+            l2_read, l2_hit = cache.hit_bytes + cache.miss_bytes, cache.hit_bytes
+            l2_write = cache.write_bytes
+            l2_served = timeline.hbm.l2_served
+            hbm_read -= l2_hit
         ratios = {}
         for phys, total in kind_time.items():
             for p in spec.pipes[phys]:
@@ -180,7 +201,8 @@ class SimReport:
             programs=runs, core_busy=core_busy, ratios=ratios,
             bytes_by_path=dict(sorted(bytes_by_path.items())), hbm_read_bytes=hbm_read,
             hbm_write_bytes=hbm_write, hbm_bytes_served=timeline.hbm.served, cube_flops=flops,
-            vector_elems=elems, bound=bound, timeline=timeline, **debug)
+            vector_elems=elems, bound=bound, timeline=timeline, l2_read_bytes=l2_read,
+            l2_hit_bytes=l2_hit, l2_write_bytes=l2_write, l2_bytes_served=l2_served, **debug)
 
     # -- output -----------------------------------------------------------------------------
     def __str__(self) -> str:
@@ -202,8 +224,12 @@ class SimReport:
             f"  HBM           {self.achieved_hbm_bandwidth / 1e9:,.1f} GB/s "
             f"(peak {spec.hbm_bytes_per_s / 1e9:,.0f}); read {self.hbm_read_bytes:,} B, "
             f"write {self.hbm_write_bytes:,} B",
-            "  pipe utilisation (busy / block time)",
         ]
+        if self.l2_read_bytes:
+            lines.append(f"  L2            hit rate {100 * self.l2_hit_rate:.1f}%: "
+                         f"{self.l2_hit_bytes:,} of {self.l2_read_bytes:,} B read served by "
+                         f"L2 ({spec.l2_bytes // 2**20:,} MB)")
+        lines.append("  pipe utilisation (busy / block time)")
         for name, v in sorted(self.ratios.items()):
             bar = "#" * round(20 * v)
             lines.append(f"    {name:<20} {v:6.3f}  {bar}")

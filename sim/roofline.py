@@ -13,9 +13,13 @@ Every term is a time no schedule can beat (simulator-and-moe.md §1.3):
 * ``hbm``: every GM byte passes the shared HBM, no copy enters it before its issue latency
   and the last one lands ``hbm_latency`` after it, so
   ``T >= min issue latency + GM bytes / HBM bytes per cycle + hbm_latency``.
+  With an L2 (``spec.l2_bytes > 0``) only the bytes that must come from HBM count: every
+  write (write-through), every read without a ``gm_region``, and each distinct read
+  region once (its first read misses unless a write installed it first).
 * a pipe with GM copies ends no earlier than its last copy lands: its work is at least the
   copies' occupancy (issue + bytes / rate) plus one ``hbm_latency`` (other work on the pipe
-  may overlap the landing).
+  may overlap the landing; ``min(hbm_latency, l2_latency)`` on a pipe whose copies the L2
+  may serve: keyed reads, and keyed writes, which land in the write-back L2).
 
 The ``kind`` of the bound names the winning term coarsely: ``"cube"``, ``"vector"``,
 ``"hbm"``, ``"port"`` (an MTE or FixPipe port), ``"scalar"``.
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 
 from .cost import copy_occupancy, copy_terms, instr_cycles
 from .isa import Launch
+from .l2 import ONCE
 from .spec import NPUSpec
 
 # Term names per pipe, as Ascend's profiler names the pipes (aic_cube_ratio, aic_fixpipe_ratio).
@@ -56,6 +61,11 @@ class ProgramWork:
     gm_bytes: int = 0
     gm_latency_min: float = float("inf")
     cube_flops: int = 0
+    # With an L2: bytes that go to HBM whatever the cache does (writes, reads without a
+    # region), and the regions read (key -> bytes), each of which misses at least once.
+    hbm_floor: int | None = None
+    read_regions: dict = field(default_factory=dict)
+    written_regions: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -100,7 +110,10 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
     pipes = spec.pipes[spec.core_kind_for(program.core)]
     work: dict[str, int] = {}
     dma_work: dict[str, int] = {}
-    gm = 0
+    gm = floor = 0
+    regions: dict = {}
+    written = set()
+    cached_pipes = set()
     lat = float("inf")
     flops = 0
     for ins in program.instrs:
@@ -112,14 +125,26 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
                 dma_work[ins.pipe] = dma_work.get(ins.pipe, 0) + cost
                 gm += moved
                 lat = min(lat, issue)
+                keyed = ins.gm_region is not None and ins.gm_region != ONCE
+                if spec.l2_bytes and keyed and ins.path.startswith("GM_"):
+                    regions[ins.gm_region] = max(regions.get(ins.gm_region, 0), moved)
+                    cached_pipes.add(ins.pipe)
+                else:
+                    floor += moved
+                    if spec.l2_bytes and keyed:
+                        written.add(ins.gm_region)
+                        cached_pipes.add(ins.pipe)     # a write lands in the L2
         elif ins.kind == "mmad":
             flops += ins.flops
         targets = pipes if ins.pipe == "ALL" else (ins.pipe,)   # a full barrier holds every pipe
         for p in targets:
             work[p] = work.get(p, 0) + cost
     for p, occupancy in dma_work.items():
-        work[p] = max(work[p], occupancy + spec.hbm_latency_cycles)
-    return ProgramWork(program.core, work, gm, lat, flops)
+        landing = spec.hbm_latency_cycles
+        if p in cached_pipes:
+            landing = min(landing, spec.l2_latency_cycles)
+        work[p] = max(work[p], occupancy + landing)
+    return ProgramWork(program.core, work, gm, lat, flops, floor, regions, frozenset(written))
 
 
 def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
@@ -138,6 +163,10 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
     core_sum: dict[str, float] = {}
     gm_bytes = 0
     lat_min = float("inf")
+    l2 = spec.l2_bytes > 0
+    hbm_floor = 0
+    regions: dict = {}
+    written: set = set()
     for w in works:
         kp = spec.core_kind_for(w.kind)
         core_sum[kp] = core_sum.get(kp, 0.0) + max(w.pipe_work.values(), default=0)
@@ -147,10 +176,16 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
             kind_sum[(kp, name)] = kind_sum.get((kp, name), 0.0) + c
         gm_bytes += w.gm_bytes
         lat_min = min(lat_min, w.gm_latency_min)
+        if l2:
+            hbm_floor += w.gm_bytes if w.hbm_floor is None else w.hbm_floor
+            regions.update(w.read_regions)
+            written.update(w.written_regions)
     for (kp, name), total in kind_sum.items():
         terms[name] = max(terms[name], total / cores[kp])
     if core_sum:
         terms["cores"] = max(total / cores[kp] for kp, total in core_sum.items())
+    if l2:
+        gm_bytes = hbm_floor + sum(b for r, b in regions.items() if r not in written)
     if gm_bytes:
         terms["hbm"] = lat_min + gm_bytes / spec.hbm_bytes_per_cycle + spec.hbm_latency_cycles
     if not terms:

@@ -57,7 +57,8 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
     for c in timeline.compiled:
         if id(c) not in works:
             works[id(c)] = ProgramWork(c.kind, c.pipe_work, c.hbm_read + c.hbm_write,
-                                       c.gm_latency_min, c.cube_flops)
+                                       c.gm_latency_min, c.cube_flops, c.hbm_floor,
+                                       c.read_regions, c.written_regions)
     bound = bound_from_work([works[id(c)] for c in timeline.compiled], spec)
     issues = flag_issues(timeline) if debug.check_flags else []
     return SimReport.from_timeline(timeline, bound, races=races, flag_issues=issues,

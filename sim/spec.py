@@ -131,6 +131,9 @@ class NPUSpec:
     * ``hbm_bytes_per_s`` shared by all cores, ``hbm_latency_cycles`` per GM access.
     * ``event_ids``: flag ids per (src pipe, dst pipe) pair; ``sync_cycles``: cost of
       set_flag / wait_flag / barrier on their pipe.
+    * ``l2_bytes`` (0 = no L2), ``l2_bytes_per_s`` shared by all cores,
+      ``l2_latency_cycles``: the shared L2 in front of HBM (``sim/l2.py``).  Optional, so a
+      spec written before the L2 model still builds.
 
     Example::
 
@@ -163,6 +166,9 @@ class NPUSpec:
     hbm_latency_cycles: int
     event_ids: int
     sync_cycles: int
+    l2_bytes: int = 0
+    l2_bytes_per_s: float = 0.0
+    l2_latency_cycles: int = 0
 
     def __post_init__(self):
         for field in ("pipes", "scopes", "capacity", "alignment", "cube_rate", "vector_op_cost",
@@ -181,6 +187,11 @@ class NPUSpec:
     def hbm_bytes_per_cycle(self) -> float:
         """HBM bandwidth shared by all cores, in bytes per core clock cycle."""
         return self.hbm_bytes_per_s / self.clock_hz
+
+    @property
+    def l2_bytes_per_cycle(self) -> float:
+        """L2 bandwidth shared by all cores, in bytes per core clock cycle (0 without L2)."""
+        return self.l2_bytes_per_s / self.clock_hz
 
     @property
     def core_counts(self) -> dict[str, int]:
@@ -240,7 +251,7 @@ class NPUSpec:
             fail(f"arch must be one of {ARCHES}, got {self.arch!r}")
         for field in ("aic_cores", "aiv_cores", "cube_fractal", "cube_startup_cycles",
                       "vector_bytes_per_cycle", "vector_startup_cycles", "hbm_latency_cycles",
-                      "event_ids", "sync_cycles"):
+                      "event_ids", "sync_cycles", "l2_bytes", "l2_latency_cycles"):
             v = getattr(self, field)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 fail(f"{field} must be an int >= 0, got {v!r}")
@@ -256,6 +267,9 @@ class NPUSpec:
             v = getattr(self, field)
             if not (isinstance(v, (int, float)) and v > 0):
                 fail(f"{field} must be > 0, got {v!r}")
+        if self.l2_bytes and not (isinstance(self.l2_bytes_per_s, (int, float))
+                                  and self.l2_bytes_per_s > 0):
+            fail(f"l2_bytes_per_s must be > 0 when l2_bytes > 0, got {self.l2_bytes_per_s!r}")
         kinds = ("AIC",) if self.arch == "coupled" else CORE_KINDS
         for kind in kinds:
             if kind not in self.pipes:
@@ -380,6 +394,12 @@ ASCEND_910B_LIKE = NPUSpec(
     hbm_latency_cycles=500,            # assumed: ~280 ns HBM + L2 round trip, paid on landing
     event_ids=8,                       # QUE_MAX_EVENT = 8 on 2201 §2.4 [O]
     sync_cycles=1,                     # assumed: set/wait/barrier issue cost
+    l2_bytes=192 * 1024 * 1024,        # L2 192 MB, INI Ascend910B2C §2.2 [O]
+    # assumed: the 24 AIC ports at the INI l2_rate at once (24 x 110 B/cycle x 1.8 GHz =
+    # 4.75 TB/s); above the measured effective 3.4 TB/s GM->L1 of a 20-core A2 that includes
+    # L2 hits (§2.3 [O]), which a 20-core part at the same port rate would cap at 3.96 TB/s
+    l2_bytes_per_s=24 * 110 * 1.8e9,
+    l2_latency_cycles=200,             # assumed: ~110 ns L2 round trip, under hbm_latency
 )
 
 # 910-like (arch 1001, coupled): one core has Cube and Vector; no FixPipe, so L0C leaves
@@ -421,6 +441,9 @@ ASCEND_910_LIKE = NPUSpec(
     hbm_latency_cycles=300,            # assumed: ~300 ns at 1 GHz
     event_ids=4,                       # 4 event ids on older arches §2.4 [O]
     sync_cycles=1,                     # assumed
+    l2_bytes=32 * 1024 * 1024,         # L2 32 MB, INI Ascend910A §2.2 [O]
+    l2_bytes_per_s=32 * 110 * 1.0e9,   # assumed: 32 cores x l2_rate 110 B/cycle §2.2 [U]
+    l2_latency_cycles=150,             # assumed: ~150 ns at 1 GHz, under hbm_latency
 )
 
 # TINY: round numbers so tests can compute expected cycles by hand.  All assumed.
@@ -456,6 +479,9 @@ TINY = NPUSpec(
     hbm_latency_cycles=100,
     event_ids=8,
     sync_cycles=1,
+    l2_bytes=64 * 1024,                # small enough that a test can overflow it
+    l2_bytes_per_s=512e9,              # 512 B/cycle: twice HBM
+    l2_latency_cycles=20,
 )
 
 PRESETS = {s.name: s for s in (ASCEND_910B_LIKE, ASCEND_910_LIKE, TINY)}

@@ -12,6 +12,10 @@ The model (simple on purpose, documented so its limits are plain):
   tiles to 16-multiples (§2.5) is not modelled.
 * Transfers inside an ``scf.for`` with ``num_stages = N`` (load results, store sources,
   L0A/L0B operands) get N slots, rotating with the iteration (TQue depth N, §3.2).
+* A kernel may split its dots' K into L0 chunks with a constexpr ``L0_BLOCK_K`` (Ascend's
+  baseK; the loaded L1 tile's K is then several L0 steps deep, as the Matmul API's stepK
+  is): a dot whose K is a multiple of it gets ``k_chunk``, its L0A/L0B buffers hold one
+  chunk, and its N slots rotate per chunk (MTE1 of chunk c+1 overlaps the Cube on c).
 * Liveness is a program-order interval.  A buffer used inside a loop lives for the whole
   outermost loop around its definition: iterations overlap on different pipes, so two
   buffers of one loop body never share bytes (this keeps the sync pass's slot-reuse rule
@@ -38,6 +42,8 @@ from ..ops import Kind
 from .model import Positions, enclosing_loop, is_folded_cast, is_tile, scheduled_ops
 
 TRANSFER_PIPES = ("MTE2", "MTE3", "FIXP")
+# The constexpr that splits dots into L0 K-chunks (see the module doc).
+L0_K_ATTR = "L0_BLOCK_K"
 
 
 @dataclass
@@ -192,6 +198,12 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
         t = next(v for v in values if producer.get(id(v)) is first).type
         buffers.append(Buffer(first.attrs["scope"], tuple(t.shape), t.dtype.itemsize, stages,
                               start, end, first, values))
+    k0 = fn.attrs.get(L0_K_ATTR)
+    for op in ops:
+        if op.kind is Kind.DOT and isinstance(k0, int) and not isinstance(k0, bool):
+            k = op.operands[0].type.shape[1]
+            if 0 < k0 < k and k % k0 == 0:
+                op.attrs["k_chunk"] = k0
     for op in ops:
         if "operand_scopes" in op.attrs:
             start, end = _span(op, pos)
@@ -205,7 +217,10 @@ def staged(op: Op) -> list[tuple[tuple, int]]:
     """(shape, itemsize) of each operand an op stages through ``operand_scopes``: a dot's
     a and b (L0A, L0B); a coupled part's L0C store, converted to the GM dtype in UB."""
     if op.kind is Kind.DOT:
-        return [(tuple(v.type.shape), v.type.dtype.itemsize) for v in op.operands[:2]]
+        (m, k), (_, n) = op.operands[0].type.shape, op.operands[1].type.shape
+        k = op.attrs.get("k_chunk", k)
+        return [((m, k), op.operands[0].type.dtype.itemsize),
+                ((k, n), op.operands[1].type.dtype.itemsize)]
     value = op.operands[2] if op.kind is Kind.STORE else op.operands[-1]
     return [(tuple(value.type.shape), op.operands[0].type.dtype.itemsize)]
 

@@ -20,6 +20,9 @@ attribute          meaning
                    an L0C store on a part without FixPipe: ``UB``, where its VECTOR
                    stage puts the tile before MTE3 writes it out
 ``operand_buffers`` / ``operand_offsets`` / ``operand_bytes``: those staging buffers
+``k_chunk``        dot: K of one L0 chunk when the kernel's ``L0_BLOCK_K`` splits it; the
+                   MTE1 copies and Mmads run per chunk, rotating the L0 slots and the
+                   dot's ``M_MTE1`` / ``MTE1_M`` flag ids per chunk
 ``wait_flags``     flags waited before the op runs, each on the flag's destination pipe
 ``set_flags``      flags set after the op ran, each on the flag's source pipe (on an
                    ``scf.for``: waits before the loop, sets after it)
@@ -53,7 +56,7 @@ CORE_ATTR = "npu.core"
 # Every attribute the schedule writes (``clear_schedule`` removes exactly these).
 SCHEDULE_ATTRS = ("pipe", "scope", "buffer", "offset", "bytes", "stages", "operand_scopes",
                   "operand_buffers", "operand_offsets", "operand_bytes", "wait_flags",
-                  "set_flags", "pre_set_flags", "post_wait_flags")
+                  "set_flags", "pre_set_flags", "post_wait_flags", "k_chunk")
 BUFFER_SCOPES = ("UB", "L1", "L0A", "L0B", "L0C")
 
 
