@@ -1,0 +1,205 @@
+"""Run a scheduled kernel with its tiles in the buffers the schedule gave them.
+
+The plain interpreter keeps every tile in a Python variable, so a wrong schedule cannot
+change its numbers.  ``BufferedExecution`` (an interpreter hook) makes the schedule count:
+
+* each scope (UB, L1, L0A, L0B, L0C) is a byte arena; a tile result is written to its
+  buffer at ``offset + slot * bytes`` (``slot`` = the iteration of the innermost loop
+  modulo the buffer's ``stages``), and every operand that lives in a buffer is read back
+  from the slot last written there.  Two live tiles the allocator let overlap, or a
+  multi-buffer slot reused too early, now give wrong numbers;
+* a dot's operands go through its L0A/L0B buffers (MTE1) the same way;
+* ``poison=True``: each program starts with its arenas filled with NaN bits (all-ones
+  bytes: NaN in every float dtype, -1 in ints), so reading a buffer nothing wrote shows;
+* ``on_wait=True``: a GM -> scope copy (MTE2) lands in its buffer only when a later
+  ``wait_flag`` on a flag that was set after it on the same pipe runs (a pipe is in
+  order, so that set covers every copy issued before it on the pipe).  A consumer
+  without the wait reads the slot's old bytes: poison or a previous tile.
+
+These are the switches of Pallas's TPU interpret mode (uninitialised memory = NaN, DMAs
+complete at wait), applied to the numbers; ``npujit.sim.debug`` applies them to timing.
+Flag ids rotate as in ``npujit.sim.lower`` (``first + iteration % count``).  Dots split
+into L0 K-chunks (``k_chunk``) keep their operands in L1 (their L0 slots hold one chunk).
+
+Example::
+
+    >>> run_buffered(fn, (4,), [x, y, out, 4096])     # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from npujit.ir.ops import Kind
+from npujit.ir.schedule.model import is_folded_cast, is_tile, parse_flag
+
+_GM_COPY_PIPES = ("MTE2",)
+
+
+def run_buffered(fn, grid, args, poison: bool = True, on_wait: bool = True,
+                 hook=None) -> None:
+    """Run the scheduled ``fn`` over ``grid`` on the reference interpreter with its tiles
+    in their buffers (see the module doc); outputs are written into ``args`` as a normal
+    launch does.  ``hook`` (e.g. the simulator's stream recorder) sees every op too."""
+    from .backend import bind_args, normalize_grid
+    from .interpreter import Plan
+
+    Plan(fn).run(normalize_grid(grid), bind_args(fn, args),
+                 hook=BufferedExecution(fn, poison, on_wait, hook))
+
+
+class _Place:
+    """Where one tile value lives: scope, offset, slot bytes, stages, dtype, shape."""
+
+    __slots__ = ("name", "scope", "offset", "nbytes", "stages", "dtype", "shape")
+
+    def __init__(self, name, scope, offset, nbytes, stages, t):
+        self.name, self.scope, self.offset = name, scope, int(offset)
+        self.nbytes, self.stages = int(nbytes), max(1, int(stages))
+        self.dtype, self.shape = t.dtype.np, tuple(t.shape)
+
+
+class BufferedExecution:
+    """The interpreter hook of :func:`run_buffered` (chains to ``inner`` if given)."""
+
+    def __init__(self, fn, poison: bool = True, on_wait: bool = True, inner=None):
+        if "npu.core" not in fn.attrs:
+            raise ValueError(f"kernel '{fn.name}' is not scheduled; run "
+                             "npujit.ir.schedule.schedule(fn, spec) first")
+        self.poison, self.on_wait, self.inner = poison, on_wait, inner
+        self.places: dict[int, _Place] = {}        # value id -> its buffer
+        self.by_name: dict[str, _Place] = {}
+        self._collect(fn.body)
+        self.sizes: dict[str, int] = {}
+        for p in self.by_name.values():
+            self.sizes[p.scope] = max(self.sizes.get(p.scope, 0),
+                                      p.offset + p.stages * p.nbytes)
+        self._flags: dict[str, tuple] = {}
+
+    # --- where each tile lives ----------------------------------------------------------
+    def _collect(self, block) -> None:
+        for op in block.ops:
+            if op.kind is Kind.FOR:
+                self._collect(op.body)
+            names = op.attrs.get("buffer")
+            if names and not is_folded_cast(op):
+                tiles = [r for r in op.results if is_tile(r)]
+                for r, name, off, nb in zip(tiles, names, op.attrs["offset"],
+                                            op.attrs["bytes"]):
+                    place = _Place(name, op.attrs["scope"], off, nb,
+                                   op.attrs.get("stages", 1), r.type)
+                    self.places[id(r)] = place
+                    self.by_name.setdefault(name, place)
+            if op.kind is Kind.DOT and "operand_buffers" in op.attrs and "k_chunk" not in op.attrs:
+                for v, name, scope, off, nb in zip(
+                        op.operands[:2], op.attrs["operand_buffers"],
+                        op.attrs["operand_scopes"], op.attrs["operand_offsets"],
+                        op.attrs["operand_bytes"]):
+                    self.by_name.setdefault(name, _Place(name, scope, off, nb,
+                                                         _loop_stages(op), v.type))
+        for op in block.ops:                      # loop-carried values share one buffer
+            if op.kind is Kind.FOR:
+                term = op.body.terminator
+                for init, arg, nxt, res in zip(op.operands[3:], op.body.args[1:],
+                                               term.operands, op.results):
+                    place = self.places.get(id(init)) or self.places.get(id(nxt))
+                    if place is not None:
+                        self.places[id(arg)] = self.places[id(res)] = place
+
+    # --- hook protocol ------------------------------------------------------------------
+    def begin(self, program) -> None:
+        fill = 0xFF if self.poison else 0
+        self.arenas = {s: np.full(n, fill, np.uint8) for s, n in self.sizes.items()}
+        self.slots: dict[str, int] = {}
+        self.loops: list = []
+        self.pending: dict[str, list] = {}       # pipe -> copies issued, not yet covered
+        self.covered: dict[tuple, list] = {}     # (src, dst, id) -> copies its wait lands
+        if self.inner is not None:
+            self.inner.begin(program)
+
+    def end(self, program) -> None:
+        if self.inner is not None:
+            self.inner.end(program)
+
+    def before(self, program, op, operands) -> None:
+        if op.kind is Kind.FOR:
+            self._wait(op, "wait_flags")
+            self.loops.append([op, 0])
+        elif op.kind is Kind.YIELD and op.parent.parent_op.kind is Kind.FOR:
+            self.loops[-1][1] += 1
+        else:
+            self._wait(op, "wait_flags")
+        for i, v in enumerate(op.operands):
+            place = self.places.get(id(v))
+            if place is not None:
+                operands[i] = self._read(place, self.slots.get(place.name, 0))
+        if op.kind is Kind.DOT and "operand_buffers" in op.attrs and "k_chunk" not in op.attrs:
+            slot = self._iteration() % _loop_stages(op)
+            for i, name in enumerate(op.attrs["operand_buffers"]):
+                place = self.by_name[name]
+                self._write(place, slot, operands[i])
+                operands[i] = self._read(place, slot)
+        if self.inner is not None:
+            self.inner.before(program, op, operands)
+
+    def after(self, program, op, operands, results) -> None:
+        if op.kind is Kind.FOR:
+            self.loops.pop()
+            self._wait(op, "post_wait_flags", every=True)
+        else:
+            for v, value in zip(op.results, results):
+                place = self.places.get(id(v))
+                if place is None:
+                    continue
+                slot = self._iteration() % place.stages
+                self.slots[place.name] = slot
+                if self.on_wait and op.attrs.get("pipe") in _GM_COPY_PIPES:
+                    self.pending.setdefault(op.attrs["pipe"], []).append((place, slot, value))
+                else:
+                    self._write(place, slot, value)
+        self._set(op, "set_flags")
+        if self.inner is not None:
+            self.inner.after(program, op, operands, results)
+
+    # --- flags: copies land at the wait that covers them --------------------------------
+    def _iteration(self) -> int:
+        return self.loops[-1][1] if self.loops else 0
+
+    def _ids(self, text: str, every: bool):
+        parsed = self._flags.get(text)
+        if parsed is None:
+            parsed = self._flags[text] = parse_flag(text)
+        src, dst, first, count = parsed
+        ids = range(first, first + count) if every else (first + self._iteration() % count,)
+        return [(src, dst, i) for i in ids]
+
+    def _set(self, op, attr: str) -> None:
+        for text in op.attrs.get(attr, ()):
+            for key in self._ids(text, every=False):
+                copies = self.pending.pop(key[0], [])
+                if copies:
+                    self.covered.setdefault(key, []).extend(copies)
+
+    def _wait(self, op, attr: str, every: bool = False) -> None:
+        for text in op.attrs.get(attr, ()):
+            for key in self._ids(text, every):
+                for place, slot, value in self.covered.pop(key, ()):
+                    self._write(place, slot, value)
+
+    # --- arenas ---------------------------------------------------------------------------
+    def _view(self, place: _Place, slot: int) -> np.ndarray:
+        start = place.offset + slot * place.nbytes
+        count = int(np.prod(place.shape, dtype=np.int64))
+        raw = self.arenas[place.scope][start:start + count * np.dtype(place.dtype).itemsize]
+        return raw.view(place.dtype)
+
+    def _write(self, place: _Place, slot: int, value) -> None:
+        self._view(place, slot)[:] = np.asarray(value, dtype=place.dtype).reshape(-1)
+
+    def _read(self, place: _Place, slot: int) -> np.ndarray:
+        return self._view(place, slot).reshape(place.shape).copy()
+
+
+def _loop_stages(op) -> int:
+    from npujit.ir.schedule.model import enclosing_loop
+    loop = enclosing_loop(op)
+    return max(1, int(loop.attrs.get("num_stages", 1))) if loop is not None else 1
