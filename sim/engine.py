@@ -298,7 +298,7 @@ class Compiler:
                 if direction > 0:
                     hbm_read += n * moved
                     if l2 and region is not None and region != ONCE:
-                        read_regions[region] = max(read_regions.get(region, 0), moved)
+                        read_regions[region] = min(read_regions.get(region, moved), moved)
                         cached_pipes.add(name)
                     else:
                         floor += n * moved

@@ -62,7 +62,8 @@ class ProgramWork:
     gm_latency_min: float = float("inf")
     cube_flops: int = 0
     # With an L2: bytes that go to HBM whatever the cache does (writes, reads without a
-    # region), and the regions read (key -> bytes), each of which misses at least once.
+    # region), and the regions read (key -> fewest bytes a read of it moved), each of which
+    # misses at least once (with its first read, of at least that many bytes).
     hbm_floor: int | None = None
     read_regions: dict = field(default_factory=dict)
     written_regions: frozenset = frozenset()
@@ -127,7 +128,7 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
                 lat = min(lat, issue)
                 keyed = ins.gm_region is not None and ins.gm_region != ONCE
                 if spec.l2_bytes and keyed and ins.path.startswith("GM_"):
-                    regions[ins.gm_region] = max(regions.get(ins.gm_region, 0), moved)
+                    regions[ins.gm_region] = min(regions.get(ins.gm_region, moved), moved)
                     cached_pipes.add(ins.pipe)
                 else:
                     floor += moved
@@ -178,7 +179,8 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
         lat_min = min(lat_min, w.gm_latency_min)
         if l2:
             hbm_floor += w.gm_bytes if w.hbm_floor is None else w.hbm_floor
-            regions.update(w.read_regions)
+            for r, b in w.read_regions.items():
+                regions[r] = min(regions.get(r, b), b)
             written.update(w.written_regions)
     for (kp, name), total in kind_sum.items():
         terms[name] = max(terms[name], total / cores[kp])

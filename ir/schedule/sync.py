@@ -14,7 +14,9 @@ the destination pipe).  From the buffers each op reads and writes on its pipe(s)
   writing.  The loop pre-sets one flag per slot and drains them after the loop, so
   iteration i waits for the reads of iteration i - N (TQue's FreeTensor/AllocTensor, §3.2).
   Two buffers the allocator placed on the same bytes get the same kind of flag from the
-  last access of the first to the writer of the second.
+  last access of the first to the writer of the second.  An accumulator carried by an
+  inner loop and re-initialised in an outer loop's body (a persistent matmul's L0C) is
+  such a buffer of the outer loop: its init waits for the previous tile's FixPipe read.
 * Flags into a buffer with N slots rotate over N ids (one per slot).  A flag implied by
   another one of the same pipes (set later, waited earlier: pipes are in order) is dropped.
 * Ids count per ``SRC_DST`` pair; past ``spec.event_ids`` a single flag shares an earlier
@@ -173,7 +175,8 @@ class InsertSync:
 
 def _buffer_facts(fn: Function) -> tuple[dict, dict]:
     """Slots of each buffer and the block its slots rotate in (the body holding its maker;
-    None for loop-carried buffers, which are not rewritten per iteration)."""
+    for a loop-carried buffer the body holding its init's maker, so an accumulator zeroed
+    per outer iteration waits for the previous tile's readers; None when no op makes it)."""
     stages, home = {}, {}
     carried = set()
     for op in scheduled_ops(fn.body):
@@ -191,8 +194,10 @@ def _buffer_facts(fn: Function) -> tuple[dict, dict]:
         for r, name in zip(tiles, op.attrs.get("buffer", ())):
             if is_folded_cast(op):
                 continue
-            if id(r) in carried or name in home and home[name] is None:
-                home[name] = None
+            if id(r) in carried:
+                # An accumulator: not rewritten per iteration of the loop that carries it,
+                # but per iteration of a loop around its maker (its init, seen first).
+                home.setdefault(name, None)
             elif name not in home:
                 home[name] = op.parent
     return stages, home

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from npujit import cdiv
+import npujit.language as nl
+from npujit import cdiv, npu_kernel
 from npujit.kernels.elementwise import add_kernel, add_stream_kernel
 from npujit.kernels.layernorm import layernorm_kernel
 from npujit.kernels.matmul import matmul_kernel
 from npujit.kernels.softmax import softmax_kernel
-from npujit.sim import ASCEND_910B_LIKE, TINY
+from npujit.sim import ASCEND_910B_LIKE, TINY, DebugOptions
 from npujit.sim.trace import trace_hash
 
 SPECS = [TINY, ASCEND_910B_LIKE]
@@ -149,3 +150,47 @@ def test_kernel_simulate_rejects_unknown_spec_by_name():
     x = np.zeros(16, np.float16)
     with pytest.raises(Exception, match="spec"):
         add_kernel.simulate(x, x, x.copy(), 16, grid=(1,), spec="no-such-npu", BLOCK=16)
+
+
+@npu_kernel
+def persistent_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, num_tiles, tiles_n,
+                             BLOCK_M: nl.constexpr, BLOCK_N: nl.constexpr,
+                             BLOCK_K: nl.constexpr):
+    # Each program loops over output tiles: the L0C accumulator is re-zeroed per tile, so
+    # the schedule must make the next tile's Cube wait for the previous tile's FixPipe.
+    for t in nl.range(nl.program_id(0), num_tiles, nl.num_programs(0)):
+        a_blk = nl.make_block_ptr(a_ptr, shape=(M, K), strides=(K, 1),
+                                  offsets=((t // tiles_n) * BLOCK_M, 0),
+                                  block_shape=(BLOCK_M, BLOCK_K))
+        b_blk = nl.make_block_ptr(b_ptr, shape=(K, N), strides=(N, 1),
+                                  offsets=(0, (t % tiles_n) * BLOCK_N),
+                                  block_shape=(BLOCK_K, BLOCK_N))
+        acc = nl.zeros((BLOCK_M, BLOCK_N), dtype=nl.float32)
+        for k in nl.range(0, K, BLOCK_K, num_stages=2):
+            acc = nl.dot(nl.load(a_blk, boundary_check=(0, 1)),
+                         nl.load(b_blk, boundary_check=(0, 1)), acc)
+            a_blk = nl.advance(a_blk, (0, BLOCK_K))
+            b_blk = nl.advance(b_blk, (BLOCK_K, 0))
+        c_blk = nl.make_block_ptr(c_ptr, shape=(M, N), strides=(N, 1),
+                                  offsets=((t // tiles_n) * BLOCK_M, (t % tiles_n) * BLOCK_N),
+                                  block_shape=(BLOCK_M, BLOCK_N))
+        nl.store(c_blk, acc, boundary_check=(0, 1))
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_persistent_matmul_reuses_l0c_without_a_race(spec):
+    rng = np.random.default_rng(3)
+    m, n, k, bm, bn = 64, 96, 48, 32, 32
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    tiles_n = cdiv(n, bn)
+    tiles = cdiv(m, bm) * tiles_n
+    r = persistent_matmul_kernel.simulate(
+        a, b, c, m, n, k, tiles, tiles_n, grid=(2,), spec=spec, BLOCK_M=bm, BLOCK_N=bn,
+        BLOCK_K=16, debug=DebugOptions(detect_races=True, check_flags=True))
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3,
+                               atol=1e-3 * np.sqrt(k))
+    assert r.races == [] and r.flag_issues == []
+    _invariants(r)
+    assert r.bytes_by_path["L0C_to_GM"] == 4 * m * n
