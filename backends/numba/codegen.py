@@ -33,7 +33,7 @@ from npujit.ir.core import Function, Op, Value
 from npujit.ir.ops import Kind
 from npujit.ir.types import PtrType
 
-from . import lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile
+from . import lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile, record
 from .values import Nest, Val, Writer, np_type, numel
 
 LOWER = {}
@@ -47,6 +47,7 @@ from numba import njit
 
 from npujit.backends.numba import cube_lib as cl
 from npujit.backends.numba import halfprec as hp
+from npujit.backends.numba import record as rc
 from npujit.backends.numba import reduce_lib as rl
 from npujit.backends.numba import scalar_lib as sl
 from npujit.backends.numba import select_lib as tl
@@ -128,6 +129,12 @@ class Codegen:
         uses = self._use_blocks.get(id(v), [])
         return len(uses) == 1 and uses[0] is self._def_block.get(id(v))
 
+    def op_id(self, op: Op) -> int:
+        """The op's number in recorded events (its position in ``fn.walk()``)."""
+        if not hasattr(self, "_op_ids"):
+            self._op_ids = record.op_ids(self.fn)
+        return self._op_ids[id(op)]
+
     def num_uses(self, v: Value) -> int:
         """How many operands (terminators included) read ``v``."""
         return len(self._use_blocks.get(id(v), []))
@@ -182,6 +189,8 @@ class Codegen:
                                       f"(at {op.loc})")
         mark, depth = len(self.w.lines), self.w.depth
         fn(self, op)
+        if op.kind in record.RECORDED and self.options.get("record"):
+            record.emit_memory(self, op)
         if len(self.w.lines) > mark:  # ops that only make views get no comment
             pad = "    " * depth
             self.w.lines[mark:mark] = [pad + c for c in self._comment(op)]
@@ -228,12 +237,21 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
     for n in loop_names:
         cg.w.fresh(n)
     params, conversions = _arguments(cg)
+    recording = bool(options.get("record"))
+    if recording:       # events for the simulator (record.py): rec grows, rec_n counts
+        for n in ("rec", "rec_n"):
+            cg.w.fresh(n)
+        params.append("rec")
+        conversions.append("rec_n = 0")
     cg.lower_block(fn.body)
     has_atomics = any(op.kind is Kind.ATOMIC_ADD for op in fn.walk())
     setup_lines = conversions + cg.tiles
     decorator = f'@njit(cache={bool(options.get("cache", True))}, nogil=True, error_model="numpy")'
     setup = "".join(f"    {line}\n" for line in setup_lines)
     body_text = cg.w.text() or "        pass"
+    if recording:
+        body_text = "        rec, rec_n = rc.put(rec, rec_n, -1, p, 0, 0)\n" + body_text
+        body_text += "\n    return rec, rec_n"
     sep = ", " if params else ""
     text = f'''"""npujit numba kernel `{fn.name}` (generated from IR; do not edit).
 {header}"""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from npujit.ir.ops import Kind
 
+from .record import emit_event
 from .values import Val, np_type
 
 
@@ -65,7 +66,10 @@ def lower_for(cg, op) -> None:
     raw = w.fresh("iv")
     iv = w.fresh(iv_arg.name or "i")
     header = f"for {raw} in range(i64({lb.name}), i64({ub.name}), i64({step.name})):"
+    recording = cg.options.get("record")
     with w.block(header):
+        if recording:
+            emit_event(cg, op, "1")
         w.line(f"{iv} = {np_type(iv_arg.type.dtype)}({raw})")
         cg.bind(iv_arg, Val.scalar(iv, iv_arg.type.dtype))
         for arg, val in zip(carried_args, carried):
@@ -74,6 +78,8 @@ def lower_for(cg, op) -> None:
             cg.lower_block(body)
             term = body.terminator
             _next_iteration(cg, carried, [cg.val(y) for y in term.operands] if term else [])
+    if recording:
+        emit_event(cg, op, "0")
     for r, val in zip(op.results, carried):
         cg.bind(r, val)
 

@@ -195,6 +195,9 @@ class Launcher:
                          and self.threads > 1)
         self._threaded = bool(par) and self.parallel
         self._sig = (nt.int64,) * 5 + tuple(_numba_arg_type(t) for t in self._arg_types)
+        self.recording = bool(options.get("record"))
+        if self.recording:          # the growing event array (backends/numba/record.py)
+            self._sig += (nt.int64[::1],)
         if self.jit:
             self._entry.compile(self._sig)
 
@@ -210,6 +213,19 @@ class Launcher:
             if not self._compile_variant(args):
                 raise
             self._launch(g0, g1, g2, g0 * g1 * g2, args)
+
+    def record(self, grid, args) -> np.ndarray:
+        """Run every program of ``grid`` in order and return the recorded events as an
+        ``(n, 4)`` int64 array (compiled with ``record=True``; see record.py)."""
+        if not self.recording:
+            raise RuntimeError(f"{self.name} was not compiled with record=True")
+        g0, g1, g2 = grid
+        if g0 <= 0 or g1 <= 0 or g2 <= 0:
+            raise ValueError(f"{self.name}: grid {tuple(grid)} must be positive in every axis")
+        if self._convs is not None:
+            args = [a if c is None else c(a) for c, a in zip(self._convs, args)]
+        rec, n = self._entry(g0, g1, g2, 0, g0 * g1 * g2, *args, np.empty(4096, np.int64))
+        return rec[:n].reshape(-1, 4)
 
     def _launch(self, g0, g1, g2, total, args) -> None:
         if self._threaded and total > 1:

@@ -1,0 +1,133 @@
+"""The numba backend's recording mode (backends/numba/record.py): a recorded launch,
+replayed against the IR, drives an interpreter hook exactly as the reference interpreter
+does -- same programs, same loop trip counts, same lanes and offsets moved by every memory
+op -- and the outputs are the normal ones."""
+import numpy as np
+import pytest
+
+import npujit.language as nl
+from npujit import npu_kernel
+from npujit.backends.numba.record import record_launch, replay
+from npujit.backends.reference.backend import bind_args
+from npujit.backends.reference.interpreter import Plan
+from npujit.ir.ops import Kind
+from npujit.jit.binder import runtime_value
+from npujit.kernels import numpy_reference as ref
+from npujit.kernels.matmul import matmul_kernel
+from npujit.kernels.softmax import softmax_kernel
+
+
+@npu_kernel
+def stream_add(x_ptr, y_ptr, out_ptr, n, per_prog, BLOCK: nl.constexpr,
+               STAGES: nl.constexpr):
+    base = nl.program_id(0) * per_prog
+    for i in nl.range(0, per_prog, BLOCK, num_stages=STAGES):
+        offs = base + i + nl.arange(0, BLOCK)
+        nl.store(out_ptr + offs, nl.load(x_ptr + offs, mask=offs < n)
+                 + nl.load(y_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@npu_kernel
+def counted_scale(x_ptr, out_ptr, counts_ptr, BLOCK: nl.constexpr):
+    pid = nl.program_id(0)
+    for t in nl.range(0, nl.load(counts_ptr + pid), 1, num_stages=2):
+        offs = (pid * 8 + t) * BLOCK + nl.arange(0, BLOCK)
+        nl.store(out_ptr + offs, nl.load(x_ptr + offs) * 2.0)
+
+
+class Log:
+    """An independent hook: what ran, per program, with each memory op's moved lanes."""
+
+    def __init__(self):
+        self.events = []
+
+    def begin(self, program):
+        self.events.append(("program", tuple(int(p) for p in program.pid)))
+
+    def end(self, program):
+        self.events.append(("end",))
+
+    def before(self, program, op, operands):
+        if op.kind is Kind.YIELD:
+            self.events.append(("iteration", op.parent.parent_op.loc.line))
+
+    def after(self, program, op, operands, results):
+        k = op.kind
+        if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
+            offs = np.asarray(operands[1]).reshape(-1)
+            m = 2 if k is Kind.LOAD else 3
+            if len(operands) > m:
+                offs = offs[np.broadcast_to(operands[m], np.shape(operands[1])).reshape(-1)]
+            summary = (offs.size, int(offs.min()), int(offs.max())) if offs.size else (0,)
+        elif k in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE):
+            r = len(op.attrs["block_shape"])
+            summary = tuple(int(x) for x in operands[1:1 + 3 * r])
+        else:
+            summary = ()
+        self.events.append((k.value, op.loc.line, summary))
+
+
+def _case(kernel, args, meta):
+    k = kernel.with_options(backend="reference")
+    bound = k._bind(args, meta)
+    c, _ = k._get_compiled(bound)
+    rt = [runtime_value(c.sigs[i], bound[k.params[i]], k.params[i]) for i in c.runtime_index]
+    return c.ir, rt
+
+
+def _check(fn, grid, make_args, outputs):
+    """Record on numba, replay into a Log; run the reference interpreter with a Log; the
+    logs and the outputs must agree."""
+    args_nb, args_ref = make_args(), make_args()
+    events = record_launch(fn, grid, args_nb)
+    got = Log()
+    replay(fn, grid, events, got)
+    want = Log()
+    Plan(fn).run(tuple(grid), bind_args(fn, args_ref), hook=want)
+    assert got.events == want.events
+    for i in outputs:
+        np.testing.assert_allclose(args_nb[i], args_ref[i], rtol=1e-6, atol=1e-6)
+    return args_nb
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_streaming_add_with_ragged_masks(stages):
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    fn, rt = _case(stream_add, (x, y, np.zeros(1000, np.float32), 1000, 384),
+                   {"BLOCK": 128, "STAGES": stages})
+    out = _check(fn, (3, 1, 1), lambda: [x, y, np.zeros(1000, np.float32), 1000, 384], [2])
+    np.testing.assert_array_equal(out[2], x + y)
+
+
+def test_matmul_with_block_pointers_and_ragged_edges():
+    rng = np.random.default_rng(2)
+    a = rng.random((40, 24)).astype(np.float16)
+    b = rng.random((24, 36)).astype(np.float16)
+    meta = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "NUM_STAGES": 2}
+    scalars = [40, 36, 24, 24, 1, 36, 1, 36, 1]
+    fn, _ = _case(matmul_kernel, (a, b, np.zeros((40, 36), np.float32), *scalars), meta)
+    out = _check(fn, (3, 3, 1), lambda: [a.reshape(-1), b.reshape(-1),
+                                         np.zeros(40 * 36, np.float32), *scalars], [2])
+    np.testing.assert_allclose(out[2].reshape(40, 36), ref.matmul_f32(a, b), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_data_dependent_trip_counts_and_softmax():
+    x = np.arange(4 * 8 * 16, dtype=np.float32)
+    counts = np.array([3, 0, 8, 1], np.int32)
+    fn, _ = _case(counted_scale, (x, np.zeros_like(x), counts), {"BLOCK": 16})
+    _check(fn, (4, 1, 1), lambda: [x, np.zeros_like(x), counts], [1])
+    s = np.random.default_rng(3).standard_normal((3, 50)).astype(np.float32)
+    fn, _ = _case(softmax_kernel, (s, np.zeros_like(s), 50, 50, 50), {"BLOCK": 64})
+    out = _check(fn, (3, 1, 1), lambda: [s.reshape(-1), np.zeros(150, np.float32), 50, 50, 50],
+                 [1])
+    np.testing.assert_allclose(out[1].reshape(3, 50), ref.softmax(s), rtol=1e-5, atol=1e-7)
+
+
+def test_events_that_do_not_match_the_ir_are_an_error():
+    x = np.arange(64, dtype=np.float32)
+    fn, _ = _case(counted_scale, (x, np.zeros_like(x), np.array([1], np.int32)), {"BLOCK": 16})
+    events = record_launch(fn, (1, 1, 1), [x, np.zeros_like(x), np.array([1], np.int32)])
+    with pytest.raises(ValueError, match="does not match"):
+        replay(fn, (1, 1, 1), events[1:], Log())
