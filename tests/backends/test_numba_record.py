@@ -13,18 +13,9 @@ from npujit.backends.reference.interpreter import Plan
 from npujit.ir.ops import Kind
 from npujit.jit.binder import runtime_value
 from npujit.kernels import numpy_reference as ref
+from npujit.kernels.elementwise import add_stream_kernel
 from npujit.kernels.matmul import matmul_kernel
 from npujit.kernels.softmax import softmax_kernel
-
-
-@npu_kernel
-def stream_add(x_ptr, y_ptr, out_ptr, n, per_prog, BLOCK: nl.constexpr,
-               STAGES: nl.constexpr):
-    base = nl.program_id(0) * per_prog
-    for i in nl.range(0, per_prog, BLOCK, num_stages=STAGES):
-        offs = base + i + nl.arange(0, BLOCK)
-        nl.store(out_ptr + offs, nl.load(x_ptr + offs, mask=offs < n)
-                 + nl.load(y_ptr + offs, mask=offs < n), mask=offs < n)
 
 
 @npu_kernel
@@ -94,8 +85,8 @@ def _check(fn, grid, make_args, outputs):
 def test_streaming_add_with_ragged_masks(stages):
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
-    fn, rt = _case(stream_add, (x, y, np.zeros(1000, np.float32), 1000, 384),
-                   {"BLOCK": 128, "STAGES": stages})
+    fn, rt = _case(add_stream_kernel, (x, y, np.zeros(1000, np.float32), 1000, 384),
+                   {"BLOCK": 128, "NUM_STAGES": stages})
     out = _check(fn, (3, 1, 1), lambda: [x, y, np.zeros(1000, np.float32), 1000, 384], [2])
     np.testing.assert_array_equal(out[2], x + y)
 
