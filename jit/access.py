@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 from npujit.ir import Function, Kind
+from npujit.ir.slice import backward_slice
 from npujit.ir.types import PtrType
 
 from .errors import LaunchError
@@ -34,50 +35,19 @@ def stored_arguments(fn: Function) -> dict:
     return out
 
 
-class _Slice:
-    """Does a value depend on a run-time scalar argument or on loaded data?"""
-
-    def __init__(self, fn: Function):
-        self.scalars = {id(a) for a in fn.args if not isinstance(a.type, PtrType)}
-        self.memo: dict[int, bool] = {}
-
-    def __call__(self, v) -> bool:
-        key = id(v)
-        if key in self.memo:
-            return self.memo[key]
-        self.memo[key] = False          # a loop-carried cycle adds nothing by itself
-        self.memo[key] = out = self._compute(v)
-        return out
-
-    def _compute(self, v) -> bool:
-        if id(v) in self.scalars:
-            return True
-        op = v.op
-        if op is None:                  # a block argument: of a loop body
-            loop = getattr(v.owner, "parent_op", None)
-            if loop is None or loop.kind is not Kind.FOR:
-                return False
-            if v.index == 0:            # the induction variable
-                return any(self(o) for o in loop.operands[:3])
-            return self._carried(loop, v.index - 1)
-        if op.kind in _DATA:
-            return True
-        if op.kind is Kind.FOR:
-            return self._carried(op, v.index)
-        return any(self(o) for o in op.operands)
-
-    def _carried(self, loop, i: int) -> bool:
-        term = loop.body.terminator
-        sources = [loop.operands[3 + i]] + ([term.operands[i]] if term is not None else [])
-        return any(self(o) for o in sources)
-
-
 def check_strided(fn: Function, kernel: str, strided: set) -> None:
     """Raise a LaunchError if an argument named in ``strided`` (passed as a non-contiguous
     view) is addressed by offsets that use no run-time argument."""
     if not strided:
         return
-    depends = _Slice(fn)
+    scalars = {id(a) for a in fn.args if not isinstance(a.type, PtrType)}
+
+    def depends(v) -> bool:
+        """Does ``v`` use a run-time scalar argument, or data read from memory?"""
+        ops, reached = backward_slice([v], stop=_DATA)
+        return (any(id(a) in scalars for a in reached)
+                or any(op.kind in _DATA for op in ops))
+
     args = {id(a): a.name for a in fn.args}
     for op in fn.body.walk():
         name = args.get(id(op.operands[0])) if op.kind in _ACCESSES and op.operands else None
@@ -86,7 +56,7 @@ def check_strided(fn: Function, kernel: str, strided: set) -> None:
         if op.kind in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
             addressing = [op.operands[1]]
         else:                           # block ops: (ptr, *shape, *strides, *offsets[, value])
-            addressing = op.operands[1:]
+            addressing = op.operands[1:-1] if op.kind is Kind.BLOCK_STORE else op.operands[1:]
         if not any(depends(o) for o in addressing):
             raise LaunchError(
                 f"argument '{name}' is a non-contiguous view, but kernel '{kernel}' addresses "

@@ -23,8 +23,9 @@ Example::
 from __future__ import annotations
 
 from ..builder import Builder
-from ..core import Block, Function, Op, Value
+from ..core import Block, Function, Op
 from ..ops import Kind
+from ..slice import backward_slice
 from ..types import int32, int64
 
 _OFFSET_OPERANDS = {Kind.LOAD: slice(1, 2), Kind.STORE: slice(1, 2),
@@ -37,43 +38,13 @@ _SYMBOL = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}
 
 def _address_ops(fn: Function) -> list[Op]:
     """The int32 add/sub/mul ops whose results flow into some memory op's addressing."""
-    seen: set[int] = set()
-    found: dict[int, Op] = {}
-    stack: list[Value] = []
+    roots = []
     for op in fn.walk():
         sl = _OFFSET_OPERANDS.get(op.kind)
         if sl is not None:
-            stack.extend(op.operands[sl])
-    while stack:
-        v = stack.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        op = v.op
-        if op is None:                        # block argument of a loop body
-            loop = getattr(v.owner, "parent_op", None)
-            if loop is None or loop.kind is not Kind.FOR:
-                continue
-            if v.index == 0:
-                stack.extend(loop.operands[:3])
-            else:
-                stack.append(loop.operands[3 + v.index - 1])
-                term = loop.body.terminator
-                if term is not None:
-                    stack.append(term.operands[v.index - 1])
-            continue
-        if op.kind in _DATA:
-            continue
-        if op.kind is Kind.FOR:
-            stack.append(op.operands[3 + v.index])
-            term = op.body.terminator
-            if term is not None:
-                stack.append(term.operands[v.index])
-            continue
-        if op.kind in _CHECKED and op.result.type.dtype == int32:
-            found[id(op)] = op
-        stack.extend(op.operands)
-    return list(found.values())
+            roots.extend(op.operands[sl])
+    ops, _ = backward_slice(roots, stop=_DATA)
+    return [op for op in ops if op.kind in _CHECKED and op.result.type.dtype == int32]
 
 
 class IndexChecks:

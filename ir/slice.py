@@ -1,0 +1,56 @@
+"""The backward slice of values: every op whose result flows into them.
+
+Follows op operands, and through ``scf.for``: a loop result or a body's carried argument
+comes from the loop's init and from what the body yields; the induction variable comes
+from the loop bounds.  Ops whose kind is in ``stop`` are reported but not looked
+through (e.g. loads: their results are data, not arithmetic on the slice's inputs).
+
+Used by launch checks (does a strided array's addressing use a run-time stride?) and by
+the debug-mode index-overflow pass (which int32 ops feed an address?).
+
+Example::
+
+    >>> ops, args = backward_slice([load_op.operands[1]])    # doctest: +SKIP
+    >>> sorted(a.name for a in args)                         # doctest: +SKIP
+    ['n']
+"""
+from __future__ import annotations
+
+from .core import Op, Value
+from .ops import Kind
+
+
+def backward_slice(roots, stop=frozenset()) -> tuple[list[Op], list[Value]]:
+    """``(ops, arguments)``: the ops that compute ``roots`` (each once, in no particular
+    order; ``stop`` kinds included but not followed) and the function arguments reached."""
+    seen: set[int] = set()
+    ops: dict[int, Op] = {}
+    args: dict[int, Value] = {}
+    stack = list(roots)
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        op = v.op
+        if op is None:
+            loop = getattr(v.owner, "parent_op", None)
+            if loop is None:
+                args[id(v)] = v                      # a function argument
+            elif loop.kind is Kind.FOR:
+                stack.extend(_loop_sources(loop, v.index - 1) if v.index else loop.operands[:3])
+            continue
+        ops[id(op)] = op
+        if op.kind in stop:
+            continue
+        if op.kind is Kind.FOR:
+            stack.extend(_loop_sources(op, v.index))
+        else:
+            stack.extend(op.operands)
+    return list(ops.values()), list(args.values())
+
+
+def _loop_sources(loop: Op, i: int) -> list[Value]:
+    """The values that define carried value ``i`` of ``loop``: its init and its yield."""
+    term = loop.body.terminator
+    return [loop.operands[3 + i]] + ([term.operands[i]] if term is not None else [])
