@@ -4,7 +4,8 @@
 ``NPUJIT_DISABLE_CACHE``  1 = never read or write the disk cache
 ``NPUJIT_DUMP_IR``        ``all`` or ``after:<pass>[,<pass>...]``: print the IR after passes
 ``NPUJIT_BACKEND``        default backend for launches: ``numba`` (default) or ``reference``
-``NPUJIT_DEBUG``          1 = bounds-check every GM access
+``NPUJIT_DEBUG``          1 = bounds-check every GM access, run nl.device_assert, check int32
+                          index arithmetic for wrap-around (both backends)
 ``NPUJIT_NUM_THREADS``    threads for the numba backend's grid loop (0 = numba's default)
 
 Example::
