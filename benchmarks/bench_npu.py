@@ -10,8 +10,8 @@ The matmul tiles: a 256 x 128 output tile fills L0C (128 KB of f32); the K loop 
 256-deep L1 tiles (A 128 KB + B 64 KB, x2 stages = 384 KB of 512 KB L1) and splits each
 dot into 64-deep L0 chunks (L0A 32 KB / L0B 16 KB, x2 slots), so MTE2 waits for one
 landing per four Cube steps.  256 x 128 rather than 128 x 256: the taller A goes through
-the faster L1->L0A port (512 vs 256 B/cycle).  ``--ablate`` also prints the launch without the L2 and without the L0
-split (what the bar measured before those existed).
+the faster L1->L0A port (512 vs 256 B/cycle).  ``--ablate`` also prints the launch
+without the L2 and without the L0 split (what the bar measured before those existed).
 
     python benchmarks/bench_npu.py            # 4096^3 matmul (~25 s of wall) + 64 M add
     python benchmarks/bench_npu.py --quick    # 2048^3 and 16 M: same code, less wall time

@@ -13,10 +13,10 @@ Model (simulator-and-moe.md §1.3):
 * A copy touching GM occupies its pipe for its issue latency, then streams its bytes through
   the :class:`~npujit.sim.hbm.HBMServer` shared by all cores, capped by its port rate; its
   data lands ``hbm_latency`` later.  When the spec has an L2 and the launch's copies carry
-  ``gm_region`` keys, the :class:`~npujit.sim.l2.MemorySystem` serves read hits from the L2
-  instead (its own shared bandwidth, landing ``l2_latency`` later).  The pipe may issue the next copy meanwhile (DMA
-  requests pipeline), but a ``set_flag`` or ``barrier`` on it, and the program's end, wait
-  for every earlier copy to land.
+  ``gm_region`` keys, the :class:`~npujit.sim.l2.MemorySystem` serves read hits and writes
+  from the L2 instead (its own shared bandwidth, landing ``l2_latency`` later).  The pipe
+  may issue the next copy meanwhile (DMA requests pipeline), but a ``set_flag`` or
+  ``barrier`` on it, and the program's end, wait for every earlier copy to land.
 * Programs are queued per core kind in launch order; a core takes the next one when all
   of its pipes are drained (waves).
 

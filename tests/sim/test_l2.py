@@ -2,7 +2,8 @@
 background flush, and the bound staying a bound."""
 from hypothesis import given, settings, strategies as st
 
-from npujit.sim import TINY, CoreProgram, Launch, copy, roofline_bound, set_flag, simulate, wait_flag
+from npujit.sim import (TINY, CoreProgram, Launch, copy, roofline_bound, set_flag, simulate,
+                        wait_flag)
 from npujit.sim.l2 import L2Cache
 
 NO_L2 = TINY.replace(l2_bytes=0)

@@ -75,7 +75,7 @@ def test_softmax(rows, cols, spec, seed):
 def test_layernorm_rereads_its_weights_from_l2(rows, cols, spec, seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((rows, cols)).astype(np.float32)
-    w, b = rng.standard_normal(cols).astype(np.float32), rng.standard_normal(cols).astype(np.float32)
+    w, b = (rng.standard_normal(cols).astype(np.float32) for _ in range(2))
     out = np.zeros_like(x)
     r = layernorm_kernel.simulate(x, w, b, out, cols, 1e-5, grid=(rows,), spec=spec,
                                   BLOCK=_pow2(cols))
