@@ -37,5 +37,6 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
     g = k._grid(grid, tuple(bound[p] for p in k.params))
     c, _ = k._get_compiled(bound)
     rt = [runtime_value(c.sigs[i], bound[k.params[i]], k.params[i]) for i in c.runtime_index]
-    launch = lower(c.ir, g, rt, name=kernel.name, gm_regions=True)   # the L2 sees re-reads
+    # Regions so the L2 sees re-reads; the spec so a separated part splits AIC / AIV work.
+    launch = lower(c.ir, g, rt, name=kernel.name, gm_regions=True, spec=spec)
     return simulate(launch, spec, trace=trace, debug=debug)

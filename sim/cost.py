@@ -159,7 +159,7 @@ def instr_cycles(ins: Instr, spec: NPUSpec) -> int:
         return vec_cycles(ins.op, ins.nbytes, spec)
     if kind == "scalar":
         return ins.cycles
-    if kind in ("set_flag", "wait_flag", "barrier"):
+    if kind in ("set_flag", "wait_flag", "barrier", "cross_set", "cross_wait"):
         return spec.sync_cycles
     raise SpecError(f"unknown instruction kind {kind!r}")
 

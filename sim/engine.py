@@ -18,7 +18,10 @@ Model (simulator-and-moe.md §1.3):
   may issue the next copy meanwhile (DMA requests pipeline), but a ``set_flag`` or
   ``barrier`` on it, and the program's end, wait for every earlier copy to land.
 * Programs are queued per core kind in launch order; a core takes the next one when all
-  of its pipes are drained (waves).
+  of its pipes are drained (waves).  A launch with ``groups`` (a mixed AIC + AIV kernel)
+  is queued by group instead: a group starts on AI core ``j`` (AIC ``j`` and AIV
+  ``j * aiv_cores // aic_cores``) when both are free, and its two runs are partners for
+  ``cross_set`` / ``cross_wait`` flags.
 
 Speed: a pipe runs ahead through everything that does not touch HBM without any event,
 since those instructions depend only on their own pipe and on flags whose set times are
@@ -58,8 +61,9 @@ from .spec import NPUSpec, SpecError, path_scopes
 #   LOCAL: a = cycles     GM: a = issue latency before HBM, cost = uncontended occupancy,
 #   gm = None or (is_write, region key) for the L2
 #   SET/WAIT: a = flag index.  SETD is a SET on a pipe that runs GM copies: it also waits
-#   for their data to land.
-LOCAL, GM, SET, WAIT, BARRIER, SETD = range(6)
+#   for their data to land.  CSET (cross_set) waits like SETD, then sets the flag on the
+#   group partner's run; a cross_wait is a WAIT on the run's own flag.
+LOCAL, GM, SET, WAIT, BARRIER, SETD, CSET = range(7)
 
 
 class DeadlockError(RuntimeError):
@@ -155,6 +159,7 @@ class Compiler:
         # Pipes that run GM copies: their set_flags wait for the copies' data to land.
         self.dma_pipes = {p.pipe for name, p in spec.paths.items() if "GM" in path_scopes(name)}
         self.has_regions = False    # some GM copy carries a gm_region (the L2 can hit)
+        self.has_cross = False      # some program uses cross-core flags
 
     def _info(self, ins: Instr, kind: str, pipes: tuple) -> _InstrInfo:
         """Validate one instruction against the spec and build its :class:`_InstrInfo`."""
@@ -197,6 +202,10 @@ class Compiler:
                          gm)
             else:
                 entry = (LOCAL, cost, cost, None, None, None)
+        elif ins.kind in ("cross_set", "cross_wait"):
+            fidx = self.flag_index.setdefault(ins.flag, len(self.flag_index))
+            entry = (CSET if ins.kind == "cross_set" else WAIT, fidx, cost, None, None, None)
+            self.has_cross = True
         elif ins.kind in ("set_flag", "wait_flag"):
             src, dst, eid = ins.flag
             for p in (src, dst):
@@ -360,7 +369,7 @@ class CoreRun:
     """One program running on one physical core: flag state, barrier state, its pipes."""
 
     __slots__ = ("core", "program", "compiled", "start", "end", "pend", "waiter", "pipes",
-                 "left", "bar_n", "bar_t", "bar_wait")
+                 "left", "bar_n", "bar_t", "bar_wait", "partner", "ai_core")
 
     def __init__(self, core: str, program: int, compiled: Compiled, start: int, nflags: int,
                  landing: int = 0):
@@ -372,6 +381,8 @@ class CoreRun:
                       for name, q in zip(compiled.pipes, compiled.queues)]
         self.left = len(self.pipes)
         self.bar_n, self.bar_t, self.bar_wait = 0, 0, []
+        self.partner = None     # the other run of a mixed launch's group (cross flags)
+        self.ai_core = -1       # the AI core a grouped run belongs to
 
 
 class Timeline:
@@ -422,6 +433,15 @@ class Engine:
         for k, q in self.queues.items():
             if q and spec.core_counts[k] == 0:
                 raise ProgramError(f"launch has {k} programs but {spec.name} has no {k} cores")
+        self.groups = deque(launch.groups or ())
+        if launch.groups is not None:
+            if spec.arch != "separated" or spec.aiv_cores < spec.aic_cores:
+                raise ProgramError(f"a grouped (mixed AIC + AIV) launch needs a separated part "
+                                   f"with at least one AIV per AIC; {spec.name} is {spec.arch} "
+                                   f"with {spec.aic_cores} AIC, {spec.aiv_cores} AIV")
+        elif self.compiler.has_cross:
+            raise ProgramError("cross-core flags (cross_set/cross_wait) need a Launch with "
+                               "groups pairing each AIC program with its AIV partner")
 
     # -- the hot loop ----------------------------------------------------------------------
     def _run_pipe(self, ps: PipeRun, copied: int = -1) -> None:
@@ -478,6 +498,17 @@ class Engine:
                 self.seq += 1
                 heappush(self.arrivals, (t + a, self.seq, moved, rate, ps, gm))
                 return
+            elif code == CSET:
+                if ps.done > t:
+                    t = ps.done
+                marks.append(t)
+                t += cost
+                other = core.partner
+                other.pend[a].append(t)
+                w = other.waiter[a]
+                if w is not None:
+                    other.waiter[a] = None
+                    self.work.append(w)
             else:  # BARRIER (ALL)
                 if ps.done > t:
                     t = ps.done
@@ -519,16 +550,34 @@ class Engine:
             self._run_pipe(work.pop())
 
     def _start(self, core: str, program: int, t: int) -> None:
+        self._go([self._new_run(core, program, t)], t)
+
+    def _new_run(self, core: str, program: int, t: int) -> CoreRun:
         run = CoreRun(core, program, self.compiled[program], t, len(self.compiler.flag_index),
                       self.landing)
         self.runs.append(run)
-        if not run.pipes:
-            self.seq += 1
-            heappush(self.heap, (t, self.seq, run))
-            return
-        # Reverse so the LIFO worklist runs pipes in the spec's order.
-        self.work.extend(reversed(run.pipes))
+        return run
+
+    def _go(self, runs: list, t: int) -> None:
+        for run in runs:
+            if not run.pipes:
+                self.seq += 1
+                heappush(self.heap, (t, self.seq, run))
+            # Reverse so the LIFO worklist runs pipes in the spec's order.
+            self.work.extend(reversed(run.pipes))
         self._drain()
+
+    def _start_group(self, j: int, t: int) -> None:
+        """Start the next group on AI core ``j``: both runs exist (and know each other)
+        before either pipe runs."""
+        aic, aiv = self.groups.popleft()
+        spec = self.spec
+        a = self._new_run(f"AIC {j}", aic, t)
+        v = self._new_run(f"AIV {j * (spec.aiv_cores // spec.aic_cores)}", aiv, t)
+        a.partner, v.partner = v, a
+        a.ai_core = v.ai_core = j
+        self.ai_left[j] = 2
+        self._go([a, v], t)
 
     def run(self) -> Timeline:
         """Simulate to completion and return the :class:`Timeline`.
@@ -541,11 +590,17 @@ class Engine:
             7
         """
         spec = self.spec
+        grouped = self.launch.groups is not None
+        if grouped:
+            self.ai_left = [0] * spec.aic_cores
+            for j in range(spec.aic_cores):
+                if self.groups:
+                    self._start_group(j, 0)
         idle = {k: deque() for k in self.queues}
         for name in self.core_names:
             idle[name.split()[0]].append(name)
         for kind, q in self.queues.items():
-            while q and idle[kind]:
+            while q and idle[kind] and not grouped:
                 self._start(idle[kind].popleft(), q.popleft(), 0)
         heap, hbm, work, run_pipe = self.heap, self.hbm, self.work, self._run_pipe
         hbm_next, hbm_pop = hbm.next_completion, hbm.pop_finished
@@ -557,6 +612,12 @@ class Engine:
             tf = hbm_next(tc)
             if tc < tf:
                 _, _, done_run = heappop(heap)
+                if grouped:     # the AI core takes the next group when both runs are done
+                    j = done_run.ai_core
+                    self.ai_left[j] -= 1
+                    if self.ai_left[j] == 0 and self.groups:
+                        self._start_group(j, tc)
+                    continue
                 q = self.queues[spec.core_kind_for(done_run.compiled.kind)]
                 if q:   # the core takes the next program of its kind
                     self._start(done_run.core, q.popleft(), tc)

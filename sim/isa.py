@@ -22,6 +22,10 @@ scalar      SCALAR (or any pipe)       ``cycles`` (explicit cost)
 set_flag    flag's source pipe         ``flag = (src_pipe, dst_pipe, event_id)``
 wait_flag   flag's destination pipe    ``flag``
 barrier     a pipe, or ``"ALL"``       ``"ALL"`` waits for every pipe of the core
+cross_set   any pipe                   ``flag = ("CROSS", "CROSS", id)``: the partner
+                                       program of a mixed launch's group may pass its
+                                       ``cross_wait`` of that id (CrossCoreSetFlag)
+cross_wait  any pipe                   ``flag``: blocks until the partner set it
 =========== ========================== ==================================================
 
 Every instruction may carry ``reads`` / ``writes`` (tuples of ``(buffer, slot)`` pairs of
@@ -50,7 +54,11 @@ from typing import NamedTuple, Sequence
 
 from .spec import CORE_KINDS, PIPES, SpecError, path_scopes
 
-KINDS = ("copy", "mmad", "vec", "scalar", "set_flag", "wait_flag", "barrier")
+KINDS = ("copy", "mmad", "vec", "scalar", "set_flag", "wait_flag", "barrier", "cross_set",
+         "cross_wait")
+
+# CrossCoreSetFlag / CrossCoreWaitFlag flag ids 0..10 (ascend-npu.md §1.2 [O]).
+CROSS_FLAG_IDS = 11
 
 # Element sizes of the IR's dtype spellings (npujit.ir.types), in bytes.
 DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8,
@@ -148,7 +156,7 @@ def describe(ins: Instr) -> str:
         s = f"VECTOR {ins.op} {ins.elems} x {ins.dtype}"
     elif k == "scalar":
         s = f"{ins.pipe} scalar {ins.cycles} cycles"
-    elif k in ("set_flag", "wait_flag"):
+    elif k in ("set_flag", "wait_flag", "cross_set", "cross_wait"):
         s = f"{ins.pipe} {k} {flag_name(ins.flag)}"
     else:
         s = f"barrier {ins.pipe}"
@@ -164,6 +172,8 @@ def flag_name(flag: tuple) -> str:
         'MTE2->VECTOR id 1 (HardEvent::MTE2_V)'
     """
     src, dst, eid = flag
+    if src == "CROSS":
+        return f"cross-core flag {eid} (CrossCoreSetFlag/CrossCoreWaitFlag)"
     return f"{src}->{dst} id {eid} (HardEvent::{HARD_EVENT_PIPE[src]}_{HARD_EVENT_PIPE[dst]})"
 
 
@@ -299,6 +309,39 @@ def wait_flag(src: str, dst: str, event_id: int = 0, *, tag: str | None = None) 
     return Instr(dst, "wait_flag", flag=(src, dst, _count("event_id", event_id)), tag=tag)
 
 
+def cross_set_flag(pipe: str, event_id: int = 0, *, tag: str | None = None) -> Instr:
+    """``CrossCoreSetFlag`` (mode 2, ascend-npu.md §1.2): runs on ``pipe`` once its earlier
+    work (and GM copies) finished, and lets the group partner's ``cross_wait_flag`` of the
+    same id proceed.  Only in a :class:`Launch` with ``groups``.
+
+    Example::
+
+        >>> cross_set_flag("FIXP", 0).flag
+        ('CROSS', 'CROSS', 0)
+    """
+    _pipe(pipe)
+    eid = _count("event_id", event_id)
+    if eid >= CROSS_FLAG_IDS:
+        raise ValueError(f"cross-core flag id {eid} out of range 0..{CROSS_FLAG_IDS - 1}")
+    return Instr(pipe, "cross_set", flag=("CROSS", "CROSS", eid), tag=tag)
+
+
+def cross_wait_flag(pipe: str, event_id: int = 0, *, tag: str | None = None) -> Instr:
+    """``CrossCoreWaitFlag``: blocks ``pipe`` until the group partner set the flag (the k-th
+    wait takes the partner's k-th set).
+
+    Example::
+
+        >>> cross_wait_flag("MTE2", 0).kind
+        'cross_wait'
+    """
+    _pipe(pipe)
+    eid = _count("event_id", event_id)
+    if eid >= CROSS_FLAG_IDS:
+        raise ValueError(f"cross-core flag id {eid} out of range 0..{CROSS_FLAG_IDS - 1}")
+    return Instr(pipe, "cross_wait", flag=("CROSS", "CROSS", eid), tag=tag)
+
+
 def barrier(pipe: str = "ALL", *, tag: str | None = None) -> Instr:
     """``PipeBarrier<pipe>``; ``"ALL"`` (PIPE_ALL) holds every pipe of the core until all of
     them finished their earlier instructions.
@@ -349,20 +392,39 @@ class CoreProgram:
 class Launch:
     """A grid launch: one :class:`CoreProgram` per program, in program-id order.
 
+    ``groups`` (a mixed AIC + AIV kernel on a separated part, Ascend's MIX_AIC_1_1): pairs
+    ``(aic program index, aiv program index)`` covering every program once.  A group runs on
+    one AI core (AIC ``j`` and AIV ``2j``), both programs starting together when both cores
+    are free, and its programs pass ``cross_set``/``cross_wait`` flags to each other.
+
     Example::
 
         >>> Launch([CoreProgram("AIV", [vec("add", 128)])] * 4).instr_count
         4
+        >>> Launch([CoreProgram("AIC"), CoreProgram("AIV")], groups=[(0, 1)]).groups
+        [(0, 1)]
     """
 
     programs: Sequence[CoreProgram]
     name: str = "launch"
+    groups: Sequence[tuple] | None = None
 
     def __post_init__(self):
         self.programs = list(self.programs)
         for i, p in enumerate(self.programs):
             if not isinstance(p, CoreProgram):
                 raise TypeError(f"Launch program {i} is a {type(p).__name__}, not a CoreProgram")
+        if self.groups is not None:
+            self.groups = [tuple(g) for g in self.groups]
+            seen = sorted(i for g in self.groups for i in g)
+            if seen != list(range(len(self.programs))):
+                raise ValueError("Launch groups must cover every program index exactly once, "
+                                 f"got {self.groups}")
+            for g in self.groups:
+                kinds = tuple(self.programs[i].core for i in g)
+                if kinds != ("AIC", "AIV"):
+                    raise ValueError(f"Launch group {g} must be (AIC program, AIV program), "
+                                     f"got kinds {kinds}")
 
     @property
     def instr_count(self) -> int:

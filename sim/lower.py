@@ -22,6 +22,9 @@ each executed op emits what its schedule attributes (``ir/schedule/model.py``) s
   the Cube works on the other;
   an L0C store without FixPipe: ``L0C_to_UB`` (VECTOR) then ``UB_to_GM`` (MTE3);
 * vector ops: one ``vec`` per op (per op of a fused region) over its largest tile;
+* with a separated ``spec`` (910B), a program with both Cube and Vector work becomes an
+  AIC program and an AIV program handing the Cube result over through a GM workspace
+  (``sim/split.py``); the launch pairs them in ``groups``;
 * SCALAR ops, the Cube's zero init and FixPipe casts emit nothing (their cost is folded
   into the neighbours; the scalar unit is not modelled, see sim/README.md).
 
@@ -42,6 +45,7 @@ from npujit.ir.schedule.model import is_folded_cast
 
 from .isa import CoreProgram, Launch, copy, mmad, set_flag, vec, wait_flag
 from .l2 import ONCE
+from .split import needs_split, split_stream
 
 # IR op -> the vector op name the spec's cost table knows (sim/isa.py VEC_OP_CLASS).
 _VEC_NAME = {
@@ -55,13 +59,16 @@ _REDUCE_NAME = {"sum": "sum", "prod": "sum", "max": "reduce_max", "min": "reduce
                 "argmax": "argmax", "argmin": "argmax"}
 
 
-def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True) -> Launch:
+def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True,
+          spec=None) -> Launch:
     """Run the scheduled ``fn`` over ``grid`` on the reference interpreter (outputs are
     written into ``args`` as a normal launch does) and return its ``Launch``.
 
     ``args`` are the kernel's runtime arguments in the backend calling convention
     (pointer arguments as 1-D arrays, scalars as Python numbers).  ``gm_regions=True``
     tags GM copies with the region they touch, so the spec's L2 can see re-reads.
+    ``spec`` (an ``NPUSpec``): on a separated part, split mixed Cube + Vector programs
+    into AIC + AIV pairs.
 
     Example::
 
@@ -75,24 +82,33 @@ def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True) -> L
     if CORE_ATTR not in fn.attrs:
         raise ValueError(f"kernel '{fn.name}' is not scheduled; run npujit.ir.schedule."
                          "schedule(fn, spec) first")
-    recorder = StreamRecorder(fn, gm_regions=gm_regions)
+    recorder = StreamRecorder(fn, gm_regions=gm_regions, spec=spec)
     Plan(fn).run(normalize_grid(grid), bind_args(fn, args), hook=recorder)
-    return Launch(recorder.programs, name=name or fn.name)
+    return Launch(recorder.programs, name=name or fn.name, groups=recorder.groups)
+
+
+def _buffer_bytes(fn) -> dict:
+    """Bytes of one slot of every buffer, from the schedule's attributes."""
+    out = {}
+    for op in fn.walk():
+        for name, nbytes in zip(op.attrs.get("buffer", ()), op.attrs.get("bytes", ())):
+            out.setdefault(name, int(nbytes))
+    return out
 
 
 def _once_regions(streams: list) -> list:
     """Replace the gm_region of every copy whose region no other copy touches by ONCE."""
     touches: dict = {}
-    for _, instrs in streams:
+    for *_, instrs in streams:
         for ins in instrs:
             if ins.gm_region is not None:
                 touches[ins.gm_region] = touches.get(ins.gm_region, 0) + 1
     if all(n > 1 for n in touches.values()):
         return streams
     out = []
-    for pid, instrs in streams:
-        out.append((pid, [ins._replace(gm_region=ONCE) if ins.gm_region is not None
-                          and touches[ins.gm_region] == 1 else ins for ins in instrs]))
+    for *head, instrs in streams:
+        out.append((*head, [ins._replace(gm_region=ONCE) if ins.gm_region is not None
+                            and touches[ins.gm_region] == 1 else ins for ins in instrs]))
     return out
 
 
@@ -108,9 +124,11 @@ class StreamRecorder:
         'AIV'
     """
 
-    def __init__(self, fn, gm_regions: bool = False):
+    def __init__(self, fn, gm_regions: bool = False, spec=None):
         self.fn = fn
         self.gm_regions = gm_regions
+        self.spec = spec
+        self.groups = None              # (AIC, AIV) program index pairs of a split launch
         self.core = fn.attrs[CORE_ATTR]
         self.buffers = value_buffers(fn)
         self._streams: list = []        # (pid, instrs) per program, in launch order
@@ -133,13 +151,23 @@ class StreamRecorder:
     def programs(self) -> list[CoreProgram]:
         """One ``CoreProgram`` per recorded program; identical streams share one object."""
         if self._programs is None:
+            streams = [(pid, self.core, instrs) for pid, instrs in self._streams]
+            self.groups = None
+            if (self.spec is not None and self.spec.arch == "separated"
+                    and any(needs_split(instrs) for _, instrs in self._streams)):
+                sizes = _buffer_bytes(self.fn)
+                streams = []
+                for pid, instrs in self._streams:
+                    aic, aiv = split_stream(instrs, pid, self.spec, sizes)
+                    streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
+                self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
             distinct: dict[tuple, CoreProgram] = {}
             self._programs = []
-            for pid, instrs in _once_regions(self._streams):
-                key = tuple(instrs)
+            for pid, core, instrs in _once_regions(streams):
+                key = (core, tuple(instrs))
                 prog = distinct.get(key)
                 if prog is None:
-                    prog = distinct[key] = CoreProgram(self.core, instrs,
+                    prog = distinct[key] = CoreProgram(core, instrs,
                                                        name=f"{self.fn.name}{pid}")
                 self._programs.append(prog)
         return self._programs

@@ -1,0 +1,137 @@
+"""The AIC / AIV split of a mixed Cube + Vector program on a separated part (910B).
+
+The schedule places a kernel's ops on the pipes of one virtual core that has them all.  On
+a separated part the Cube pipes (MTE1, CUBE, FIXP, and MTE2 into L1/L0) live on the AIC and
+the Vector pipes (VECTOR, MTE3, and MTE2 into UB) on an AIV, and the two share no on-chip
+memory: a Cube result reaches the Vector unit only through a GM workspace, ordered by
+cross-core flags (ascend-npu.md §1.2: "AIC <-> AIV data only via GM", CrossCoreSetFlag /
+CrossCoreWaitFlag).  :func:`split_stream` turns one recorded program into that pair:
+
+* every instruction goes to the side of its pipe (MTE2 by its destination scope); a flag
+  between two pipes of one side stays on that side (an MTE2 or SCALAR end takes the other
+  end's side; SCALAR <-> MTE2 goes to both); a flag between the sides is dropped, replaced
+  by the hand-off below;
+* the first Vector-side instruction that reads an L0C tile triggers its hand-off:
+  on the AIC, ``CUBE -> FIXP`` flag, FixPipe ``L0C_to_GM`` of the tile into a workspace
+  region, ``cross_set``; on the AIV, ``cross_wait``, MTE2 ``GM_to_UB`` of that region into
+  a staging buffer, ``MTE2 -> VECTOR`` flag; Vector reads of the tile read the staging
+  buffer.  The workspace write lands in the L2, so the AIV's read is an L2 hit.
+* The hand-off flags use event id ``spec.event_ids - 1`` (Ascend keeps the top ids for
+  the system; the schedule hands ids out from 0) and cross-core flag ids 0, 1, ...
+
+Not supported (raises ``NotImplementedError``): a Cube result handed over again after the
+Cube rewrote it (a hand-off inside a loop), and Vector results flowing back to the Cube.
+The staging buffer is not checked against the UB budget.
+
+Example::
+
+    >>> from npujit.sim.isa import mmad, vec, set_flag, wait_flag, copy
+    >>> from npujit.sim.spec import ASCEND_910B_LIKE
+    >>> stream = [mmad(64, 64, 64, writes=[("L0C.0", 0)]), set_flag("CUBE", "VECTOR"),
+    ...           wait_flag("CUBE", "VECTOR"), vec("relu", 4096, "f32", reads=[("L0C.0", 0)])]
+    >>> aic, aiv = split_stream(stream, 0, ASCEND_910B_LIKE, {"L0C.0": 16384})
+    >>> [i.kind for i in aic], [i.kind for i in aiv]
+    (['mmad', 'set_flag', 'wait_flag', 'copy', 'cross_set'], ['cross_wait', 'copy', 'set_flag', 'wait_flag', 'vec'])
+"""
+from __future__ import annotations
+
+from .isa import copy, cross_set_flag, cross_wait_flag, set_flag, wait_flag
+
+_AIC_PIPES = ("MTE1", "CUBE", "FIXP")
+_AIV_PIPES = ("VECTOR", "MTE3")
+
+
+def side(pipe: str, path: str | None = None) -> str | None:
+    """``"AIC"`` or ``"AIV"`` for a pipe (MTE2 by its destination), None for SCALAR.
+
+    Example::
+
+        >>> side("MTE2", "GM_to_L1"), side("MTE2", "GM_to_UB"), side("SCALAR")
+        ('AIC', 'AIV', None)
+    """
+    if pipe in _AIC_PIPES:
+        return "AIC"
+    if pipe in _AIV_PIPES:
+        return "AIV"
+    if pipe == "MTE2":
+        return "AIV" if path is None or path.endswith("_to_UB") else "AIC"
+    return None
+
+
+def _flag_side(pipe: str) -> str | None:
+    """The side a flag's end pins down: MTE2 and SCALAR exist on both cores."""
+    return None if pipe in ("MTE2", "SCALAR") else side(pipe)
+
+
+def needs_split(instrs: list) -> bool:
+    """Whether a recorded program has work on both sides.
+
+    Example::
+
+        >>> from npujit.sim.isa import vec, mmad
+        >>> needs_split([vec("add", 128)]), needs_split([mmad(16, 16, 16), vec("add", 128)])
+        (False, True)
+    """
+    sides = {side(i.pipe, i.path) for i in instrs if i.kind not in ("set_flag", "wait_flag")}
+    return {"AIC", "AIV"} <= sides
+
+
+def split_stream(instrs: list, pid, spec, buffer_bytes: dict) -> tuple[list, list]:
+    """Split one program's stream into (AIC instructions, AIV instructions); see the module
+    doc.  ``buffer_bytes`` gives each L0C buffer's bytes (one slot)."""
+    aic, aiv = [], []
+    handed: dict[str, str] = {}        # L0C buffer -> its UB staging buffer
+    vector_written: set = set()
+    hid = spec.event_ids - 1
+    for ins in instrs:
+        k = ins.kind
+        if k in ("set_flag", "wait_flag"):
+            src, dst, _ = ins.flag
+            s, d = _flag_side(src), _flag_side(dst)
+            s, d = s or d, d or s
+            if s is None:               # SCALAR <-> MTE2: both cores have both pipes
+                aic.append(ins)
+                aiv.append(ins)
+            elif s == d:
+                (aic if s == "AIC" else aiv).append(ins)
+            continue
+        where = side(ins.pipe, ins.path)
+        if where == "AIC":
+            for buf, _ in ins.writes:
+                if buf in handed:
+                    raise NotImplementedError(
+                        f"AIC/AIV split of program {pid}: the Cube rewrites {buf} after "
+                        "handing it to the Vector core (a hand-off inside a loop)")
+            for buf, _ in ins.reads:
+                if buf in vector_written:
+                    raise NotImplementedError(
+                        f"AIC/AIV split of program {pid}: the Cube reads {buf}, a Vector "
+                        "result (Vector -> Cube through GM is not lowered yet)")
+            aic.append(ins)
+            continue
+        reads = []
+        for buf, slot in ins.reads:
+            if buf.startswith("L0C"):
+                if buf not in handed:
+                    handed[buf] = _hand_off(aic, aiv, buf, buffer_bytes[buf], pid,
+                                            len(handed), hid, ins.tag)
+                reads.append((handed[buf], 0))
+            else:
+                reads.append((buf, slot))
+        vector_written.update(buf for buf, _ in ins.writes)
+        aiv.append(ins._replace(reads=tuple(reads)) if reads != list(ins.reads) else ins)
+    return aic, aiv
+
+
+def _hand_off(aic: list, aiv: list, buf: str, nbytes: int, pid, cid: int, hid: int,
+              tag) -> str:
+    """Append the L0C -> GM workspace -> UB hand-off of ``buf``; returns the staging name."""
+    region = ("workspace", pid, buf)
+    staging = f"UB.{buf}"
+    aic += [set_flag("CUBE", "FIXP", hid, tag=tag), wait_flag("CUBE", "FIXP", hid, tag=tag),
+            copy("L0C_to_GM", nbytes, reads=[(buf, 0)], tag=tag, gm_region=region),
+            cross_set_flag("FIXP", cid, tag=tag)]
+    aiv += [cross_wait_flag("MTE2", cid, tag=tag),
+            copy("GM_to_UB", nbytes, writes=[(staging, 0)], tag=tag, gm_region=region),
+            set_flag("MTE2", "VECTOR", hid, tag=tag), wait_flag("MTE2", "VECTOR", hid, tag=tag)]
+    return staging
