@@ -87,6 +87,18 @@ def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True,
     return Launch(recorder.programs, name=name or fn.name, groups=recorder.groups)
 
 
+def _scope_peak(fn, scope: str) -> int:
+    """The end of the highest buffer the allocator placed in ``scope``."""
+    peak = 0
+    for op in fn.walk():
+        if op.attrs.get("scope") != scope:
+            continue
+        stages = int(op.attrs.get("stages", 1))
+        for off, nbytes in zip(op.attrs.get("offset", ()), op.attrs.get("bytes", ())):
+            peak = max(peak, int(off) + int(nbytes) * stages)
+    return peak
+
+
 def _buffer_bytes(fn) -> dict:
     """Bytes of one slot of every buffer, from the schedule's attributes."""
     out = {}
@@ -156,9 +168,10 @@ class StreamRecorder:
             if (self.spec is not None and self.spec.arch == "separated"
                     and any(needs_split(instrs) for _, instrs in self._streams)):
                 sizes = _buffer_bytes(self.fn)
+                ub_free = self.spec.capacity["UB"] - _scope_peak(self.fn, "UB")
                 streams = []
                 for pid, instrs in self._streams:
-                    aic, aiv = split_stream(instrs, pid, self.spec, sizes)
+                    aic, aiv = split_stream(instrs, pid, self.spec, sizes, ub_free)
                     streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
                 self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
             distinct: dict[tuple, CoreProgram] = {}

@@ -21,7 +21,8 @@ CrossCoreWaitFlag).  :func:`split_stream` turns one recorded program into that p
 
 Not supported (raises ``NotImplementedError``): a Cube result handed over again after the
 Cube rewrote it (a hand-off inside a loop), and Vector results flowing back to the Cube.
-The staging buffer is not checked against the UB budget.
+The staging buffers must fit the UB the schedule left free (``ub_free``), else
+``OutOfResources``.
 
 Example::
 
@@ -76,9 +77,12 @@ def needs_split(instrs: list) -> bool:
     return {"AIC", "AIV"} <= sides
 
 
-def split_stream(instrs: list, pid, spec, buffer_bytes: dict) -> tuple[list, list]:
+def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
+                 ub_free: int | None = None) -> tuple[list, list]:
     """Split one program's stream into (AIC instructions, AIV instructions); see the module
-    doc.  ``buffer_bytes`` gives each L0C buffer's bytes (one slot)."""
+    doc.  ``buffer_bytes`` gives each L0C buffer's bytes (one slot); ``ub_free`` the UB
+    bytes the schedule's own buffers leave (default: all of it)."""
+    free = spec.capacity["UB"] if ub_free is None else ub_free
     aic, aiv = [], []
     handed: dict[str, str] = {}        # L0C buffer -> its UB staging buffer
     vector_written: set = set()
@@ -113,6 +117,14 @@ def split_stream(instrs: list, pid, spec, buffer_bytes: dict) -> tuple[list, lis
         for buf, slot in ins.reads:
             if buf.startswith("L0C"):
                 if buf not in handed:
+                    free -= buffer_bytes[buf]
+                    if free < 0:
+                        from npujit.jit.errors import OutOfResources
+                        raise OutOfResources(
+                            f"the AIC -> AIV hand-off of {buf} ({buffer_bytes[buf]} B, at "
+                            f"{ins.tag}) needs a UB staging buffer, but the schedule leaves "
+                            f"only {free + buffer_bytes[buf]} B of {spec.name}'s "
+                            f"{spec.capacity['UB']} B UB free; use smaller BLOCK sizes")
                     handed[buf] = _hand_off(aic, aiv, buf, buffer_bytes[buf], pid,
                                             len(handed), hid, ins.tag)
                 reads.append((handed[buf], 0))

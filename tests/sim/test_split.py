@@ -126,3 +126,16 @@ def test_mixed_kernel_stays_one_program_on_a_coupled_part():
     r, _, programs = _run_mixed(ASCEND_910_LIKE)
     assert [p.kind for p in r.programs] == ["AIC"] * programs
     assert "L0C_to_GM" not in r.bytes_by_path        # L0C -> UB through the Vector unit
+
+
+def test_the_staging_buffer_must_fit_the_ub_the_schedule_leaves():
+    from npujit import OutOfResources
+    small_ub = TINY.replace(capacity={**TINY.capacity, "UB": 6 * 1024})
+    a, b = np.ones((32, 32), np.float16), np.ones((32, 32), np.float16)
+    args = (a, b, np.zeros(32, np.float32), np.zeros((32, 32), np.float32), 32, 32, 32)
+    meta = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}
+    # the schedule alone fits (the f32 result tile and the bias: ~4.2 KB of 6 KB) ...
+    matmul_bias_relu_kernel.with_options(spec=small_ub, backend="reference")[(1, 1)](*args, **meta)
+    # ... but the 4 KB staging copy of the L0C tile on the AIV does not
+    with pytest.raises(OutOfResources, match="staging buffer.*6144 B UB"):
+        matmul_bias_relu_kernel.simulate(*args, grid=(1, 1), spec=small_ub, **meta)
