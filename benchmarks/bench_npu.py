@@ -1,5 +1,5 @@
-"""The issue's NPU bars through ``kernel.simulate`` (real numerics on the reference
-interpreter, the recorded instruction streams on the timing simulator), in one run:
+"""The issue's NPU bars through ``kernel.simulate`` (real numerics on the numba backend in
+recording mode, the replayed instruction streams on the timing simulator), in one run:
 
   * tiled matmul 4096 x 4096 x 4096 fp16 on ASCEND_910B_LIKE: >= 85 % of Cube peak;
   * vector add of 64 M fp16 with num_stages=2: >= 90 % of the HBM roof;
@@ -13,15 +13,16 @@ landing per four Cube steps.  256 x 128 rather than 128 x 256: the taller A goes
 the faster L1->L0A port (512 vs 256 B/cycle).  ``--ablate`` also prints the launch
 without the L2 and without the L0 split (what the bar measured before those existed).
 
-    python benchmarks/bench_npu.py            # 4096^3 matmul (~25 s of wall) + 64 M add
+    python benchmarks/bench_npu.py            # 4096^3 matmul (~9 s of wall) + 64 M add
     python benchmarks/bench_npu.py --quick    # 2048^3 and 16 M: same code, less wall time
 """
 from __future__ import annotations
 
 import os
 
-# The reference interpreter's per-tile matmuls (128x256x64) are too small for BLAS threads;
-# with the other core busy, threaded OpenBLAS spins and each dot takes 25x longer.
+# Should a launch run on the reference interpreter (small sizes, --quick): its per-tile
+# matmuls are too small for BLAS threads; with the other core busy, threaded OpenBLAS
+# spins and each dot takes 25x longer.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402

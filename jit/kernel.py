@@ -245,9 +245,11 @@ class NPUKernel:
             return
         self._fast[(key, knobs.backend(), knobs.debug())] = (c, make_plan(c.sigs, c.runtime_index))
 
-    def simulate(self, *args, grid, spec=None, debug=None, **kwargs):
+    def simulate(self, *args, grid, spec=None, debug=None, backend=None, **kwargs):
         """Launch on ``grid`` through the schedule and the NPU timing simulator; outputs
         are written as by ``kernel[grid](...)``; returns a ``npujit.sim.SimReport``.
+        ``backend`` runs the programs (numba records and replays; default: the kernel's
+        option, else numba for big arrays; see jit/simulate.py).
 
         Example::
 
@@ -255,7 +257,8 @@ class NPUKernel:
             print(report.cycles, report.ratios["aiv_mte2_ratio"])
         """
         from .simulate import simulate_kernel
-        return simulate_kernel(self, grid, args, kwargs, spec=spec, debug=debug)
+        return simulate_kernel(self, grid, args, kwargs, spec=spec, debug=debug,
+                               backend=backend)
 
     # --- introspection -----------------------------------------------------------------
     def inspect(self, *args, **kwargs) -> dict:

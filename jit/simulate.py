@@ -1,10 +1,14 @@
 """``kernel.simulate(...)``: run a launch through the schedule and the timing simulator.
 
-The kernel is compiled for the spec (its schedule is the spec's), every program runs on
-the reference interpreter with a recording hook (so the outputs land in the caller's arrays
-exactly as a normal launch writes them, and loop trip counts, masks and data-dependent work
-are real), the recorded per-core instruction streams (GM copies tagged with the region they
-touch, for the spec's L2) go to ``npujit.sim.simulate``.
+The kernel is compiled for the spec (its schedule is the spec's) and every program runs
+for real -- on the kernel's backend: numba in recording mode, replayed into the stream
+recorder, or the reference interpreter with the recorder as its hook -- so the outputs
+land in the caller's arrays exactly as a normal launch writes them, and loop trip counts,
+masks and data-dependent work are real.  The per-core instruction streams (GM copies
+tagged with the region they touch, for the spec's L2) go to ``npujit.sim.simulate``.
+``DebugOptions(uninitialized="nan")`` / ``dma_execution_mode="on_wait"`` also apply to the
+numbers: the reference interpreter then keeps every tile in its scheduled buffer
+(``npujit.backends.reference.scheduled``), so a schedule bug gives a wrong answer.
 
 Example::
 
@@ -14,14 +18,24 @@ Example::
 """
 from __future__ import annotations
 
+from . import knobs
 from .binder import runtime_value
 from .compiler import resolve_spec
 
 
-def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bool = True):
+# Arrays at least this big (bytes, all array arguments together) run on the numba backend
+# when the backend is not chosen: compiling the recording build costs ~0.5 s once (then
+# cached on disk), which the reference interpreter's per-op cost outgrows around here.
+NUMBA_FROM_BYTES = 1 << 20
+
+
+def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bool = True,
+                    backend: str | None = None):
     """Launch ``kernel`` on ``grid`` with ``args``/``kwargs`` through the simulator and
     return its ``npujit.sim.SimReport``.  ``spec`` defaults to the kernel's ``spec``
-    option, else the 910B-like preset; ``debug`` is a ``npujit.sim.DebugOptions``.
+    option, else the 910B-like preset; ``debug`` is a ``npujit.sim.DebugOptions``;
+    ``backend`` runs the programs (default: the kernel's ``backend`` option if set, else
+    numba for launches with at least ``NUMBA_FROM_BYTES`` of arrays, else the reference).
 
     Example::
 
@@ -37,6 +51,21 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
     g = k._grid(grid, tuple(bound[p] for p in k.params))
     c, _ = k._get_compiled(bound)
     rt = [runtime_value(c.sigs[i], bound[k.params[i]], k.params[i]) for i in c.runtime_index]
+    # Debug switches that change numbers (NaN-poisoned buffers, copies landing at their
+    # wait) run the reference interpreter with every tile in its scheduled buffer;
+    # otherwise the kernel's backend runs it (numba: recorded, then replayed).
+    buffers = None
+    if debug is not None and (debug.uninitialized == "nan" or
+                              debug.dma_execution_mode == "on_wait"):
+        buffers = (debug.uninitialized == "nan", debug.dma_execution_mode == "on_wait")
+    if buffers:
+        backend = "reference"
+    elif backend is None:
+        backend = kernel.options.get("backend")
+    if backend is None:
+        big = sum(getattr(v, "nbytes", 0) for v in rt) >= NUMBA_FROM_BYTES
+        backend = knobs.backend() if big else "reference"
     # Regions so the L2 sees re-reads; the spec so a separated part splits AIC / AIV work.
-    launch = lower(c.ir, g, rt, name=kernel.name, gm_regions=True, spec=spec)
+    launch = lower(c.ir, g, rt, name=kernel.name, gm_regions=True, spec=spec,
+                   backend=backend, buffers=buffers)
     return simulate(launch, spec, trace=trace, debug=debug)

@@ -60,9 +60,16 @@ _REDUCE_NAME = {"sum": "sum", "prod": "sum", "max": "reduce_max", "min": "reduce
 
 
 def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True,
-          spec=None) -> Launch:
-    """Run the scheduled ``fn`` over ``grid`` on the reference interpreter (outputs are
-    written into ``args`` as a normal launch does) and return its ``Launch``.
+          spec=None, backend: str = "reference", buffers: tuple | None = None) -> Launch:
+    """Run the scheduled ``fn`` over ``grid`` (outputs are written into ``args`` as a
+    normal launch does) and return its ``Launch``.
+
+    ``backend="reference"`` runs the reference interpreter with the stream recorder as its
+    hook; ``buffers=(poison, on_wait)`` there keeps every tile in its scheduled buffer
+    (``npujit.backends.reference.scheduled``: NaN-poisoned arenas, copies landing at
+    their wait).  ``backend="numba"`` runs the numba backend in recording mode and
+    replays its events into the recorder (``npujit.backends.numba.record``): the same
+    streams, at numba speed.
 
     ``args`` are the kernel's runtime arguments in the backend calling convention
     (pointer arguments as 1-D arrays, scalars as Python numbers).  ``gm_regions=True``
@@ -83,7 +90,21 @@ def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True,
         raise ValueError(f"kernel '{fn.name}' is not scheduled; run npujit.ir.schedule."
                          "schedule(fn, spec) first")
     recorder = StreamRecorder(fn, gm_regions=gm_regions, spec=spec)
-    Plan(fn).run(normalize_grid(grid), bind_args(fn, args), hook=recorder)
+    g = normalize_grid(grid)
+    if backend == "numba":
+        if buffers is not None:
+            raise ValueError("tiles in their buffers (poison / copies at wait) need the "
+                             "reference backend")
+        from npujit.backends.numba.record import record_launch, replay
+        replay(fn, g, record_launch(fn, g, args), recorder)
+    elif backend == "reference":
+        hook = recorder
+        if buffers is not None:
+            from npujit.backends.reference.scheduled import BufferedExecution
+            hook = BufferedExecution(fn, *buffers, inner=recorder)
+        Plan(fn).run(g, bind_args(fn, args), hook=hook)
+    else:
+        raise ValueError(f"lower: backend must be 'reference' or 'numba', got {backend!r}")
     return Launch(recorder.programs, name=name or fn.name, groups=recorder.groups)
 
 

@@ -25,6 +25,8 @@ Example::
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from numba import njit
 
@@ -101,13 +103,22 @@ def _count(w, cnt, lo, hi, off, mask) -> None:
 
 
 # --- running and replaying ------------------------------------------------------------------
+_RECORDERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def record_launch(fn, grid, args, options: dict | None = None) -> np.ndarray:
     """Run ``fn`` (scheduled or not) on the numba backend over ``grid`` with ``args``
     (backend calling convention), programs one after another, recording; the events as
-    an ``(n, 4)`` int64 array.  Outputs are written into ``args`` as by a launch."""
+    an ``(n, 4)`` int64 array.  Outputs are written into ``args`` as by a launch.  The
+    recording build of ``fn`` is kept while ``fn`` lives."""
     from .backend import NumbaBackend
 
-    run = NumbaBackend().compile(fn, {**(options or {}), "record": True, "parallel": False})
+    opts = {**(options or {}), "record": True, "parallel": False}
+    key = tuple(sorted(opts.items()))
+    runs = _RECORDERS.setdefault(fn, {})
+    run = runs.get(key)
+    if run is None:
+        run = runs[key] = NumbaBackend().compile(fn, opts)
     return run.record(tuple(grid) + (1,) * (3 - len(grid)), list(args))
 
 
