@@ -141,6 +141,14 @@ def _emit_nest(cg, shape, variant, val, outs) -> None:
     only use is the store of a result) and storing the results in ``outs``."""
     w = cg.w
     yielded = {id(y) for y, _ in outs}
+    # Only the ops the stored results need: a result inlined into its readers is computed
+    # there, and its operands need not be walked by this nest (a scalar or tile read only
+    # by it is not one of the nest's leaves).
+    needed = set(yielded)
+    for op in reversed(variant):
+        if id(op.result) in needed:
+            needed.update(id(o) for o in op.operands)
+    variant = [op for op in variant if id(op.result) in needed]
     uses: dict[int, int] = {}
     for op in variant:
         for o in op.operands:

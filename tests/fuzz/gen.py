@@ -173,6 +173,14 @@ class _Body:
             op = self.draw(st.sampled_from(["&", "|", "^"]))
             self.new(f"{a.name} {op} {b.name}", T.bool_)
             return
+        if self.draw(st.booleans()):
+            # the language's own promotion (f16 with bf16 -> f32, int with float -> float)
+            b = self.pick(lambda v: v.status == "exact" and v.dtype != T.bool_)
+            d = T.promote(a.dtype, b.dtype)
+            ops = ["+", "-", "*", "/"] + (["//"] if d.is_float else ["//", "%", "&", "|", "^"])
+            op = self.draw(st.sampled_from(ops))
+            self.new(f"{a.name} {op} {b.name}", T.float32 if op == "/" and not d.is_float else d)
+            return
         ok = (lambda v: v.status == "exact" and (a.dtype.is_float or not v.dtype.is_float))
         b = self.pick(ok)
         if a.dtype.is_float:
@@ -244,7 +252,12 @@ class _Body:
         return self.draw(st.integers(0, len(self.shape) - 1))
 
     def _back(self, expr: str, axis: int) -> str:
-        """A reduced tile broadcast back to the frame shape."""
+        """A reduced tile broadcast back to the frame shape (by broadcast_to, by
+        expand_dims, or by keep_dims and a binary op's broadcasting)."""
+        how = self.draw(st.sampled_from(["broadcast_to", "keep_dims"]))
+        if how == "keep_dims" and expr.endswith(")"):
+            zeros = f"nl.zeros({self.shape}, nl.int8)"
+            return f"{expr[:-1]}, keep_dims=True) + {zeros}"
         if len(self.shape) == 1:
             return f"nl.broadcast_to({expr}, {self.shape})"
         return f"nl.broadcast_to(nl.expand_dims({expr}, {axis}), {self.shape})"
@@ -265,6 +278,12 @@ class _Body:
             return
         if kind in ("max", "min"):
             a = self.pick(lambda v: v.status != "summed")
+            if len(self.shape) == 1 and self.draw(st.booleans()):   # a scalar result
+                k = len(self.sub.outputs)
+                self.sub.outputs.append(Output(T.int32 if a.dtype == T.bool_ else a.dtype, 1,
+                                               a.status))
+                self.emit(f"nl.store(@o{k} + nl.program_id(0), nl.{kind}({a.name}, axis=0))")
+                return
             self.new(self._back(f"nl.{kind}({a.name}, axis={axis})", axis),
                      T.int32 if a.dtype == T.bool_ else a.dtype, a.status)
             return
@@ -341,7 +360,9 @@ class _Body:
             self.count += 1
             self.emit(f"{acc.name} = {c.name}")
             names.append(acc)
-        self.emit("for @it in nl.range(0, @t):")
+        loop = self.draw(st.sampled_from(["nl.range(0, @t)", "nl.range(@t, 0, -1)",
+                                          "nl.range(1, @t + 2, 2)"]))
+        self.emit(f"for @it in {loop}:")
         if self.draw(st.booleans()):   # a load inside the loop body
             i = self.draw(st.integers(0, len(self.sub.inputs) - 1))
             self.emit(f"    @w = nl.load(@x{i} + @offs, mask=@mask)")
@@ -352,9 +373,11 @@ class _Body:
             ok = inner.dtype.is_float <= acc.dtype.is_float
             u = inner if ok else self.pick(lambda v: v.status == "exact" and v.dtype != T.bool_
                                            and not v.dtype.is_float)
-            op = self.draw(st.sampled_from(["+", "*", "-", "max"]))
-            rhs = self.as_dtype(u, acc.dtype)
-            if op == "max":
+            op = self.draw(st.sampled_from(["+", "*", "-", "max", "iv"]))
+            rhs = self.as_dtype(u, acc.dtype) if u is not None else self.literal(acc.dtype)
+            if op == "iv":      # the induction variable, a scalar, broadcast
+                self.emit(f"    {acc.name} = {acc.name} - @it.to({NL[acc.dtype]})")
+            elif op == "max":
                 self.emit(f"    {acc.name} = nl.maximum({acc.name}, {rhs})")
             else:
                 self.emit(f"    {acc.name} = {acc.name} {op} {rhs}")
