@@ -8,13 +8,17 @@ result (the reference tier as launched) must be bit-for-bit the same too.
 tests/ir/test_ir_random.py does the same on straight-line IR built op by op with the
 Builder; this file reaches what only the language front end writes.
 
-Budget: ``NPUJIT_FUZZ_IR_EXAMPLES`` batches (default 60, derandomized; no numba, so a
-batch costs tens of milliseconds per sub-kernel).
+Budget: ``NPUJIT_FUZZ_IR_EXAMPLES`` batches (default 40, about 200 sub-kernels,
+derandomized; no numba, so a sub-kernel costs about 60 ms: trace, schedule, five
+reference runs); nightly e.g. ``NPUJIT_FUZZ_IR_EXAMPLES=400``.  ``NPUJIT_FUZZ_SEED=<int>``
+draws another reproducible series, as in test_kernels.py.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from npujit.backends.reference import ReferenceBackend
 from npujit.ir import parse_function, print_function, verify
@@ -24,8 +28,10 @@ from npujit.jit import knobs
 from .gen import render, subkernel_lists
 from .tiers import GRID, fresh, load_kernel, make_args, run
 
-EXAMPLES = knobs.env_int("NPUJIT_FUZZ_IR_EXAMPLES", 60)
+EXAMPLES = knobs.env_int("NPUJIT_FUZZ_IR_EXAMPLES", 40)
 PASSES = (Fold, CSE, DCE, FuseElementwise)
+SEED = os.environ.get("NPUJIT_FUZZ_SEED")
+_decorate = (lambda f: seed(int(SEED))(f)) if SEED is not None else (lambda f: f)
 
 
 def run_ir(fn, args: list) -> list:
@@ -55,7 +61,8 @@ def assert_round_trips(text: str, what: str) -> None:
     assert again == text, f"{what}: print(parse(text)) differs from text\n{text}\n---\n{again}"
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+@_decorate
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=SEED is None, database=None,
           phases=[Phase.explicit, Phase.generate, Phase.shrink],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(subkernel_lists(12))

@@ -8,11 +8,16 @@ ops, within a few ulp for transcendentals, and within a bound scaled by the term
 float sums and dots (their order is unspecified, docs/semantics.md).  A failure shrinks to
 one sub-kernel and prints its kernel source and IR.
 
-Budget: ``NPUJIT_FUZZ_EXAMPLES`` examples (default 50, derandomized so CI runs are
-reproducible), ``NPUJIT_FUZZ_BATCH`` sub-kernels at most per example (default 12).  The
-numba compile dominates (~0.15-0.25 s per sub-kernel however they are batched, measured);
-a nightly run sets e.g. ``NPUJIT_FUZZ_EXAMPLES=1000``.  ``NPUJIT_FUZZ_SEED=<int>`` draws a
-different (still reproducible) series instead of the derandomized one.
+Budget.  ``NPUJIT_FUZZ_EXAMPLES`` examples (default 20; derandomized, so a CI run checks
+the same kernels every time and a warm disk cache serves them), each at most
+``NPUJIT_FUZZ_BATCH`` sub-kernels (default 12), each run on ``NPUJIT_FUZZ_INPUTS`` input
+sets (default 3; a new input set costs no compile).  The numba compile is the whole cost:
+0.2-0.8 s per sub-kernel cold on the 2-core CI machine, and batching does not amortise it
+(numba's compile time grows with the function, slightly faster than linearly), so the
+default run checks about 100 sub-kernels (about 60 s cold, a few seconds warm);
+tests/fuzz/test_ir.py takes a few hundred more through the reference tier and the passes.
+Nightly: ``NPUJIT_FUZZ_EXAMPLES=200`` (about 1000 sub-kernels, ~12 min cold), and
+``NPUJIT_FUZZ_SEED=<int>`` for a different (still reproducible) series.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from npujit.jit import knobs
 from .gen import render, subkernel_lists
 from .tiers import TIERS, compare_tiers, load_kernel, make_args, run
 
-EXAMPLES = knobs.env_int("NPUJIT_FUZZ_EXAMPLES", 50)
+EXAMPLES = knobs.env_int("NPUJIT_FUZZ_EXAMPLES", 20)
 BATCH = knobs.env_int("NPUJIT_FUZZ_BATCH", 12)
 INPUTS = knobs.env_int("NPUJIT_FUZZ_INPUTS", 3)
 SEED = os.environ.get("NPUJIT_FUZZ_SEED")
