@@ -260,12 +260,17 @@ class _Body:
         if how == "keep_dims" and expr.endswith(")"):
             zeros = f"nl.zeros({self.shape}, nl.int8)"
             return f"{expr[:-1]}, keep_dims=True) + {zeros}"
+        return self._spread(expr, axis)
+
+    def _spread(self, expr: str, axis: int) -> str:
+        """A tile reduced along ``axis`` broadcast back by expand_dims + broadcast_to."""
         if len(self.shape) == 1:
             return f"nl.broadcast_to({expr}, {self.shape})"
         return f"nl.broadcast_to(nl.expand_dims({expr}, {axis}), {self.shape})"
 
     def step_reduce(self) -> None:
-        kind = self.draw(st.sampled_from(["sum", "max", "min", "argmax", "argmin"]))
+        kind = self.draw(st.sampled_from(["sum", "max", "min", "argmax", "argmin", "prod",
+                                          "max_with_index"]))
         axis = self._axis()
         if kind == "sum":
             a = self.pick(lambda v: v.status == "exact" and (v.origin is not None
@@ -277,6 +282,21 @@ class _Body:
             else:
                 dt = T.int64 if a.dtype == T.int64 else T.int32
                 self.new(self._back(f"nl.sum({a.name}, axis={axis})", axis), dt)
+            return
+        if kind == "prod":     # ints only: wraps, so any order gives the same bits
+            a = self.pick(lambda v: v.status == "exact" and v.dtype in INTS)
+            if a is not None:
+                dt = T.int64 if a.dtype == T.int64 else T.int32
+                self.new(self._back(f"nl.prod({a.name}, axis={axis})", axis), dt)
+            return
+        if kind == "max_with_index":
+            a = self.pick(lambda v: v.status == "exact" and v.dtype != T.bool_)
+            self.emit(f"@m{self.count}, @i{self.count} = nl.max({a.name}, axis={axis}, "
+                      "return_indices=True)")
+            m, i = f"@m{self.count}", f"@i{self.count}"
+            self.count += 1
+            self.new(self._spread(m, axis), a.dtype)
+            self.new(self._spread(i, axis), T.int32)
             return
         if kind in ("max", "min"):
             a = self.pick(lambda v: v.status != "summed")
@@ -344,7 +364,10 @@ class _Body:
             if self.draw(st.booleans()):
                 expr = f"nl.dot({src.name}, nl.trans({b}), nl.full(({r}, {r}), 1.5, nl.float32))"
             scale = ("dot", src.origin, other.origin, self.shape[1])
-            self.store_flat(expr, (r, r), T.float32, "summed", scale)
+            out = T.float32
+            if self.draw(st.booleans()):      # rounded once from the f32 accumulator
+                expr, out = f"{expr[:-1]}, out_dtype=nl.float16)", T.float16
+            self.store_flat(expr, (r, r), out, "summed", scale)
         else:
             self.store_flat(expr, (r, r), T.int32)
 
@@ -395,10 +418,10 @@ def _float_other(draw):
 def subkernels(draw) -> SubKernel:
     """One random sub-kernel (frame, inputs, sizes, body, outputs)."""
     if draw(st.booleans()):
-        b = draw(st.sampled_from([8, 16, 32]))
+        b = draw(st.sampled_from([8, 16, 32, 12]))
         frame, sizes = ("1d", b), {"n": draw(st.integers(0, 2 * b))}
     else:
-        r, c = draw(st.sampled_from([2, 4])), draw(st.sampled_from([4, 8, 16]))
+        r, c = draw(st.sampled_from([2, 4, 3])), draw(st.sampled_from([4, 8, 16, 6]))
         frame = ("2d", r, c)
         sizes = {"n": draw(st.integers(0, 2 * r)), "m": draw(st.integers(0, c))}
     inputs = []
