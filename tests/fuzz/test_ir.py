@@ -8,7 +8,7 @@ result (the reference tier as launched) must be bit-for-bit the same too.
 tests/ir/test_ir_random.py does the same on straight-line IR built op by op with the
 Builder; this file reaches what only the language front end writes.
 
-Budget: ``NPUJIT_FUZZ_IR_EXAMPLES`` batches (default 40, about 200 sub-kernels,
+Budget: ``NPUJIT_FUZZ_IR_EXAMPLES`` batches (default 40, 222 sub-kernels,
 derandomized; no numba, so a sub-kernel costs about 60 ms: trace, schedule, five
 reference runs); nightly e.g. ``NPUJIT_FUZZ_IR_EXAMPLES=400``.  ``NPUJIT_FUZZ_SEED=<int>``
 draws another reproducible series, as in test_kernels.py.
