@@ -8,21 +8,28 @@ ops, within a few ulp for transcendentals, and within a bound scaled by the term
 float sums and dots (their order is unspecified, docs/semantics.md).  A failure shrinks to
 one sub-kernel and prints its kernel source and IR.
 
-Budget.  ``NPUJIT_FUZZ_EXAMPLES`` examples (default 20; derandomized, so a CI run checks
-the same kernels every time and a warm disk cache serves them), each at most
-``NPUJIT_FUZZ_BATCH`` sub-kernels (default 12), each run on ``NPUJIT_FUZZ_INPUTS`` input
-sets (default 3; a new input set costs no compile).  The numba compile is the whole cost:
-0.2-0.8 s per sub-kernel cold on the 2-core CI machine, and batching does not amortise it
-(numba's compile time grows with the function, slightly faster than linearly), so the
-default run checks 75 sub-kernels x 3 input sets (measured: 76 s cold, seconds warm);
-tests/fuzz/test_ir.py takes 222 more through the reference tier and the passes (11 s).
-Nightly: ``NPUJIT_FUZZ_EXAMPLES=250`` (about 1000 sub-kernels, ~15 min cold), and
-``NPUJIT_FUZZ_SEED=<int>`` for a different (still reproducible) series.
+Budget (the numba compile is the whole cost: 0.2-0.8 s per sub-kernel cold on the 2-core
+CI machine, and batching does not amortise it -- numba's compile time grows with the
+function, slightly faster than linearly):
+
+* ``test_all_tiers_agree``: ``NPUJIT_FUZZ_SHARDS`` shards (default 4; pytest-xdist runs
+  them on both cores) of ``NPUJIT_FUZZ_EXAMPLES`` examples (default 8), each at most
+  ``NPUJIT_FUZZ_BATCH`` sub-kernels (default 12), each on ``NPUJIT_FUZZ_INPUTS`` input sets
+  (default 3; a new input set costs no compile), on the reference, scheduled and numba
+  tiers: about 150 sub-kernels;
+* ``test_reference_and_scheduled_tiers_agree``: ``NPUJIT_FUZZ_CHEAP_EXAMPLES`` examples
+  per shard (default 100, two shards): about 1000 more sub-kernels on the two tiers that
+  need no numba compile (the scheduled path runs the scheduled IR through the simulator);
+* tests/fuzz/test_ir.py takes ~220 more through the IR passes.
+
+Each shard draws from its own fixed seed (``NPUJIT_FUZZ_SEED`` + shard; default 0), so a
+CI run checks the same kernels every time and a warm disk cache serves them.  Nightly:
+``NPUJIT_FUZZ_EXAMPLES=60`` (about 1000 sub-kernels on every tier, ~15 min cold) and
+another ``NPUJIT_FUZZ_SEED`` for a different (still reproducible) series.
 """
 from __future__ import annotations
 
-import os
-
+import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from npujit.jit import knobs
@@ -30,14 +37,24 @@ from npujit.jit import knobs
 from .gen import render, subkernel_lists
 from .tiers import TIERS, compare_tiers, load_kernel, make_args, run
 
-EXAMPLES = knobs.env_int("NPUJIT_FUZZ_EXAMPLES", 20)
+EXAMPLES = knobs.env_int("NPUJIT_FUZZ_EXAMPLES", 8)
+CHEAP_EXAMPLES = knobs.env_int("NPUJIT_FUZZ_CHEAP_EXAMPLES", 100)
+SHARDS = knobs.env_int("NPUJIT_FUZZ_SHARDS", 4)
 BATCH = knobs.env_int("NPUJIT_FUZZ_BATCH", 12)
 INPUTS = knobs.env_int("NPUJIT_FUZZ_INPUTS", 3)
-SEED = os.environ.get("NPUJIT_FUZZ_SEED")
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=SEED is None,
-                    database=None, print_blob=True,
-                    phases=[Phase.explicit, Phase.generate, Phase.shrink],
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SEED = knobs.env_int("NPUJIT_FUZZ_SEED", 0)
+
+
+def run_shard(seed_value: int, examples: int, tiers: tuple) -> None:
+    """One reproducible hypothesis series of batches, each checked on ``tiers``."""
+    @seed(seed_value)
+    @settings(max_examples=examples, deadline=None, derandomize=False, database=None,
+              print_blob=True, phases=[Phase.explicit, Phase.generate, Phase.shrink],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(subkernel_lists(BATCH))
+    def batches(subs):
+        check_batch(subs, tiers)
+    batches()
 
 
 def report(subs, kernel, args, what: str) -> str:
@@ -49,14 +66,14 @@ def report(subs, kernel, args, what: str) -> str:
     return f"{what}\n--- kernel source ---\n{render(subs, kernel.name)}\n--- IR ---\n{ir}"
 
 
-def check_batch(subs) -> None:
-    """Run ``subs`` as one kernel on every tier and assert they agree."""
+def check_batch(subs, tiers=TIERS) -> None:
+    """Run ``subs`` as one kernel on ``tiers`` (the reference first) and assert they agree."""
     source = render(subs, "fuzz_kernel")
     kernel = load_kernel(source, "fuzz_kernel")
     for draw in range(INPUTS):
         args, outs = make_args(subs, draw)
         results = {}
-        for tier in TIERS:
+        for tier in tiers:
             try:
                 results[tier] = run(kernel, tier, args, subs, outs)
             except Exception as e:
@@ -69,12 +86,11 @@ def check_batch(subs) -> None:
             raise AssertionError(report(subs, kernel, args, "\n".join(lines)))
 
 
-_decorate = (lambda f: seed(int(SEED))(f)) if SEED is not None else (lambda f: f)
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_all_tiers_agree(shard):
+    run_shard(SEED + shard, EXAMPLES, TIERS)
 
 
-@_decorate
-@SETTINGS
-@given(subkernel_lists(BATCH))
-def test_tiers_agree_on_generated_kernels(subs):
-    check_batch(subs)
-
+@pytest.mark.parametrize("shard", range(2))
+def test_reference_and_scheduled_tiers_agree(shard):
+    run_shard(SEED + 1000 + shard, CHEAP_EXAMPLES, ("reference", "simulated"))
