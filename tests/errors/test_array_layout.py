@@ -25,13 +25,26 @@ def copy_rows(x_ptr, out_ptr, stride_r, stride_c, R: nl.constexpr, C: nl.constex
     nl.store(out_ptr + r * C + c, nl.load(x_ptr + r * stride_r + c * stride_c))
 
 
+@npu_kernel
+def copy_block(x_ptr, out_ptr, R: nl.constexpr, C: nl.constexpr):
+    src = nl.make_block_ptr(x_ptr, shape=(R, C), strides=(C, 1), offsets=(0, 0),
+                            block_shape=(R, C))
+    nl.store(out_ptr + nl.arange(0, R)[:, None] * C + nl.arange(0, C)[None, :], nl.load(src))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_misaligned_array(backend):
+@pytest.mark.parametrize("block", [False, True], ids=["pointer", "block-pointer"])
+def test_misaligned_array(backend, block):
     buf = np.zeros(4 * 16 + 1, np.uint8)
     x = np.frombuffer(buf.data, np.float32, count=16, offset=1)
     assert not x.flags.aligned
     with pytest.raises(LaunchError, match="argument 'x_ptr': its data is not aligned"):
-        copy.with_options(backend=backend)[(1,)](x, np.zeros(16, np.float32), 16, BLOCK=16)
+        if block:
+            copy_block.with_options(backend=backend)[(1,)](x.reshape(4, 4),
+                                                           np.zeros(16, np.float32), R=4, C=4)
+        else:
+            copy.with_options(backend=backend)[(1,)](x, np.zeros(16, np.float32), 16,
+                                                     BLOCK=16)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
