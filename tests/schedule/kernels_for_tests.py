@@ -1,19 +1,8 @@
-"""Small kernels the schedule tests need beyond the bundled ones: a pipelined streaming add
-(a num_stages loop over a runtime trip count) and one whose trip count is read from GM."""
+"""Small kernels the schedule tests need beyond the bundled ones (the pipelined streaming
+add is kernels/elementwise.add_stream_kernel): one whose trip count is read from GM, and
+one with more loads than a part has event ids."""
 import npujit.language as nl
 from npujit import npu_kernel
-
-
-@npu_kernel
-def stream_add_kernel(x_ptr, y_ptr, out_ptr, n, per_prog, BLOCK: nl.constexpr,
-                      STAGES: nl.constexpr):
-    base = nl.program_id(0) * per_prog
-    for i in nl.range(0, per_prog, BLOCK, num_stages=STAGES):
-        offs = base + i + nl.arange(0, BLOCK)
-        mask = offs < n
-        x = nl.load(x_ptr + offs, mask=mask)
-        y = nl.load(y_ptr + offs, mask=mask)
-        nl.store(out_ptr + offs, x + y, mask=mask)
 
 
 @npu_kernel

@@ -10,12 +10,12 @@ from npujit.ir import parse_function, print_function
 from npujit.jit.binder import runtime_value
 from npujit.kernels import numpy_reference as ref
 from npujit.kernels.elementwise import add_kernel
+from npujit.kernels.elementwise import add_stream_kernel as stream_add_kernel
 from npujit.kernels.layernorm import layernorm_kernel, rmsnorm_kernel
 from npujit.kernels.matmul import matmul_kernel
 from npujit.kernels.softmax import softmax_kernel
 from npujit.sim import ASCEND_910_LIKE
 
-from .kernels_for_tests import stream_add_kernel
 
 
 def _scheduled(kernel, args, meta, spec=None):
@@ -37,7 +37,7 @@ def _stream(n=1000, per=256, block=64, stages=2):
     y = RNG.standard_normal(n).astype(np.float32)
     out = np.zeros(n, np.float32)
     fn, rt = _scheduled(stream_add_kernel, (x, y, out, n, per),
-                        {"BLOCK": block, "STAGES": stages})
+                        {"BLOCK": block, "NUM_STAGES": stages})
     return fn, rt, out, x + y, (-(-n // per),)
 
 

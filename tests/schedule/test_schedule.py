@@ -17,7 +17,7 @@ from npujit.kernels.matmul import matmul_kernel
 from npujit.kernels.softmax import softmax_kernel
 from npujit.sim import ASCEND_910_LIKE, ASCEND_910B_LIKE, TINY
 
-from .kernels_for_tests import stream_add_kernel
+from npujit.kernels.elementwise import add_stream_kernel as stream_add_kernel
 
 
 def _launches():
@@ -34,7 +34,7 @@ def _launches():
         "matmul": (matmul_kernel, (a, b, c, 64, 64, 32, 32, 1, 64, 1, 64, 1),
                    {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "NUM_STAGES": 2}),
         "stream_add": (stream_add_kernel, (x, x, x.copy(), 1000, 512), {"BLOCK": 128,
-                                                                         "STAGES": 2}),
+                                                                         "NUM_STAGES": 2}),
     }
 
 
@@ -119,7 +119,7 @@ def test_buffers_fit_are_aligned_and_never_overlap_while_live(name, spec):
 @pytest.mark.parametrize("stages", [1, 2, 3])
 def test_num_stages_gives_rotating_slots_and_slot_reuse_waits(stages):
     kernel, args, meta = _launches()["stream_add"]
-    fn = parse_function(kernel.inspect(*args, **{**meta, "STAGES": stages})["schedule"])
+    fn = parse_function(kernel.inspect(*args, **{**meta, "NUM_STAGES": stages})["schedule"])
     (loop,) = _ops(fn, "scf.for")
     loads = _ops(fn, "npu.load")
     assert [op.attrs["stages"] for op in loads] == [stages] * 2
@@ -160,7 +160,7 @@ def test_over_budget_names_stages_and_the_cube_scopes():
     x = np.ones(1 << 15, np.float16)
     with pytest.raises(npujit.OutOfResources) as info:
         kernel.with_options(spec=TINY)[(1,)](x, x, x.copy(), x.size, x.size,
-                                             BLOCK=1 << 12, STAGES=2)
+                                             BLOCK=1 << 12, NUM_STAGES=2)
     msg = str(info.value)
     assert "x 2 stages" in msg and str(TINY.capacity["UB"]) in msg and "try BLOCK <=" in msg
     a = np.ones((128, 128), np.float16)
@@ -183,7 +183,7 @@ def test_schedule_is_the_same_whatever_the_backend(backend):
 def test_more_flag_ids_than_the_spec_has_is_out_of_resources():
     kernel, args, meta = _launches()["stream_add"]
     with pytest.raises(npujit.OutOfResources, match="event ids for HardEvent::"):
-        kernel.with_options(spec=ASCEND_910_LIKE).inspect(*args, **{**meta, "STAGES": 5})
+        kernel.with_options(spec=ASCEND_910_LIKE).inspect(*args, **{**meta, "NUM_STAGES": 5})
 
 
 def test_dump_ir_prints_any_schedule_pass(monkeypatch, capsys):

@@ -9,7 +9,9 @@ from npujit.kernels.softmax import softmax_kernel
 from npujit.sim import ASCEND_910_LIKE, ASCEND_910B_LIKE, TINY, DebugOptions, Launch
 from npujit.sim.lower import lower
 
-from .kernels_for_tests import counted_scale_kernel, stream_add_kernel
+from npujit.kernels.elementwise import add_stream_kernel as stream_add_kernel
+
+from .kernels_for_tests import counted_scale_kernel
 
 CHECKS = DebugOptions(detect_races=True, check_flags=True)
 
@@ -70,7 +72,7 @@ def test_double_buffering_beats_single_buffering():
     for stages in (1, 2):
         out = np.zeros_like(x)
         report = stream_add_kernel.simulate(x, x, out, x.size, x.size // 2, grid=(2,),
-                                            debug=CHECKS, BLOCK=512, STAGES=stages)
+                                            debug=CHECKS, BLOCK=512, NUM_STAGES=stages)
         np.testing.assert_array_equal(out, x + x)
         _clean(report)
         cycles[stages] = report.cycles
@@ -167,7 +169,7 @@ def test_numba_and_reference_runs_give_the_same_report(case):
         if case == "stream":
             out = np.zeros_like(x)
             r = stream_add_kernel.simulate(x, x, out, 3000, 1024, grid=(3,), backend=backend,
-                                           BLOCK=256, STAGES=2)
+                                           BLOCK=256, NUM_STAGES=2)
         elif case == "matmul":
             args, meta, _ = _matmul_case()
             out = args[2]
