@@ -41,8 +41,9 @@ import heapq
 from collections import deque
 from dataclasses import dataclass
 
-from .engine import SET, SETD, WAIT, pipe_spans
+from .engine import pipe_spans
 from .isa import CoreProgram, describe, flag_name
+from .queues import SET, SETD, WAIT
 
 RACE_KINDS = ("RAW", "WAR", "WAW", "UNINIT")
 

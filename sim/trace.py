@@ -19,8 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .engine import SET, SETD, WAIT, pipe_spans
+from .engine import pipe_spans
 from .isa import HARD_EVENT_PIPE
+from .queues import SET, SETD, WAIT
 
 # Lane order of msprof's simulator trace.
 LANES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXP")
