@@ -20,6 +20,20 @@ from .core import Op, Value
 from .ops import Kind
 
 
+def addressing(op: Op) -> list[Value]:
+    """The operands a memory op computes its addresses from: the offsets of a pointer
+    load / store / atomic_add, the shape, strides and offsets of a block load / store;
+    ``[]`` for any other op."""
+    k = op.kind
+    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
+        return [op.operands[1]]
+    if k is Kind.BLOCK_LOAD:
+        return op.operands[1:]
+    if k is Kind.BLOCK_STORE:
+        return op.operands[1:-1]          # the last operand is the stored value
+    return []
+
+
 def backward_slice(roots, stop=frozenset()) -> tuple[list[Op], list[Value]]:
     """``(ops, arguments)``: the ops that compute ``roots`` (each once, in no particular
     order; ``stop`` kinds included but not followed) and the function arguments reached."""

@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 from npujit.ir import Function, Kind
-from npujit.ir.slice import backward_slice
+from npujit.ir.slice import addressing, backward_slice
 from npujit.ir.types import PtrType
 
 from .errors import LaunchError
@@ -53,11 +53,7 @@ def check_strided(fn: Function, kernel: str, strided: set) -> None:
         name = args.get(id(op.operands[0])) if op.kind in _ACCESSES and op.operands else None
         if name not in strided:
             continue
-        if op.kind in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
-            addressing = [op.operands[1]]
-        else:                           # block ops: (ptr, *shape, *strides, *offsets[, value])
-            addressing = op.operands[1:-1] if op.kind is Kind.BLOCK_STORE else op.operands[1:]
-        if not any(depends(o) for o in addressing):
+        if not any(depends(o) for o in addressing(op)):
             raise LaunchError(
                 f"argument '{name}' is a non-contiguous view, but kernel '{kernel}' addresses "
                 f"it at {op.loc.file}:{op.loc.line} with offsets built from program ids, "

@@ -41,7 +41,7 @@ import numpy as np
 
 from npujit.ir.ops import Kind
 from npujit.ir.schedule import CORE_ATTR, parse_flag, value_buffers
-from npujit.ir.schedule.model import is_folded_cast
+from npujit.ir.schedule.model import is_folded_cast, loop_stages
 
 from .isa import CoreProgram, Launch, copy, mmad, set_flag, vec, wait_flag
 from .l2 import ONCE
@@ -265,7 +265,7 @@ class StreamRecorder:
         k0 = int(op.attrs["k_chunk"])
         chunks = k // k0
         l0a, l0b = op.attrs["operand_buffers"]
-        stages = _loop_stages(op)
+        stages = loop_stages(op)
         it = self.loops[-1][1] if self.loops else 0
         l0_pairs = {("CUBE", "MTE1"), ("MTE1", "CUBE")}
         waits = [self._parsed(t) for t in op.attrs.get("wait_flags", ())]
@@ -329,7 +329,7 @@ class StreamRecorder:
     def _loop_slot(self, op) -> int:
         """The slot of an op's staging buffers in this iteration of its loop."""
         it = self.loops[-1][1] if self.loops else 0
-        return it % _loop_stages(op)
+        return it % loop_stages(op)
 
     def _emit(self, op, operands, results) -> None:
         k, pipe, tag = op.kind, op.attrs["pipe"], self._tag(op)
@@ -380,12 +380,6 @@ class StreamRecorder:
             out.append(vec(name, elems, dtype, tag=tag,
                            reads=self._refs(op, op.operands, False),
                            writes=self._refs(op, op.results, True)))
-
-
-def _loop_stages(op) -> int:
-    from npujit.ir.schedule.model import enclosing_loop
-    loop = enclosing_loop(op)
-    return max(1, int(loop.attrs.get("num_stages", 1))) if loop is not None else 1
 
 
 def _vec_work(op) -> tuple[str, int, str]:

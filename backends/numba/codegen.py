@@ -82,6 +82,7 @@ class Codegen:
         self._last_line = None
         self._def_block: dict[int, object] = {}
         self._use_blocks: dict[int, list] = {}
+        self._op_ids: dict | None = None    # op numbers for recorded events, on demand
         for block in _blocks(fn.body):
             for a in block.args:
                 self._def_block[id(a)] = block
@@ -131,7 +132,7 @@ class Codegen:
 
     def op_id(self, op: Op) -> int:
         """The op's number in recorded events (its position in ``fn.walk()``)."""
-        if not hasattr(self, "_op_ids"):
+        if self._op_ids is None:
             self._op_ids = record.op_ids(self.fn)
         return self._op_ids[id(op)]
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from npujit.ir.ops import Kind
 
+from .lower_memory import site
 from .record import emit_event
 from .values import Val, np_type
 
@@ -133,8 +134,6 @@ def lower_print(cg, op) -> None:
 def lower_assert(cg, op) -> None:
     """Raise at the first lane (row-major) where the condition is false, with the
     reference interpreter's message."""
-    from .lower_memory import site
-
     w = cg.w
     v = op.operands[0]
     val = cg.val(v)

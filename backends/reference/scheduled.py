@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from npujit.ir.ops import Kind
-from npujit.ir.schedule.model import is_folded_cast, is_tile, parse_flag
+from npujit.ir.schedule.model import is_folded_cast, is_tile, loop_stages, parse_flag
 
 _GM_COPY_PIPES = ("MTE2",)
 
@@ -95,7 +95,7 @@ class BufferedExecution:
                         op.attrs["operand_scopes"], op.attrs["operand_offsets"],
                         op.attrs["operand_bytes"]):
                     self.by_name.setdefault(name, _Place(name, scope, off, nb,
-                                                         _loop_stages(op), v.type))
+                                                         loop_stages(op), v.type))
         for op in block.ops:                      # loop-carried values share one buffer
             if op.kind is Kind.FOR:
                 term = op.body.terminator
@@ -133,7 +133,7 @@ class BufferedExecution:
             if place is not None:
                 operands[i] = self._read(place, self.slots.get(place.name, 0))
         if op.kind is Kind.DOT and "operand_buffers" in op.attrs and "k_chunk" not in op.attrs:
-            slot = self._iteration() % _loop_stages(op)
+            slot = self._iteration() % loop_stages(op)
             for i, name in enumerate(op.attrs["operand_buffers"]):
                 place = self.by_name[name]
                 self._write(place, slot, operands[i])
@@ -197,9 +197,3 @@ class BufferedExecution:
 
     def _read(self, place: _Place, slot: int) -> np.ndarray:
         return self._view(place, slot).reshape(place.shape).copy()
-
-
-def _loop_stages(op) -> int:
-    from npujit.ir.schedule.model import enclosing_loop
-    loop = enclosing_loop(op)
-    return max(1, int(loop.attrs.get("num_stages", 1))) if loop is not None else 1

@@ -25,12 +25,9 @@ from __future__ import annotations
 from ..builder import Builder
 from ..core import Block, Function, Op
 from ..ops import Kind
-from ..slice import backward_slice
+from ..slice import addressing, backward_slice
 from ..types import int32, int64
 
-_OFFSET_OPERANDS = {Kind.LOAD: slice(1, 2), Kind.STORE: slice(1, 2),
-                    Kind.ATOMIC_ADD: slice(1, 2), Kind.BLOCK_LOAD: slice(1, None),
-                    Kind.BLOCK_STORE: slice(1, -1)}
 _CHECKED = (Kind.ADD, Kind.SUB, Kind.MUL)
 _DATA = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_ADD)
 _SYMBOL = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}
@@ -38,11 +35,7 @@ _SYMBOL = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}
 
 def _address_ops(fn: Function) -> list[Op]:
     """The int32 add/sub/mul ops whose results flow into some memory op's addressing."""
-    roots = []
-    for op in fn.walk():
-        sl = _OFFSET_OPERANDS.get(op.kind)
-        if sl is not None:
-            roots.extend(op.operands[sl])
+    roots = [v for op in fn.walk() for v in addressing(op)]
     ops, _ = backward_slice(roots, stop=_DATA)
     return [op for op in ops if op.kind in _CHECKED and op.result.type.dtype == int32]
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from ..core import Function, Op, Value
 from ..ops import Kind
-from .model import Positions, enclosing_loop, is_folded_cast, is_tile, scheduled_ops
+from .model import Positions, enclosing_loop, is_folded_cast, is_tile, loop_stages, scheduled_ops
 
 TRANSFER_PIPES = ("MTE2", "MTE3", "FIXP")
 # The constexpr that splits dots into L0 K-chunks (see the module doc).
@@ -207,7 +207,7 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
     for op in ops:
         if "operand_scopes" in op.attrs:
             start, end = _span(op, pos)
-            n = _loop_stages(op)
+            n = loop_stages(op)
             for scope, (shape, itemsize) in zip(op.attrs["operand_scopes"], staged(op)):
                 buffers.append(Buffer(scope, shape, itemsize, n, start, end, op, []))
     return buffers
@@ -255,11 +255,6 @@ def _uses(v: Value, block) -> list[Op]:
     return out
 
 
-def _loop_stages(op: Op) -> int:
-    loop = enclosing_loop(op)
-    return max(1, int(loop.attrs.get("num_stages", 1))) if loop is not None else 1
-
-
 def _stages(op: Op, values: list[Value]) -> int:
     """num_stages of the loop around a transfer buffer; 1 for everything else."""
     transfer = op.attrs.get("pipe") in TRANSFER_PIPES
@@ -267,7 +262,7 @@ def _stages(op: Op, values: list[Value]) -> int:
         for v in values:
             block = op.parent
             transfer |= any(u.attrs.get("pipe") in TRANSFER_PIPES for u in _uses(v, block))
-    return _loop_stages(op) if transfer else 1
+    return loop_stages(op) if transfer else 1
 
 
 def _write_attrs(fn: Function, buffers: list[Buffer]) -> None:

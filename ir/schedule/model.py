@@ -144,6 +144,13 @@ def enclosing_loop(op: Op) -> Op | None:
     return None
 
 
+def loop_stages(op: Op) -> int:
+    """The ``num_stages`` of the innermost loop around ``op`` (1 outside loops): how many
+    rotating slots its transfers get."""
+    loop = enclosing_loop(op)
+    return max(1, int(loop.attrs.get("num_stages", 1))) if loop is not None else 1
+
+
 def blocks_of(op: Op) -> list[Block]:
     """The blocks holding ``op``, innermost first."""
     out = []
