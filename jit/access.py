@@ -18,7 +18,7 @@ from npujit.ir import Function, Kind
 from npujit.ir.slice import addressing, backward_slice
 from npujit.ir.types import PtrType
 
-from .errors import LaunchError
+from npujit.errors import LaunchError
 
 _WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD)
 _ACCESSES = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD, Kind.BLOCK_LOAD, Kind.BLOCK_STORE)

@@ -35,6 +35,9 @@ import inspect
 import textwrap
 import types
 
+from npujit.errors import CompilationError
+from npujit.ir import Loc
+
 RT = "__npujit_rt"
 PREFIX = "__npujit_"
 
@@ -215,10 +218,6 @@ _UNSUPPORTED[ast.AsyncWith] = _UNSUPPORTED[ast.AsyncFor] = _UNSUPPORTED[ast.Awai
 def _reject_unsupported(fdef: ast.FunctionDef, filename: str) -> None:
     """A CompilationError at the first statement of ``fdef``'s own body (nested plain
     ``def``s and lambdas are the user's business) that a kernel cannot run."""
-    from npujit.ir import Loc
-
-    from .errors import CompilationError
-
     def visit(node):
         why = _UNSUPPORTED.get(type(node))
         if why is not None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from npujit.ir import types as T
 
-from .errors import LaunchError
+from npujit.errors import LaunchError
 
 _SUPPORTED = ", ".join(T.PUBLIC_NAMES[d.name] for d in T.ALL_DTYPES)
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 import time
 
 from npujit.ir import Function, Kind, Loc
-from npujit.language.core import pointer, tensor
 
+from npujit.errors import CompilationError, NPUJitError
+from npujit.language.core import pointer, tensor
+from npujit.language.tracing import TraceContext, tracing
+
+from . import loops as loop_runtime
 from .access import check_strided, stored_arguments
+from .ast_rewrite import rewrite_function
 from .binder import ir_type
-from .errors import CompilationError, NPUJitError
-from .tracing import TraceContext, tracing
 
 # Every compile is recorded here so tests can count them (Triton's jit_cache_hook).
 compile_log: list = []
@@ -53,7 +56,8 @@ def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False) -> Functio
         arg_names.append(p)
     fn = Function(kernel.name, arg_types, arg_names,
                   attrs={k: v for k, v in sorted(constexprs.items()) if _printable(v)})
-    ctx = TraceContext(fn, kernel.name, debug)
+    ctx = TraceContext(fn, kernel.name, debug,
+                       rewrite=lambda f: rewrite_function(f, loop_runtime))
     proxies, i = [], 0
     for p, s in zip(params, sigs):
         if p in kernel.constexpr_params:
@@ -113,7 +117,7 @@ def resolve_spec(spec):
         >>> resolve_spec("TINY").name
         'TINY'
     """
-    from npujit.sim.spec import ASCEND_910B_LIKE, NPUSpec, PRESETS
+    from npujit.target import ASCEND_910B_LIKE, PRESETS, NPUSpec
     if spec is None:
         return ASCEND_910B_LIKE
     if isinstance(spec, NPUSpec):

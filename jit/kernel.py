@@ -22,12 +22,12 @@ import types
 
 from npujit.language.core import constexpr
 
-from . import knobs
+from npujit import knobs
 from . import loops as loop_runtime
 from .ast_rewrite import rewrite_function
 from .binder import arg_signature, normalize_grid, runtime_value
 from .compiler import compile_specialization
-from .errors import LaunchError
+from npujit.errors import LaunchError
 from .fastpath import SLOW, make_binder, make_plan
 
 _OPTION_NAMES = ("backend", "parallel", "debug", "spec")

@@ -23,7 +23,7 @@ from npujit.language import semantic as sem
 from npujit.language.core import block_ptr, constexpr, pointer, tensor
 from npujit.language.loops import range as nl_range
 
-from .tracing import current
+from npujit.language.tracing import current
 
 
 class Undefined:

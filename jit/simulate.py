@@ -18,7 +18,7 @@ Example::
 """
 from __future__ import annotations
 
-from . import knobs
+from npujit import knobs
 from .binder import runtime_value
 from .compiler import resolve_spec
 

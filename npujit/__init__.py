@@ -5,7 +5,7 @@ Example::
     import npujit.language as nl
     from npujit import npu_kernel
 """
-from npujit.jit.errors import (CompilationError, DeviceAssertionError, IndexOverflowError,
+from npujit.errors import (CompilationError, DeviceAssertionError, IndexOverflowError,
                                LaunchError, NPUJitError, OutOfBoundsError, OutOfResources)
 from npujit.jit.kernel import NPUKernel, npu_kernel
 

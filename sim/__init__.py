@@ -21,7 +21,7 @@ from .lower import StreamRecorder, lower
 from .report import ProgramRun, SimReport
 from .roofline import RooflineBound, roofline_bound
 from .simulate import simulate
-from .spec import (ASCEND_910_LIKE, ASCEND_910B_LIKE, PIPES, PRESETS, SCOPES, TINY, NPUSpec,
+from npujit.target import (ASCEND_910_LIKE, ASCEND_910B_LIKE, PIPES, PRESETS, SCOPES, TINY, NPUSpec,
                    PathSpec, SpecError)
 
 __all__ = [

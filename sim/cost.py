@@ -19,7 +19,7 @@ The cost of an instruction is what it takes alone on an idle chip, in integer cy
 
 Example::
 
-    >>> from npujit.sim.spec import TINY
+    >>> from npujit.target import TINY
     >>> from npujit.sim.isa import mmad, copy
     >>> instr_cycles(mmad(32, 32, 32), TINY)     # startup 10 + 2*2*2 steps
     18
@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 
 from .isa import Instr
-from .spec import NPUSpec, SpecError, path_scopes
+from npujit.target import NPUSpec, SpecError, path_scopes
 
 
 def round_up(n: int, align: int) -> int:
@@ -50,7 +50,7 @@ def copy_bytes(path: str, nbytes: int, spec: NPUSpec) -> int:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> copy_bytes("L1_to_L0A", 100, TINY)   # L0A fractal = 512 B
         512
     """
@@ -65,7 +65,7 @@ def copy_terms(path: str, nbytes: int, spec: NPUSpec) -> tuple[int, int, int, fl
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> copy_terms("UB_to_GM", 64, TINY)
         (10, 100, 64, 64, True)
     """
@@ -84,7 +84,7 @@ def copy_occupancy(path: str, nbytes: int, spec: NPUSpec) -> int:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> copy_occupancy("GM_to_UB", 6400, TINY)   # 10 + 6400 / 64
         110
     """
@@ -97,7 +97,7 @@ def copy_cycles(path: str, nbytes: int, spec: NPUSpec) -> int:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> copy_cycles("L1_to_L0B", 1024, TINY), copy_cycles("GM_to_UB", 6400, TINY)
         (14, 210)
     """
@@ -110,7 +110,7 @@ def mmad_cycles(m: int, n: int, k: int, dtype: str, spec: NPUSpec) -> int:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> mmad_cycles(128, 128, 128, "i8", TINY)   # 512 steps at 2 per cycle + 10
         266
     """
@@ -127,7 +127,7 @@ def vec_cycles(op_class: str, nbytes: int, spec: NPUSpec) -> int:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> vec_cycles("transcendental", 4096, TINY)   # 10 + 16 repeats x 4
         74
     """
@@ -143,7 +143,7 @@ def instr_cycles(ins: Instr, spec: NPUSpec) -> int:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> from npujit.sim.isa import vec, set_flag
         >>> instr_cycles(vec("add", 128, "f32"), TINY)
         12
@@ -169,7 +169,7 @@ def gm_bytes(ins: Instr, spec: NPUSpec) -> int:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> from npujit.sim.isa import copy
         >>> gm_bytes(copy("GM_to_UB", 100), TINY), gm_bytes(copy("L1_to_L0A", 512), TINY)
         (128, 0)

@@ -277,7 +277,7 @@ def flag_issues(timeline) -> list[str]:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> from npujit.sim.engine import run
         >>> from npujit.sim.isa import CoreProgram, Launch, set_flag, wait_flag, vec
         >>> p = CoreProgram("AIV", [vec("add", 2560),   # Vector is busy while both sets fire

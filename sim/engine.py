@@ -33,7 +33,7 @@ wait, DMA-pipe set, barrier and GM copy; the rest of the timeline is rebuilt on 
 
 Example::
 
-    >>> from npujit.sim.spec import TINY
+    >>> from npujit.target import TINY
     >>> from npujit.sim.isa import CoreProgram, Launch, copy, vec, set_flag, wait_flag
     >>> prog = CoreProgram("AIV", [copy("GM_to_UB", 6400), set_flag("MTE2", "VECTOR"),
     ...                            wait_flag("MTE2", "VECTOR"), vec("add", 3200, "f16")])
@@ -51,7 +51,7 @@ from .hbm import INF, HBMServer
 from .isa import Launch, describe, flag_name
 from .l2 import MemorySystem
 from .queues import CSET, GM, LOCAL, SET, SETD, WAIT, Compiled, Compiler, ProgramError
-from .spec import NPUSpec
+from npujit.target import NPUSpec
 
 
 class DeadlockError(RuntimeError):
@@ -323,7 +323,7 @@ class Engine:
 
         Example::
 
-            >>> from npujit.sim.spec import TINY
+            >>> from npujit.target import TINY
             >>> from npujit.sim.isa import CoreProgram, Launch, scalar
             >>> Engine(Launch([CoreProgram("AIC", [scalar(7)])]), TINY).run().cycles
             7
@@ -408,7 +408,7 @@ def run(launch: Launch, spec: NPUSpec, record_hbm: bool = True) -> Timeline:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> from npujit.sim.isa import CoreProgram, Launch, vec
         >>> run(Launch([CoreProgram("AIV", [vec("add", 256)])] * 3), TINY).cycles  # 2 cores
         24
@@ -421,7 +421,7 @@ def pipe_spans(ps: PipeRun) -> list[tuple[int, int]]:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> from npujit.sim.isa import CoreProgram, Launch, vec
         >>> tl = run(Launch([CoreProgram("AIV", [vec("add", 256), vec("add", 256)])]), TINY)
         >>> pipe_spans(tl.runs[0].pipes[0])

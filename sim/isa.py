@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
-from .spec import CORE_KINDS, PIPES, SpecError, path_scopes
+from npujit.target import CORE_KINDS, PIPES, SpecError, path_scopes
 
 KINDS = ("copy", "mmad", "vec", "scalar", "set_flag", "wait_flag", "barrier", "cross_set",
          "cross_wait")

@@ -9,7 +9,7 @@ use).  Equal instructions share one cache entry however many programs repeat the
 
 Example::
 
-    >>> from npujit.sim.spec import TINY
+    >>> from npujit.target import TINY
     >>> from npujit.sim.isa import CoreProgram, vec, scalar
     >>> Compiler(TINY).compile(CoreProgram("AIV", [vec("add", 128), scalar(5)])).pipes
     ('SCALAR', 'VECTOR')
@@ -24,7 +24,7 @@ from .cost import copy_occupancy, copy_terms, instr_cycles
 from .hbm import INF
 from .isa import KINDS, CoreProgram, Instr, describe
 from .l2 import ONCE
-from .spec import NPUSpec, SpecError, path_scopes
+from npujit.target import NPUSpec, SpecError, path_scopes
 
 # Queue entry codes.  An entry is (code, a, cost, moved bytes, port rate, gm):
 #   LOCAL: a = cycles     GM: a = issue latency before HBM, cost = uncontended occupancy,
@@ -197,7 +197,7 @@ class Compiler:
 
         Example::
 
-            >>> from npujit.sim.spec import TINY
+            >>> from npujit.target import TINY
             >>> from npujit.sim.isa import CoreProgram, vec, scalar
             >>> c = Compiler(TINY).compile(CoreProgram("AIV", [vec("add", 128), scalar(5)]))
             >>> c.pipes, c.pipe_work

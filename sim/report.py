@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .roofline import RooflineBound
-from .spec import NPUSpec
+from npujit.target import NPUSpec
 
 # Pipe -> profiler field stem (PipeUtilization.csv: aic_cube_ratio, aiv_vec_ratio,
 # aic_fixpipe_ratio ...).

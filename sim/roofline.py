@@ -26,7 +26,7 @@ The ``kind`` of the bound names the winning term coarsely: ``"cube"``, ``"vector
 
 Example::
 
-    >>> from npujit.sim.spec import TINY
+    >>> from npujit.target import TINY
     >>> from npujit.sim.isa import CoreProgram, Launch, mmad
     >>> b = roofline_bound(Launch([CoreProgram("AIC", [mmad(256, 256, 256)])] * 4), TINY)
     >>> b.cycles, b.kind     # 4 programs of 4106 cycles on 2 AIC cores
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from .cost import copy_occupancy, copy_terms, instr_cycles
 from .isa import Launch
 from .l2 import ONCE
-from .spec import NPUSpec
+from npujit.target import NPUSpec
 
 # Term names per pipe, as Ascend's profiler names the pipes (aic_cube_ratio, aic_fixpipe_ratio).
 PIPE_TERM = {"CUBE": "cube", "VECTOR": "vector", "SCALAR": "scalar", "MTE1": "mte1",
@@ -102,7 +102,7 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> from npujit.sim.isa import CoreProgram, copy, vec
         >>> prog = CoreProgram("AIV", [copy("GM_to_UB", 640), vec("add", 320)])
         >>> program_work(prog, TINY).pipe_work
@@ -153,7 +153,7 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> w = ProgramWork("AIV", {"VECTOR": 100, "MTE2": 60})
         >>> bound_from_work([w, w, w], TINY).terms["vector"]   # 300 cycles over 2 AIV cores
         150.0
@@ -206,7 +206,7 @@ def roofline_bound(launch: Launch, spec: NPUSpec) -> RooflineBound:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> from npujit.sim.isa import CoreProgram, Launch, copy
         >>> spec = TINY.replace(aiv_cores=8)
         >>> b = roofline_bound(Launch([CoreProgram("AIV", [copy("GM_to_UB", 25600)])] * 8), spec)

@@ -15,7 +15,7 @@ from .engine import Engine
 from .isa import CoreProgram, Launch
 from .report import SimReport
 from .roofline import ProgramWork, bound_from_work
-from .spec import ASCEND_910B_LIKE, NPUSpec
+from npujit.target import ASCEND_910B_LIKE, NPUSpec
 
 
 def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,

@@ -27,7 +27,7 @@ The staging buffers must fit the UB the schedule left free (``ub_free``), else
 Example::
 
     >>> from npujit.sim.isa import mmad, vec, set_flag, wait_flag, copy
-    >>> from npujit.sim.spec import ASCEND_910B_LIKE
+    >>> from npujit.target import ASCEND_910B_LIKE
     >>> stream = [mmad(64, 64, 64, writes=[("L0C.0", 0)]), set_flag("CUBE", "VECTOR"),
     ...           wait_flag("CUBE", "VECTOR"), vec("relu", 4096, "f32", reads=[("L0C.0", 0)])]
     >>> aic, aiv = split_stream(stream, 0, ASCEND_910B_LIKE, {"L0C.0": 16384})
@@ -35,6 +35,8 @@ Example::
     (['mmad', 'set_flag', 'wait_flag', 'copy', 'cross_set'], ['cross_wait', 'copy', 'set_flag', 'wait_flag', 'vec'])
 """
 from __future__ import annotations
+
+from npujit.errors import OutOfResources
 
 from .isa import copy, cross_set_flag, cross_wait_flag, set_flag, wait_flag
 
@@ -119,7 +121,6 @@ def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
                 if buf not in handed:
                     free -= buffer_bytes[buf]
                     if free < 0:
-                        from npujit.jit.errors import OutOfResources
                         raise OutOfResources(
                             f"the AIC -> AIV hand-off of {buf} ({buffer_bytes[buf]} B, at "
                             f"{ins.tag}) needs a UB staging buffer, but the schedule leaves "

@@ -18,7 +18,7 @@ Example::
 """
 from __future__ import annotations
 
-from npujit.jit import knobs
+from npujit import knobs
 
 from .codegen import generate
 from .runtime import Launcher, backend_hash, import_source

@@ -51,7 +51,7 @@ from npujit.backends.numba import record as rc
 from npujit.backends.numba import reduce_lib as rl
 from npujit.backends.numba import scalar_lib as sl
 from npujit.backends.numba import select_lib as tl
-from npujit.jit.errors import DeviceAssertionError, IndexOverflowError, OutOfBoundsError
+from npujit.errors import DeviceAssertionError, IndexOverflowError, OutOfBoundsError
 
 # short names for the compute types (generated code casts a lot)
 f32, i8, i16, i32, i64, u64, b1 = (np.float32, np.int8, np.int16, np.int32, np.int64,

@@ -45,7 +45,7 @@ import numpy as np
 from numba import types as nt
 
 from npujit.ir.types import PtrType
-from npujit.jit import knobs
+from npujit import knobs
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _backend_hash: str | None = None

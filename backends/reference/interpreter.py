@@ -35,7 +35,7 @@ import numpy as np
 
 from npujit.ir.core import Block, Function, Op, Value
 from npujit.ir.types import TensorType
-from npujit.jit.errors import DeviceAssertionError
+from npujit.errors import DeviceAssertionError
 
 from .memory import OutOfBoundsError
 from .table import SEMANTICS

@@ -30,7 +30,7 @@ import numpy as np
 # An active lane's access outside its GM argument (or, for a block pointer, outside the
 # declared shape on an axis without a boundary check): one error type for both tiers,
 # raised here always and by the numba backend in debug mode.
-from npujit.jit.errors import OutOfBoundsError  # noqa: F401  (re-exported)
+from npujit.errors import OutOfBoundsError  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from npujit.ir import Kind
-from npujit.jit.errors import DeviceAssertionError, IndexOverflowError
+from npujit.errors import DeviceAssertionError, IndexOverflowError
 
 from .numerics import I32, fits_int
 

@@ -71,7 +71,7 @@ def run_passes(fn: Function, passes=None, verify: bool = False, dump: str | None
         >>> run_passes(fn, passes=[Fold(), DCE()], verify=True)   # doctest: +SKIP
     """
     if dump is None:
-        from npujit.jit import knobs
+        from npujit import knobs
         dump = knobs.dump_ir()
     for p in DEFAULT_PASSES if passes is None else passes:
         p.run(fn)

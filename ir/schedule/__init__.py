@@ -70,7 +70,7 @@ def schedule(fn: Function, spec) -> Schedule:
     """
     import sys
 
-    from npujit.jit import knobs
+    from npujit import knobs
 
     from ..passes.pipeline import dump_selected
     from ..printer import print_function

@@ -37,6 +37,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from npujit.errors import OutOfResources
+
 from ..core import Function, Op, Value
 from ..ops import Kind
 from .model import Positions, enclosing_loop, is_folded_cast, is_tile, loop_stages, scheduled_ops
@@ -286,8 +288,6 @@ def _write_attrs(fn: Function, buffers: list[Buffer]) -> None:
 # --- the over-budget error -------------------------------------------------------------------
 
 def _over_budget(fn: Function, spec, scope: str, buffers: list[Buffer], peak: int):
-    from npujit.jit.errors import OutOfResources
-
     cap = spec.capacity[scope]
     worst = max(buffers, key=lambda b: b.total)
     lines = [f"the {scope} buffers live at once need {peak} B, but {scope} holds {cap} B on "

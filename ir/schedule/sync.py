@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from npujit.errors import OutOfResources
+
 from ..core import Function, Op
 from ..ops import Kind
 from .model import (Positions, add_flag, ancestor_in, common_block, enclosing_loop, flag_text,
@@ -322,7 +324,6 @@ class _Ids:
         self._fail(src, dst, waiter)
 
     def _fail(self, src: str, dst: str, op: Op):
-        from npujit.jit.errors import OutOfResources
         raise OutOfResources(
             f"the schedule needs more than {self.spec.event_ids} event ids for "
             f"HardEvent::{flag_text(src, dst, 0).split(':')[0]} on {self.spec.name} "

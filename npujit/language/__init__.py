@@ -2,7 +2,7 @@
 
 Every function here builds IR while a kernel is traced; called outside a kernel it says so.
 """
-from npujit.jit.inline import inline
+from npujit.language.inline import inline
 
 from .core import (bfloat16, block_ptr, bool_, constexpr, dtype, float16, float32, int1, int8,
                    int16, int32, int64, pointer, pointer_type, tensor)

@@ -16,6 +16,8 @@ import functools
 from npujit.ir import Kind
 from npujit.ir import types as T
 
+from .tracing import current
+
 # dtypes, as Triton spells them
 float32 = T.float32
 float16 = T.float16
@@ -49,8 +51,6 @@ class constexpr:
 
 def builtin(fn):
     """Marks a language function: calling it outside a traced kernel raises a clear error."""
-    from npujit.jit.tracing import current
-
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         current(f"nl.{fn.__name__}")

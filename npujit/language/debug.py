@@ -5,9 +5,8 @@ from __future__ import annotations
 from npujit.ir import Kind
 
 from . import semantic as sem
-from npujit.jit.tracing import current
-
 from .core import builtin, constexpr, tensor
+from .tracing import current
 
 
 @builtin

@@ -12,7 +12,9 @@ Example::
 """
 from __future__ import annotations
 
+from . import semantic as sem
 from .core import constexpr
+from .tracing import current
 
 
 class range:
@@ -38,9 +40,7 @@ class range:
         self.num_stages = num_stages
 
     def __iter__(self):
-        from npujit.jit.tracing import current
         ctx = current("nl.range")
-        from npujit.language import semantic as sem
         raise sem.error(
             "this nl.range loop is not inside an @npu_kernel or @nl.inline function, so it "
             "cannot become an IR loop; decorate the helper that contains it with @nl.inline "
@@ -62,7 +62,6 @@ class static_range:
         vals = [v.value if isinstance(v, constexpr) else v for v in (arg1, arg2, step)]
         for v in vals:
             if isinstance(v, bool) or not isinstance(v, int):
-                from npujit.language import semantic as sem
                 raise sem.error(f"nl.static_range bounds must be constant ints, got {v!r}; "
                                 "use nl.range for runtime bounds")
         self.start, self.end, self.step = vals

@@ -10,12 +10,12 @@ Example (inside a kernel)::
 """
 from __future__ import annotations
 
+from npujit.errors import CompilationError
 from npujit.ir import Kind, TypeRuleError
 from npujit.ir import types as T
-from npujit.jit.errors import CompilationError
-from npujit.jit.tracing import current
 
-from .core import tensor
+from .core import constexpr, tensor
+from .tracing import current
 
 _INT_RANGE = {T.int8: (-2**7, 2**7 - 1), T.int16: (-2**15, 2**15 - 1),
               T.int32: (-2**31, 2**31 - 1), T.int64: (-2**63, 2**63 - 1)}
@@ -76,7 +76,6 @@ def to_tensor(x, like: T.DType | None = None) -> tensor:
     """A tensor for ``x`` (a tensor already, or a Python number as a scalar constant)."""
     if isinstance(x, tensor):
         return x
-    from .core import constexpr
     if isinstance(x, constexpr):
         x = x.value
     if hasattr(x, "dtype") and hasattr(x, "item") and getattr(x, "shape", None) == ():

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from npujit.backends.reference import ReferenceBackend
 from npujit.ir import parse_function, print_function, verify
 from npujit.ir.passes import CSE, DCE, Fold, FuseElementwise
-from npujit.jit import knobs
+from npujit import knobs
 
 from .gen import render, subkernel_lists
 from .tiers import GRID, fresh, load_kernel, make_args, run

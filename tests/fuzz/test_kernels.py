@@ -32,7 +32,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from npujit.jit import knobs
+from npujit import knobs
 
 from .gen import render, subkernel_lists
 from .tiers import TIERS, compare_tiers, load_kernel, make_args, run

@@ -26,7 +26,7 @@ import ml_dtypes
 import numpy as np
 
 from npujit.ir import types as T
-from npujit.jit import knobs
+from npujit import knobs
 
 GRID = (2,)
 NP = {T.float32: np.float32, T.float16: np.float16, T.bfloat16: ml_dtypes.bfloat16,

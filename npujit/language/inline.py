@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import functools
 
+from .tracing import current
+
 
 def inline(fn):
     """Mark a helper called from kernels; its ``nl.range`` loops become IR loops too.
@@ -20,13 +22,9 @@ def inline(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from . import loops as loop_runtime
-        from .ast_rewrite import rewrite_function
-        from .tracing import current
-
-        current(f"@nl.inline function '{fn.__name__}'")
+        ctx = current(f"@nl.inline function '{fn.__name__}'")
         if "f" not in state:
-            state["f"] = rewrite_function(fn, loop_runtime)
+            state["f"] = ctx.rewrite(fn)
         return state["f"](*args, **kwargs)
 
     return wrapper

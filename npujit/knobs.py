@@ -10,7 +10,7 @@
 
 Example::
 
-    >>> from npujit.jit import knobs
+    >>> from npujit import knobs
     >>> knobs.backend()
     'numba'
 """

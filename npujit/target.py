@@ -8,7 +8,7 @@ The model is calibrated to public figures, not validated on silicon.
 
 Example::
 
-    >>> from npujit.sim.spec import ASCEND_910B_LIKE
+    >>> from npujit.target import ASCEND_910B_LIKE
     >>> ASCEND_910B_LIKE.aic_cores, ASCEND_910B_LIKE.aiv_cores
     (24, 48)
     >>> fast = ASCEND_910B_LIKE.replace(hbm_bytes_per_s=3.2e12)
@@ -137,13 +137,13 @@ class NPUSpec:
 
     Example::
 
-        >>> from npujit.sim.spec import TINY
+        >>> from npujit.target import TINY
         >>> TINY.replace(aiv_cores=8).aiv_cores
         8
         >>> TINY.replace(clock_hz=0)
         Traceback (most recent call last):
         ...
-        npujit.sim.spec.SpecError: TINY: clock_hz must be > 0, got 0
+        npujit.target.SpecError: TINY: clock_hz must be > 0, got 0
     """
 
     name: str

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from npujit.sim import spec as spec_mod
-from npujit.sim.spec import (ASCEND_910_LIKE, ASCEND_910B_LIKE, PRESETS, TINY, NPUSpec, PathSpec,
+from npujit import target as spec_mod
+from npujit.target import (ASCEND_910_LIKE, ASCEND_910B_LIKE, PRESETS, TINY, NPUSpec, PathSpec,
                              SpecError)
 
 
@@ -116,3 +116,10 @@ def test_user_built_spec():
         paths={"GM_to_UB": PathSpec("MTE2", 32, 0), "UB_to_GM": PathSpec("MTE3", 32, 0)},
         hbm_bytes_per_s=1e11, hbm_latency_cycles=0, event_ids=2, sync_cycles=0)
     assert s.hbm_bytes_per_cycle == 50.0 and s.core_counts == {"AIC": 4}
+
+
+def test_docstring_examples():
+    """The target description's docstring examples run and print what they say."""
+    import doctest
+    result = doctest.testmod(spec_mod, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -5,7 +5,7 @@ stamp each op with the user's source location, found by walking out of npujit's 
 
 Example::
 
-    >>> from npujit.jit.tracing import current
+    >>> from npujit.language.tracing import current
     >>> current()          # outside a kernel
     Traceback (most recent call last):
     ...
@@ -19,8 +19,7 @@ import threading
 
 from npujit.ir import Builder, Function, Loc
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_ROOT = os.path.dirname(_HERE)
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Frames from these folders are npujit's own; kernels/ is user code and is not skipped.
 _INTERNAL = tuple(os.path.join(_ROOT, d) + os.sep for d in ("jit", "ir", "backends", "npujit"))
 _state = threading.local()
@@ -29,8 +28,11 @@ _state = threading.local()
 class TraceContext:
     """One kernel being traced: its IR function, a builder and the kernel's name."""
 
-    def __init__(self, fn: Function, kernel_name: str, debug: bool = False):
+    def __init__(self, fn: Function, kernel_name: str, debug: bool = False, rewrite=None):
         self.fn = fn
+        # How a helper's Python loops become IR loops (jit's AST rewrite): the language
+        # calls it through the context, so it never imports the layer above it.
+        self.rewrite = rewrite
         self.kernel_name = kernel_name
         self.debug = debug          # device_assert emits checks only in debug mode
         self.builder = Builder(fn.body)
