@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import time
 
-from npujit.ir import Function, Kind, Loc
-
 from npujit.errors import CompilationError, NPUJitError
+from npujit.ir import Function, Kind, Loc
+from npujit.ir.pipeline import CompileContext, Schedule, run_pipeline
+from npujit.ir.printer import print_function
+from npujit.ir.verifier import VerifyError
 from npujit.language.core import pointer, tensor
 from npujit.language.tracing import TraceContext, tracing
+from npujit.target import ASCEND_910B_LIKE, PRESETS, NPUSpec
 
 from . import loops as loop_runtime
-from .access import check_strided, stored_arguments
+from .access import stored_arguments
 from .ast_rewrite import rewrite_function
 from .binder import ir_type
 
@@ -117,7 +120,6 @@ def resolve_spec(spec):
         >>> resolve_spec("TINY").name
         'TINY'
     """
-    from npujit.target import ASCEND_910B_LIKE, PRESETS, NPUSpec
     if spec is None:
         return ASCEND_910B_LIKE
     if isinstance(spec, NPUSpec):
@@ -131,33 +133,23 @@ def resolve_spec(spec):
 
 def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
                            backend) -> Compiled:
-    from npujit.ir.passes.pipeline import run_passes
-    from npujit.ir.printer import print_function
-    from npujit.ir.verifier import VerifyError, verify
-
     t0 = time.perf_counter()
     debug = bool(options.get("debug"))
     fn = trace(kernel, sigs, constexprs, debug)
+    artifacts = {"trace": print_function(fn, locs=True)}
+    spec = resolve_spec(options.get("spec"))
+    # Legality is the schedule's, whatever the backend: OutOfResources raises here.
+    ctx = CompileContext(kernel=kernel.name, spec=spec, debug=debug,
+                         strided_args=frozenset(p for p, s in zip(kernel.params, sigs)
+                                                if s is not None and s[0] == "A" and not s[3]))
     try:
-        verify(fn)
+        artifacts.update(run_pipeline(fn, ctx))
     except VerifyError as e:
         # A value computed inside an nl.range body used after it (e.g. appended to a list).
         raise CompilationError(f"the traced kernel is malformed: {e}. A common cause is a "
                                "value computed inside an nl.range loop and used after it "
                                "without being a loop-carried variable", None, kernel.name) from None
-    check_strided(fn, kernel.name, {p for p, s in zip(kernel.params, sigs)
-                                    if s is not None and s[0] == "A" and not s[3]})
-    artifacts = {"trace": print_function(fn, locs=True)}
-    if debug:   # int32 address arithmetic that wraps raises IndexOverflowError
-        from npujit.ir.passes.index_checks import IndexChecks
-        IndexChecks().run(fn)
-    run_passes(fn)
-    artifacts["ir"] = print_function(fn)
-    # Legality is the schedule's, whatever the backend: OutOfResources raises here.
-    from npujit.ir.schedule import schedule
-    sched = schedule(fn, resolve_spec(options.get("spec")))
-    artifacts["schedule"] = print_function(fn)
-    artifacts["buffers"] = sched.describe()
+    artifacts["buffers"] = Schedule.of(fn, spec).describe()
     try:
         run = backend.compile(fn, options)
     except NPUJitError:

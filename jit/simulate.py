@@ -19,6 +19,9 @@ Example::
 from __future__ import annotations
 
 from npujit import knobs
+from npujit.backends import get_backend
+from npujit.sim import StreamRecorder, simulate
+
 from .binder import runtime_value
 from .compiler import resolve_spec
 
@@ -41,9 +44,6 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
 
         >>> simulate_kernel(add_kernel, (4,), (x, y, out, n), {"BLOCK": 1024})  # doctest: +SKIP
     """
-    from npujit.sim import simulate
-    from npujit.sim.lower import lower
-
     spec = resolve_spec(spec if spec is not None else kernel.options.get("spec"))
     # The reference backend compiles in microseconds; the schedule is the same for any.
     k = kernel.with_options(spec=spec, backend="reference")
@@ -66,6 +66,27 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
         big = sum(getattr(v, "nbytes", 0) for v in rt) >= NUMBA_FROM_BYTES
         backend = knobs.backend() if big else "reference"
     # Regions so the L2 sees re-reads; the spec so a separated part splits AIC / AIV work.
-    launch = lower(c.ir, g, rt, name=kernel.name, gm_regions=True, spec=spec,
-                   backend=backend, buffers=buffers)
+    launch = lower(c.ir, g, rt, name=kernel.name, spec=spec, backend=backend, buffers=buffers)
     return simulate(launch, spec, trace=trace, debug=debug)
+
+
+def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True, spec=None,
+          backend: str = "reference", buffers: tuple | None = None):
+    """Run the scheduled ``fn`` over ``grid`` on ``backend`` with the simulator's stream
+    recorder as its hook and return the recorded ``npujit.sim.Launch`` (outputs land in
+    ``args``, the backend calling convention).  ``gm_regions`` tags GM copies with the
+    region they touch (for the spec's L2); a separated ``spec`` splits mixed Cube + Vector
+    programs into AIC + AIV pairs; ``buffers=(poison, on_wait)`` keeps tiles in their
+    scheduled buffers (reference backend).
+
+    Example::
+
+        >>> launch = lower(fn, (2,), [x, out, 256])   # doctest: +SKIP
+        >>> len(launch.programs)                      # doctest: +SKIP
+        2
+    """
+    if backend not in ("reference", "numba"):
+        raise ValueError(f"lower: backend must be 'reference' or 'numba', got {backend!r}")
+    recorder = StreamRecorder(fn, gm_regions=gm_regions, spec=spec)
+    get_backend(backend).run_recorded(fn, grid, args, recorder, buffers=buffers)
+    return recorder.launch(name)

@@ -6,7 +6,7 @@ Example::
     from npujit import npu_kernel
 """
 from npujit.errors import (CompilationError, DeviceAssertionError, IndexOverflowError,
-                               LaunchError, NPUJitError, OutOfBoundsError, OutOfResources)
+                           LaunchError, NPUJitError, OutOfBoundsError, OutOfResources)
 from npujit.jit.kernel import NPUKernel, npu_kernel
 
 from . import language

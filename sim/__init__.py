@@ -17,7 +17,7 @@ from .debug import DebugOptions, Race, RaceError, find_races, landing_points
 from .engine import DeadlockError, ProgramError
 from .isa import (KINDS, VEC_OP_CLASS, CoreProgram, Instr, Launch, barrier, copy, mmad,
                   scalar, set_flag, vec, wait_flag)
-from .lower import StreamRecorder, lower
+from .lower import StreamRecorder
 from .report import ProgramRun, SimReport
 from .roofline import RooflineBound, roofline_bound
 from .simulate import simulate
@@ -35,7 +35,7 @@ __all__ = [
     "instr_cycles", "copy_cycles", "mmad_cycles", "vec_cycles",
     "roofline_bound", "RooflineBound",
     # scheduled kernels -> streams
-    "lower", "StreamRecorder",
+    "StreamRecorder",
     # simulation
     "simulate", "SimReport", "ProgramRun", "DeadlockError", "ProgramError",
     # debug

@@ -1,8 +1,10 @@
 """From a scheduled kernel and a real launch to the simulator's instruction streams.
 
-``lower(fn, grid, args)`` runs every program of the launch on the reference interpreter
-with a recording hook, so trip counts, masks and data-dependent work are the real ones;
-each executed op emits what its schedule attributes (``ir/schedule/model.py``) say:
+``StreamRecorder(fn)`` is the hook a backend calls for every op it executes
+(``run_recorded`` in ``backends/base.py``: the reference interpreter directly, numba by
+replaying what its recording build did), so trip counts, masks and data-dependent work are
+the real ones; the simulator never runs a kernel itself.  Each executed op emits what its
+schedule attributes (``ir/schedule/model.py``) say:
 
 * its ``wait_flags`` (each on the flag's destination pipe), then its instructions, then
   its ``set_flags`` (each on the source pipe); a rotating flag ``X_Y:0..1`` uses id
@@ -30,8 +32,9 @@ each executed op emits what its schedule attributes (``ir/schedule/model.py``) s
 
 Example::
 
-    >>> launch = lower(fn, (4, 1, 1), [x, y, out, 4096])    # doctest: +SKIP
-    >>> simulate(launch, ASCEND_910B_LIKE).cycles             # doctest: +SKIP
+    >>> rec = StreamRecorder(fn, gm_regions=True, spec=ASCEND_910B_LIKE)   # doctest: +SKIP
+    >>> get_backend("reference").run_recorded(fn, (4,), [x, y, out, 4096], rec)  # doctest: +SKIP
+    >>> simulate(rec.launch("add"), ASCEND_910B_LIKE).cycles              # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ import os
 import numpy as np
 
 from npujit.ir.ops import Kind
-from npujit.ir.schedule import CORE_ATTR, parse_flag, value_buffers
+from npujit.ir.schedule import (CORE_ATTR, parse_flag, placed_buffers, scope_peaks,
+                                value_buffers)
 from npujit.ir.schedule.model import is_folded_cast, loop_stages
 
 from .isa import CoreProgram, Launch, copy, mmad, set_flag, vec, wait_flag
@@ -57,76 +61,6 @@ _VEC_NAME = {
 }
 _REDUCE_NAME = {"sum": "sum", "prod": "sum", "max": "reduce_max", "min": "reduce_min",
                 "argmax": "argmax", "argmin": "argmax"}
-
-
-def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True,
-          spec=None, backend: str = "reference", buffers: tuple | None = None) -> Launch:
-    """Run the scheduled ``fn`` over ``grid`` (outputs are written into ``args`` as a
-    normal launch does) and return its ``Launch``.
-
-    ``backend="reference"`` runs the reference interpreter with the stream recorder as its
-    hook; ``buffers=(poison, on_wait)`` there keeps every tile in its scheduled buffer
-    (``npujit.backends.reference.scheduled``: NaN-poisoned arenas, copies landing at
-    their wait).  ``backend="numba"`` runs the numba backend in recording mode and
-    replays its events into the recorder (``npujit.backends.numba.record``): the same
-    streams, at numba speed.
-
-    ``args`` are the kernel's runtime arguments in the backend calling convention
-    (pointer arguments as 1-D arrays, scalars as Python numbers).  ``gm_regions=True``
-    tags GM copies with the region they touch, so the spec's L2 can see re-reads.
-    ``spec`` (an ``NPUSpec``): on a separated part, split mixed Cube + Vector programs
-    into AIC + AIV pairs.
-
-    Example::
-
-        >>> launch = lower(fn, (2,), [x, out, 256])   # doctest: +SKIP
-        >>> len(launch.programs)                      # doctest: +SKIP
-        2
-    """
-    from npujit.backends.reference.backend import bind_args, normalize_grid
-    from npujit.backends.reference.interpreter import Plan
-
-    if CORE_ATTR not in fn.attrs:
-        raise ValueError(f"kernel '{fn.name}' is not scheduled; run npujit.ir.schedule."
-                         "schedule(fn, spec) first")
-    recorder = StreamRecorder(fn, gm_regions=gm_regions, spec=spec)
-    g = normalize_grid(grid)
-    if backend == "numba":
-        if buffers is not None:
-            raise ValueError("tiles in their buffers (poison / copies at wait) need the "
-                             "reference backend")
-        from npujit.backends.numba.record import record_launch, replay
-        replay(fn, g, record_launch(fn, g, args), recorder)
-    elif backend == "reference":
-        hook = recorder
-        if buffers is not None:
-            from npujit.backends.reference.scheduled import BufferedExecution
-            hook = BufferedExecution(fn, *buffers, inner=recorder)
-        Plan(fn).run(g, bind_args(fn, args), hook=hook)
-    else:
-        raise ValueError(f"lower: backend must be 'reference' or 'numba', got {backend!r}")
-    return Launch(recorder.programs, name=name or fn.name, groups=recorder.groups)
-
-
-def _scope_peak(fn, scope: str) -> int:
-    """The end of the highest buffer the allocator placed in ``scope``."""
-    peak = 0
-    for op in fn.walk():
-        if op.attrs.get("scope") != scope:
-            continue
-        stages = int(op.attrs.get("stages", 1))
-        for off, nbytes in zip(op.attrs.get("offset", ()), op.attrs.get("bytes", ())):
-            peak = max(peak, int(off) + int(nbytes) * stages)
-    return peak
-
-
-def _buffer_bytes(fn) -> dict:
-    """Bytes of one slot of every buffer, from the schedule's attributes."""
-    out = {}
-    for op in fn.walk():
-        for name, nbytes in zip(op.attrs.get("buffer", ()), op.attrs.get("bytes", ())):
-            out.setdefault(name, int(nbytes))
-    return out
 
 
 def _once_regions(streams: list) -> list:
@@ -158,6 +92,9 @@ class StreamRecorder:
     """
 
     def __init__(self, fn, gm_regions: bool = False, spec=None):
+        if CORE_ATTR not in fn.attrs:
+            raise ValueError(f"kernel '{fn.name}' is not scheduled; run npujit.ir.schedule."
+                             "schedule(fn, spec) first")
         self.fn = fn
         self.gm_regions = gm_regions
         self.spec = spec
@@ -180,6 +117,11 @@ class StreamRecorder:
         self._streams.append((program.pid, self.instrs))
         self._programs = None
 
+    def launch(self, name: str | None = None) -> Launch:
+        """The recorded launch: its programs and, on a split part, their AIC/AIV groups."""
+        programs = self.programs
+        return Launch(programs, name=name or self.fn.name, groups=self.groups)
+
     @property
     def programs(self) -> list[CoreProgram]:
         """One ``CoreProgram`` per recorded program; identical streams share one object."""
@@ -188,8 +130,9 @@ class StreamRecorder:
             self.groups = None
             if (self.spec is not None and self.spec.arch == "separated"
                     and any(needs_split(instrs) for _, instrs in self._streams)):
-                sizes = _buffer_bytes(self.fn)
-                ub_free = self.spec.capacity["UB"] - _scope_peak(self.fn, "UB")
+                placed = placed_buffers(self.fn)
+                sizes = {b.name: b.slot_bytes for b in placed}
+                ub_free = self.spec.capacity["UB"] - scope_peaks(placed).get("UB", 0)
                 streams = []
                 for pid, instrs in self._streams:
                     aic, aiv = split_stream(instrs, pid, self.spec, sizes, ub_free)

@@ -18,9 +18,12 @@ Example::
 """
 from __future__ import annotations
 
+import weakref
+
 from npujit import knobs
 
 from .codegen import generate
+from .record import replay
 from .runtime import Launcher, backend_hash, import_source
 
 
@@ -38,3 +41,29 @@ class NumbaBackend:
         ksrc = generate(fn, opts, header)
         module = import_source(ksrc.text, cache=bool(opts["cache"]))
         return Launcher(module, ksrc, fn, opts)
+
+    def run_recorded(self, fn, grid, args, hook, buffers=None) -> None:
+        """Run ``fn`` in recording mode and replay its events into ``hook``
+        (``record.py``): the reference interpreter's hook calls, at numba speed."""
+        if buffers is not None:
+            raise ValueError("tiles in their buffers (poison / copies at wait) need the "
+                             "reference backend")
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        replay(fn, grid, record_launch(fn, grid, args), hook)
+
+
+_RECORDERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def record_launch(fn, grid, args, options: dict | None = None) -> np.ndarray:
+    """Run ``fn`` (scheduled or not) on the numba backend over ``grid`` with ``args``
+    (backend calling convention), programs one after another, recording; the events as
+    an ``(n, 4)`` int64 array.  Outputs are written into ``args`` as by a launch.  The
+    recording build of ``fn`` is kept while ``fn`` lives."""
+    opts = {**(options or {}), "record": True, "parallel": False}
+    key = tuple(sorted(opts.items()))
+    runs = _RECORDERS.setdefault(fn, {})
+    run = runs.get(key)
+    if run is None:
+        run = runs[key] = NumbaBackend().compile(fn, opts)
+    return run.record(tuple(grid) + (1,) * (3 - len(grid)), list(args))

@@ -20,12 +20,11 @@ numba speed instead of the interpreter's.
 
 Example::
 
+    >>> from npujit.backends.numba.backend import record_launch
     >>> events = record_launch(fn, (4, 1, 1), [x, y, out, n])   # doctest: +SKIP
     >>> replay(fn, (4, 1, 1), events, hook)                     # doctest: +SKIP
 """
 from __future__ import annotations
-
-import weakref
 
 import numpy as np
 from numba import njit
@@ -103,25 +102,6 @@ def _count(w, cnt, lo, hi, off, mask) -> None:
 
 
 # --- running and replaying ------------------------------------------------------------------
-_RECORDERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def record_launch(fn, grid, args, options: dict | None = None) -> np.ndarray:
-    """Run ``fn`` (scheduled or not) on the numba backend over ``grid`` with ``args``
-    (backend calling convention), programs one after another, recording; the events as
-    an ``(n, 4)`` int64 array.  Outputs are written into ``args`` as by a launch.  The
-    recording build of ``fn`` is kept while ``fn`` lives."""
-    from .backend import NumbaBackend
-
-    opts = {**(options or {}), "record": True, "parallel": False}
-    key = tuple(sorted(opts.items()))
-    runs = _RECORDERS.setdefault(fn, {})
-    run = runs.get(key)
-    if run is None:
-        run = runs[key] = NumbaBackend().compile(fn, opts)
-    return run.record(tuple(grid) + (1,) * (3 - len(grid)), list(args))
-
-
 class _Program:
     """What a hook may look at: the program id (as the reference interpreter's)."""
 

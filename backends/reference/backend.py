@@ -32,6 +32,7 @@ from npujit.ir.types import PtrType, TensorType
 
 from .interpreter import Plan
 from .numerics import fits_int
+from .scheduled import BufferedExecution
 
 
 class ReferenceKernel:
@@ -64,6 +65,29 @@ class ReferenceBackend:
     def compile(self, fn: Function, options: dict | None = None) -> ReferenceKernel:
         """Prepare ``fn`` once; the result runs any grid with any matching arguments."""
         return ReferenceKernel(fn, options or {})
+
+    def run_recorded(self, fn: Function, grid, args, hook, buffers=None) -> None:
+        """Interpret ``fn`` with ``hook`` (see ``backends/base.py``); ``buffers=(poison,
+        on_wait)`` keeps tiles in their scheduled buffers (:func:`run_buffered`)."""
+        if buffers is not None:
+            run_buffered(fn, grid, args, *buffers, hook=hook)
+        else:
+            Plan(fn).run(normalize_grid(grid), bind_args(fn, args), hook=hook)
+
+
+def run_buffered(fn: Function, grid, args, poison: bool = True, on_wait: bool = True,
+                 hook=None) -> None:
+    """Run the scheduled ``fn`` over ``grid`` on the reference interpreter with its tiles
+    in their buffers (``scheduled.py``: NaN-poisoned arenas when ``poison``, copies landing
+    at their wait when ``on_wait``); outputs are written into ``args`` as a normal launch
+    does.  ``hook`` (e.g. the simulator's stream recorder) sees every op too.
+
+    Example::
+
+        >>> run_buffered(fn, (4,), [x, y, out, 4096])     # doctest: +SKIP
+    """
+    Plan(fn).run(normalize_grid(grid), bind_args(fn, args),
+                 hook=BufferedExecution(fn, poison, on_wait, hook))
 
 
 def normalize_grid(grid) -> tuple:

@@ -23,6 +23,7 @@ into L0 K-chunks (``k_chunk``) keep their operands in L1 (their L0 slots hold on
 
 Example::
 
+    >>> from npujit.backends.reference.backend import run_buffered
     >>> run_buffered(fn, (4,), [x, y, out, 4096])     # doctest: +SKIP
 """
 from __future__ import annotations
@@ -33,18 +34,6 @@ from npujit.ir.ops import Kind
 from npujit.ir.schedule.model import is_folded_cast, is_tile, loop_stages, parse_flag
 
 _GM_COPY_PIPES = ("MTE2",)
-
-
-def run_buffered(fn, grid, args, poison: bool = True, on_wait: bool = True,
-                 hook=None) -> None:
-    """Run the scheduled ``fn`` over ``grid`` on the reference interpreter with its tiles
-    in their buffers (see the module doc); outputs are written into ``args`` as a normal
-    launch does.  ``hook`` (e.g. the simulator's stream recorder) sees every op too."""
-    from .backend import bind_args, normalize_grid
-    from .interpreter import Plan
-
-    Plan(fn).run(normalize_grid(grid), bind_args(fn, args),
-                 hook=BufferedExecution(fn, poison, on_wait, hook))
 
 
 class _Place:

@@ -67,20 +67,21 @@ class CSE:
 
     name = "cse"
 
-    def run(self, fn: Function) -> bool:
-        self.replaced: dict[int, tuple[Value, Value]] = {}  # id(old) -> (old, new)
-        self.keep: list[Op] = []  # dropped ops stay alive so the ids in keys stay unique
-        return self._cse_block(fn.body, [{}])
+    def run(self, fn: Function, ctx=None) -> bool:
+        replaced: dict[int, tuple[Value, Value]] = {}  # id(old) -> (old, new)
+        keep: list[Op] = []  # dropped ops stay alive so the ids in keys stay unique
+        return self._cse_block(fn.body, [{}], replaced, keep)
 
-    def _cse_block(self, block: Block, scopes: list[dict]) -> bool:
+    def _cse_block(self, block: Block, scopes: list[dict], replaced: dict, keep: list) -> bool:
         changed = False
         scopes = scopes + [{}]
         new_ops: list[Op] = []
         for op in block.ops:
-            op.operands = [self.replaced.get(id(v), (v, v))[1] for v in op.operands]
+            op.operands = [replaced.get(id(v), (v, v))[1] for v in op.operands]
             for region in op.regions:
                 # A fused region is isolated from above: it may not use outer values.
-                changed |= self._cse_block(region, [] if op.kind is Kind.FUSED else scopes)
+                changed |= self._cse_block(region, [] if op.kind is Kind.FUSED else scopes,
+                                           replaced, keep)
             if not op.info.pure or op.regions or not op.results:
                 new_ops.append(op)
                 continue
@@ -91,8 +92,8 @@ class CSE:
                 new_ops.append(op)
                 continue
             for old, new in zip(op.results, earlier.results):
-                self.replaced[id(old)] = (old, new)
-            self.keep.append(op)
+                replaced[id(old)] = (old, new)
+            keep.append(op)
             changed = True
         block.ops = new_ops
         return changed

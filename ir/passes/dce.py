@@ -34,53 +34,53 @@ class DCE:
 
     name = "dce"
 
-    def run(self, fn: Function) -> bool:
+    def run(self, fn: Function, ctx=None) -> bool:
         changed = False
         while True:
-            self.uses: dict[int, int] = {}
+            uses: dict[int, int] = {}
             for op in fn.walk():
                 for v in op.operands:
-                    self.uses[id(v)] = self.uses.get(id(v), 0) + 1
-            swept = self._sweep(fn.body)
-            carried = self._drop_dead_carried(fn.body)
+                    uses[id(v)] = uses.get(id(v), 0) + 1
+            swept = self._sweep(fn.body, uses)
+            carried = self._drop_dead_carried(fn.body, uses)
             changed |= swept or carried
             if not carried:  # dropping a carried value can kill more ops: sweep again
                 return changed
 
-    def _sweep(self, block: Block) -> bool:
+    def _sweep(self, block: Block, uses: dict) -> bool:
         # Backwards: when an op is reached, every user of its results (later in the block
         # or inside a later op's region) has already been removed if it was dead.
         changed = False
         kept: list[Op] = []
         for op in reversed(block.ops):
             for region in op.regions:
-                changed |= self._sweep(region)
-            if op.info.pure and not any(self.uses.get(id(v), 0) for v in op.results):
+                changed |= self._sweep(region, uses)
+            if op.info.pure and not any(uses.get(id(v), 0) for v in op.results):
                 for inner in op.walk():
                     for v in inner.operands:
-                        self.uses[id(v)] -= 1
+                        uses[id(v)] -= 1
                 changed = True
                 continue
             kept.append(op)
         block.ops = kept[::-1]
         return changed
 
-    def _drop_dead_carried(self, block: Block) -> bool:
+    def _drop_dead_carried(self, block: Block, uses: dict) -> bool:
         changed = False
         for op in block.ops:
             for region in op.regions:
-                changed |= self._drop_dead_carried(region)
+                changed |= self._drop_dead_carried(region, uses)
             if op.kind is Kind.FOR:
-                changed |= self._drop_loop_values(op)
+                changed |= self._drop_loop_values(op, uses)
         return changed
 
-    def _drop_loop_values(self, loop: Op) -> bool:
+    def _drop_loop_values(self, loop: Op, uses: dict) -> bool:
         body = loop.regions[0]
         if not body.ops or body.ops[-1].kind is not Kind.YIELD:
             return False  # malformed; the verifier says so
         yield_op = body.ops[-1]
         dead = [j for j in range(len(loop.results))
-                if not self.uses.get(id(loop.results[j]), 0)
+                if not uses.get(id(loop.results[j]), 0)
                 and _only_feeds_own_yield(body, body.args[1 + j], yield_op, j)]
         if not dead:
             return False

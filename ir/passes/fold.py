@@ -355,7 +355,7 @@ class Fold:
 
     name = "fold"
 
-    def run(self, fn: Function) -> bool:
+    def run(self, fn: Function, ctx=None) -> bool:
         self.replaced: dict[int, tuple[Value, Value]] = {}  # id(old) -> (old, new)
         return self._fold_block(fn.body)
 

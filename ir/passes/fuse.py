@@ -149,7 +149,7 @@ class FuseElementwise:
 
     name = "fuse-elementwise"
 
-    def run(self, fn: Function) -> bool:
+    def run(self, fn: Function, ctx=None) -> bool:
         return self._fuse_block(fn.body)
 
     def _fuse_block(self, block: Block) -> bool:

@@ -46,7 +46,7 @@ class IndexChecks:
 
     name = "index-checks"
 
-    def run(self, fn: Function) -> bool:
+    def run(self, fn: Function, ctx=None) -> bool:
         ops = _address_ops(fn)
         for op in ops:
             self._check(op)

@@ -27,7 +27,7 @@ The model (simple on purpose, documented so its limits are plain):
 
 Example::
 
-    >>> AllocateBuffers().run(fn, ASCEND_910B_LIKE)     # doctest: +SKIP
+    >>> AllocateBuffers().run(fn, CompileContext(spec=ASCEND_910B_LIKE))     # doctest: +SKIP
     True
     >>> fn_op.attrs["buffer"], fn_op.attrs["offset"], fn_op.attrs["stages"]  # doctest: +SKIP
     (['UB.0'], [0], 2)
@@ -83,17 +83,14 @@ class AllocateBuffers:
 
     Example::
 
-        >>> AllocateBuffers().run(fn, ASCEND_910B_LIKE)   # doctest: +SKIP
+        >>> AllocateBuffers().run(fn, CompileContext(spec=ASCEND_910B_LIKE))   # doctest: +SKIP
         True
     """
 
     name = "allocate-buffers"
 
-    def __init__(self):
-        self.buffers: list[Buffer] = []      # the last run's buffers (for Schedule)
-        self.peaks: dict[str, int] = {}
-
-    def run(self, fn: Function, spec) -> bool:
+    def run(self, fn: Function, ctx) -> bool:
+        spec = ctx.spec
         pos = Positions(fn)
         buffers = collect_buffers(fn, pos)
         peaks = {}
@@ -106,7 +103,6 @@ class AllocateBuffers:
             if peak > spec.capacity[scope]:
                 raise _over_budget(fn, spec, scope, mine, peak)
         _write_attrs(fn, buffers)
-        self.buffers, self.peaks = buffers, peaks
         return True
 
 

@@ -40,13 +40,14 @@ class PlaceAndAssignPipes:
 
     Example::
 
-        >>> PlaceAndAssignPipes().run(fn, ASCEND_910B_LIKE)   # doctest: +SKIP
+        >>> PlaceAndAssignPipes().run(fn, CompileContext(spec=ASCEND_910B_LIKE))   # doctest: +SKIP
         True
     """
 
     name = "place-and-assign-pipes"
 
-    def run(self, fn: Function, spec) -> bool:
+    def run(self, fn: Function, ctx) -> bool:
+        spec = ctx.spec
         ops = list(scheduled_ops(fn.body))
         l1, l0c = _cube_values(ops)
         producer_pipe: dict[int, str] = {}

@@ -133,13 +133,14 @@ class InsertSync:
 
     Example::
 
-        >>> InsertSync().run(fn, ASCEND_910B_LIKE)     # doctest: +SKIP
+        >>> InsertSync().run(fn, CompileContext(spec=ASCEND_910B_LIKE))     # doctest: +SKIP
         True
     """
 
     name = "insert-sync"
 
-    def run(self, fn: Function, spec) -> bool:
+    def run(self, fn: Function, ctx) -> bool:
+        spec = ctx.spec
         pos = Positions(fn)
         buffers = value_buffers(fn)
         acc = accesses(fn, buffers)

@@ -7,7 +7,8 @@ import pytest
 
 import npujit.language as nl
 from npujit import npu_kernel
-from npujit.backends.numba.record import record_launch, replay
+from npujit.backends.numba.backend import record_launch
+from npujit.backends.numba.record import replay
 from npujit.backends.reference.backend import bind_args
 from npujit.backends.reference.interpreter import Plan
 from npujit.ir.ops import Kind

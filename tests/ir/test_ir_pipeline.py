@@ -6,14 +6,36 @@ import pytest
 from ir_samples import add_kernel, canon, func, loop_kernel
 
 from npujit.ir import VerifyError, parse_function, print_function, verify
-from npujit.ir.passes import DEFAULT_PASSES, run_passes
-from npujit.ir.passes.pipeline import dump_selected
+from npujit.ir.pipeline import CompileContext, dump_selected, pipeline, run_passes
+from npujit.target import ASCEND_910B_LIKE
+
+DEFAULT_PASSES = pipeline(CompileContext(dump=""))
 
 T = "tensor<4xf32>"
 
 
 def test_default_pipeline_order():
-    assert [p.name for p in DEFAULT_PASSES] == ["verify", "fold", "cse", "dce", "fuse-elementwise", "dce"]
+    assert [p.name for p in DEFAULT_PASSES] == ["verify", "check-strided-views", "fold", "cse",
+                                                "dce", "fuse-elementwise", "dce"]
+
+
+def test_one_pipeline_list_holds_every_step():
+    """Debug mode adds the index checks; a spec adds the scheduling steps, ending with the
+    schedule verifier: one list, so a dump can follow any step."""
+    names = [p.name for p in pipeline(CompileContext(spec=ASCEND_910B_LIKE, debug=True))]
+    assert names == ["verify", "check-strided-views", "index-checks", "fold", "cse", "dce",
+                     "fuse-elementwise", "dce", "clear-schedule", "place-and-assign-pipes",
+                     "allocate-buffers", "insert-sync", "verify-schedule"]
+
+
+@pytest.mark.parametrize("step", ["index-checks", "insert-sync", "verify-schedule"])
+def test_dump_after_any_step(capsys, step):
+    from npujit.ir.pipeline import run_pipeline
+    run_pipeline(add_kernel(), CompileContext(spec=ASCEND_910B_LIKE, debug=True,
+                                              dump=f"after:{step}"))
+    err = capsys.readouterr().err
+    assert err.startswith(f"// -----// IR after {step} //----- //\n")
+    assert parse_function(err.split("//----- //\n", 1)[1]).name == "add_kernel"
 
 
 def test_pipeline_end_to_end():
@@ -85,13 +107,13 @@ def test_dump_selected(dump, name, want):
 class _Breaker:
     name = "breaker"
 
-    def run(self, fn):
+    def run(self, fn, ctx=None):
         fn.body.ops.pop()  # drops func.return
         return True
 
 
 def test_verify_after_each_pass_names_the_pass():
-    with pytest.raises(VerifyError, match="after pass 'breaker': func.func 'add_kernel': "
+    with pytest.raises(VerifyError, match="after step 'breaker': func.func 'add_kernel': "
                                           "function body must end with func.return"):
         run_passes(add_kernel(), passes=[_Breaker()], verify=True, dump="")
 
@@ -110,7 +132,7 @@ def test_passes_report_no_change_on_a_second_run():
 
 
 MODULES = ["printer", "parser", "verifier", "passes", "passes.fold", "passes.cse", "passes.dce",
-           "passes.fuse", "passes.pipeline"]
+           "passes.fuse", "pipeline"]
 
 
 @pytest.mark.parametrize("name", MODULES)

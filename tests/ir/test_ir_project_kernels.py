@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from npujit.ir import parse_function, print_function, verify
-from npujit.ir.passes import run_passes
+from npujit.ir.pipeline import run_passes
 from npujit.kernels.elementwise import add_kernel
 from npujit.kernels.layernorm import layernorm_kernel, rmsnorm_kernel
 from npujit.kernels.matmul import matmul_kernel

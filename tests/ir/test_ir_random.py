@@ -5,7 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from npujit.ir import Builder, Function, Kind, parse_function, print_function, types as T, verify
-from npujit.ir.passes import DEFAULT_PASSES
+from npujit.ir.pipeline import CompileContext, pipeline
+
+DEFAULT_PASSES = pipeline(CompileContext(dump=""))
 
 SHAPE = (4, 8)
 N = 32

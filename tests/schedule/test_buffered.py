@@ -5,7 +5,7 @@ wait, two live buffers overlapping -- now gives a wrong answer instead of passin
 import numpy as np
 import pytest
 
-from npujit.backends.reference.scheduled import run_buffered
+from npujit.backends.reference.backend import run_buffered
 from npujit.ir import parse_function, print_function
 from npujit.jit.binder import runtime_value
 from npujit.kernels import numpy_reference as ref

@@ -9,7 +9,8 @@ import pytest
 
 import npujit
 from npujit.ir import parse_function, print_function, verify
-from npujit.ir.schedule import parse_flag, schedule
+from npujit.ir.pipeline import schedule
+from npujit.ir.schedule import parse_flag
 from npujit.ir.schedule.model import scheduled_ops
 from npujit.kernels.elementwise import add_kernel
 from npujit.kernels.layernorm import layernorm_kernel, rmsnorm_kernel

@@ -7,7 +7,7 @@ from npujit.kernels.elementwise import add_kernel
 from npujit.kernels.matmul import matmul_kernel
 from npujit.kernels.softmax import softmax_kernel
 from npujit.sim import ASCEND_910_LIKE, ASCEND_910B_LIKE, TINY, DebugOptions, Launch
-from npujit.sim.lower import lower
+from npujit.jit.simulate import lower
 
 from npujit.kernels.elementwise import add_stream_kernel as stream_add_kernel
 

@@ -1,0 +1,111 @@
+"""verify-schedule: the last step of the pipeline checks what the schedule decided.
+
+The scheduled IR's attributes (``model.py``) are the source of truth, so the check reads
+them back, independently of the passes that wrote them:
+
+* every scope's buffers, slots included, fit the spec's capacity;
+* every flag waited (``wait_flags``, ``post_wait_flags``) is set somewhere with the same
+  pipes and id (``set_flags``, ``pre_set_flags``), and every id is within the spec's count;
+* no two buffers of a scope that are live at the same time share a byte.
+
+:func:`placed_buffers` is the one reading of the placed buffers from the attributes: the
+schedule summary (``Schedule``), this check and the simulator's hand-off sizes use it.
+
+Example::
+
+    >>> VerifySchedule().run(fn, ctx)        # doctest: +SKIP
+    False
+"""
+from __future__ import annotations
+
+from npujit.errors import CompilationError
+
+from ..core import Function
+from .allocate import Buffer, collect_buffers
+from .model import Positions, parse_flag, scheduled_ops
+
+_SETS = ("set_flags", "pre_set_flags")
+_WAITS = ("wait_flags", "post_wait_flags")
+
+
+class ScheduleError(CompilationError):
+    """The schedule breaks one of its own rules (a compiler bug, not the user's)."""
+
+
+def placed_buffers(fn: Function) -> list[Buffer]:
+    """Every buffer of the scheduled ``fn`` as placed: name, scope, offset, slot bytes,
+    stages and live interval (program positions), read from the attributes.
+
+    Example::
+
+        >>> [b.name for b in placed_buffers(fn)]       # doctest: +SKIP
+        ['UB.0', 'UB.1']
+    """
+    out: dict[str, Buffer] = {}
+    staged_seen: dict[int, int] = {}      # id(op) -> staging buffers of it read so far
+    for b in collect_buffers(fn, Positions(fn)):
+        if b.values:              # a tile's buffer: the attrs of the op that makes it
+            op = b.op
+            tiles = [r for r in op.results if any(r is v for v in b.values)]
+            i = op.results.index(tiles[0]) if len(op.attrs["buffer"]) > 1 else 0
+            names, offsets, sizes = op.attrs["buffer"], op.attrs["offset"], op.attrs["bytes"]
+        else:                     # a dot's L0A/L0B (or a coupled store's UB) staging buffer
+            op = b.op
+            i = staged_seen.get(id(op), 0)
+            staged_seen[id(op)] = i + 1
+            names = op.attrs["operand_buffers"]
+            offsets, sizes = op.attrs["operand_offsets"], op.attrs["operand_bytes"]
+        b.name, b.offset, b.slot_bytes = names[i], int(offsets[i]), int(sizes[i])
+        out.setdefault(b.name, b)
+    return sorted(out.values(), key=lambda b: (b.scope, int(b.name.split(".")[1])))
+
+
+def scope_peaks(buffers: list[Buffer]) -> dict[str, int]:
+    """The end of the highest placed slot per scope (bytes in use at the peak)."""
+    peaks: dict[str, int] = {}
+    for b in buffers:
+        peaks[b.scope] = max(peaks.get(b.scope, 0), b.offset + b.total)
+    return peaks
+
+
+class VerifySchedule:
+    """Checks the schedule's attributes (see the module doc); never changes anything."""
+
+    name = "verify-schedule"
+
+    def run(self, fn: Function, ctx) -> bool:
+        spec = ctx.spec
+        buffers = placed_buffers(fn)
+        for scope, peak in scope_peaks(buffers).items():
+            if peak > spec.capacity[scope]:
+                raise ScheduleError(f"{scope} buffers end at byte {peak}, past the "
+                                    f"{spec.capacity[scope]} B of {spec.name}", None, fn.name)
+        by_scope: dict[str, list[Buffer]] = {}
+        for b in buffers:
+            by_scope.setdefault(b.scope, []).append(b)
+        for scope, mine in by_scope.items():
+            for i, a in enumerate(mine):
+                for b in mine[i + 1:]:
+                    live = a.start <= b.end and b.start <= a.end
+                    share = a.offset < b.offset + b.total and b.offset < a.offset + a.total
+                    if live and share:
+                        raise ScheduleError(
+                            f"buffers {a.name} and {b.name} are live at once but share bytes "
+                            f"of {scope}", b.op.loc, fn.name)
+        sets, waits = set(), []
+        for op in scheduled_ops(fn.body):
+            for attr in _SETS + _WAITS:
+                for text in op.attrs.get(attr, ()):
+                    src, dst, first, n = parse_flag(text)
+                    if first + n > spec.event_ids:
+                        raise ScheduleError(f"flag {text} uses an id past the {spec.event_ids} "
+                                            f"event ids of {spec.name}", op.loc, fn.name)
+                    for k in range(first, first + n):
+                        if attr in _SETS:
+                            sets.add((src, dst, k))
+                        else:
+                            waits.append(((src, dst, k), op, text))
+        for key, op, text in waits:
+            if key not in sets:
+                raise ScheduleError(f"flag {text} is waited for but never set", op.loc, fn.name)
+        return False
