@@ -80,6 +80,18 @@ class Op:
     def info(self):
         return INFO[self.kind]
 
+    def operand(self, name: str) -> "Value | None":
+        """The operand called ``name`` in the kind's record (``ir/ops.py`` ``OpInfo``), or
+        None for an optional operand this op does not have.
+
+        Example::
+
+            >>> load.operand("mask") is load.operands[2]      # doctest: +SKIP
+            True
+        """
+        i = INFO[self.kind].operand_index(name, len(self.operands))
+        return None if i is None else self.operands[i]
+
     @property
     def body(self) -> "Block":
         return self.regions[0]
@@ -104,11 +116,6 @@ class Block:
         self.args = [Value(t, self, i, n) for i, (t, n) in enumerate(zip(arg_types, names))]
         self.ops: list[Op] = []
         self.parent_op: Op | None = None
-
-    def add_arg(self, type, name=None) -> Value:
-        v = Value(type, self, len(self.args), name)
-        self.args.append(v)
-        return v
 
     def append(self, op: Op) -> Op:
         op.parent = self
@@ -146,23 +153,3 @@ class Function:
 
     def walk(self) -> Iterator[Op]:
         return self.body.walk()
-
-
-def replace_all_uses(root: Block, old: Value, new: Value) -> int:
-    """Point every use of ``old`` under ``root`` at ``new``; returns how many were changed."""
-    n = 0
-    for op in root.walk():
-        for i, v in enumerate(op.operands):
-            if v is old:
-                op.operands[i] = new
-                n += 1
-    return n
-
-
-def use_counts(root: Block) -> dict[int, int]:
-    """How many times each value (by ``id``) is used as an operand under ``root``."""
-    counts: dict[int, int] = {}
-    for op in root.walk():
-        for v in op.operands:
-            counts[id(v)] = counts.get(id(v), 0) + 1
-    return counts

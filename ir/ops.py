@@ -103,25 +103,15 @@ class Kind(enum.Enum):
     ASSERT = "npu.assert"           # (cond) {message, error}: raise where a lane is false
 
 
-BINARY = frozenset({Kind.ADD, Kind.SUB, Kind.MUL, Kind.DIV, Kind.FLOORDIV, Kind.REM, Kind.POW,
-                    Kind.MAXIMUM, Kind.MINIMUM, Kind.AND, Kind.OR, Kind.XOR, Kind.SHL,
-                    Kind.SHR})
-UNARY = frozenset({Kind.NEG, Kind.NOT, Kind.ABS, Kind.EXP, Kind.EXP2, Kind.LOG, Kind.LOG2,
-                   Kind.SQRT, Kind.RSQRT, Kind.SIN, Kind.COS, Kind.FLOOR, Kind.CEIL,
-                   Kind.SIGMOID, Kind.TANH, Kind.ERF, Kind.GELU, Kind.SILU})
-FLOAT_ONLY = frozenset({Kind.DIV, Kind.POW, Kind.EXP, Kind.EXP2, Kind.LOG, Kind.LOG2,
-                        Kind.SQRT, Kind.RSQRT, Kind.SIN, Kind.COS, Kind.FLOOR, Kind.CEIL,
-                        Kind.SIGMOID, Kind.TANH, Kind.ERF, Kind.GELU, Kind.SILU})
-INT_ONLY = frozenset({Kind.FLOORDIV, Kind.SHL, Kind.SHR})
-INT_OR_BOOL = frozenset({Kind.AND, Kind.OR, Kind.XOR, Kind.NOT})
-# Ops that map one element to one element: what the fusion pass may group.
-ELEMENTWISE = BINARY | UNARY | frozenset({Kind.CMP, Kind.SELECT, Kind.CAST, Kind.SPLAT,
-                                          Kind.BROADCAST})
-COMMUTATIVE = frozenset({Kind.ADD, Kind.MUL, Kind.MAXIMUM, Kind.MINIMUM, Kind.AND, Kind.OR,
-                         Kind.XOR})
+# Which operand dtypes a kind accepts (its type rule checks it; the front end inserts the
+# cast a domain asks for: math on ints is float math, arithmetic on bools is int math).
+ANY = "any"                  # every dtype
+FLOAT = "float"              # float tiles only
+INT = "int"                  # integer tiles only (not bool)
+INT_OR_BOOL = "int-or-bool"  # bitwise: integers, or logical on i1
+NUMBER = "number"            # floats and integers, not bool
 CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 REDUCE_KINDS = ("sum", "max", "min", "prod", "argmax", "argmin")
-
 
 class TypeRuleError(ValueError):
     """Operands or attributes do not fit an op kind.  The front end turns it into a
@@ -130,13 +120,52 @@ class TypeRuleError(ValueError):
 
 @dataclass(frozen=True)
 class OpInfo:
-    """What the IR knows about a kind without running it."""
+    """What the IR knows about a kind without running it: one record per kind, which the
+    language, the verifier, the passes and the simulator read (the tiers' semantics tables
+    are kept apart on purpose, so they check each other; tests check them complete).
+
+    ``family``    structure, constant, index, binary, unary, compare, select, cast, shape,
+                  reduce, cube, memory or debug
+    ``operands``  operand names in order; ``name?`` is optional (trailing), ``*name`` a
+                  variadic group (names after it count from the end): ``op.operand("mask")``
+    ``attrs``     attributes the kind cannot do without (its type rule or semantics reads them)
+    ``domain``    the operand dtypes it accepts (``ANY``, ``FLOAT``, ``INT``, ``INT_OR_BOOL``,
+                  ``NUMBER``)
+    ``swappable`` its two operands may be exchanged (CSE keys them in a canonical order)
+    ``vec_op``    the Vector instruction it lowers to on the simulated NPU, as the spec's cost
+                  table names it (``sim/isa.py`` ``VEC_OP_CLASS``); None when it runs on no
+                  Vector unit (a reduction's depends on its ``kind``: ``vec_op_name``)
+    """
 
     kind: Kind
+    family: str
+    operands: tuple
+    attrs: tuple
+    domain: str
+    swappable: bool
+    vec_op: str | None
     pure: bool               # no memory effects: CSE and DCE may touch it
     terminator: bool
     regions: int             # number of regions the op owns
     type_rule: Callable      # (operand types, attrs) -> tuple of result types
+
+    def operand_index(self, name: str, count: int) -> int | None:
+        """Where operand ``name`` sits among ``count`` operands (None: an absent optional).
+
+        Example::
+
+            >>> INFO[Kind.LOAD].operand_index("mask", 3), INFO[Kind.LOAD].operand_index("other", 3)
+            (2, None)
+        """
+        names = [n.rstrip("?") for n in self.operands]
+        if name not in names:
+            raise KeyError(f"{self.kind.value} has no operand {name!r}; it has "
+                           f"{', '.join(self.operands)}")
+        i = names.index(name)
+        star = next((j for j, n in enumerate(self.operands) if n.startswith("*")), None)
+        if star is not None and i > star:            # after a variadic group: from the end
+            return count - (len(names) - i)
+        return i if i < count else None
 
 
 def _need(cond: bool, msg: str) -> None:
@@ -172,14 +201,14 @@ def _rule_unary(kind):
 
 
 def _check_domain(kind: Kind, d: DType) -> None:
-    if kind in FLOAT_ONLY:
+    domain = _DOMAIN.get(kind, ANY)
+    if domain == FLOAT:
         _need(d.is_float, f"{kind.value} needs a float operand, got {d}; cast it with .to(nl.float32)")
-    if kind in INT_ONLY:
+    if domain == INT:
         _need(d.is_int, f"{kind.value} needs an integer operand, got {d}")
-    if kind in INT_OR_BOOL:
+    if domain == INT_OR_BOOL:
         _need(not d.is_float, f"{kind.value} needs an integer or bool operand, got {d}")
-    if kind in (Kind.NEG, Kind.ABS, Kind.SUB, Kind.ADD, Kind.MUL, Kind.REM, Kind.MAXIMUM,
-                Kind.MINIMUM):
+    if domain == NUMBER:
         _need(not d.is_bool, f"{kind.value} is not defined on bool tiles; cast to an int first")
 
 
@@ -405,6 +434,77 @@ def _rule_fused(ts, attrs):
     return None
 
 
+# --- one record per kind ------------------------------------------------------------------
+_UN = ("x",)
+_BIN = ("lhs", "rhs")
+# kind: (family, operands, required attrs, domain, vec_op)
+_TABLE = {
+    Kind.RETURN: ("structure", (), (), ANY, None),
+    Kind.FOR: ("structure", ("lb", "ub", "step", "*init"), (), ANY, None),
+    Kind.YIELD: ("structure", ("*values",), (), ANY, None),
+    Kind.FUSED: ("structure", ("*inputs",), (), ANY, None),
+    Kind.CONSTANT: ("constant", (), ("value", "dtype"), ANY, None),
+    Kind.PROGRAM_ID: ("index", (), ("axis",), ANY, None),
+    Kind.NUM_PROGRAMS: ("index", (), ("axis",), ANY, None),
+    Kind.ARANGE: ("index", (), ("start", "end"), ANY, "dup"),
+    Kind.ADD: ("binary", _BIN, (), NUMBER, "add"),
+    Kind.SUB: ("binary", _BIN, (), NUMBER, "sub"),
+    Kind.MUL: ("binary", _BIN, (), NUMBER, "mul"),
+    Kind.DIV: ("binary", _BIN, (), FLOAT, "div"),
+    Kind.FLOORDIV: ("binary", _BIN, (), INT, "div"),
+    Kind.REM: ("binary", _BIN, (), NUMBER, "div"),
+    Kind.POW: ("binary", _BIN, (), FLOAT, "exp"),
+    Kind.MAXIMUM: ("binary", _BIN, (), NUMBER, "max"),
+    Kind.MINIMUM: ("binary", _BIN, (), NUMBER, "min"),
+    Kind.AND: ("binary", _BIN, (), INT_OR_BOOL, "and"),
+    Kind.OR: ("binary", _BIN, (), INT_OR_BOOL, "or"),
+    Kind.XOR: ("binary", _BIN, (), INT_OR_BOOL, "and"),
+    Kind.SHL: ("binary", _BIN, (), INT, "and"),
+    Kind.SHR: ("binary", _BIN, (), INT, "and"),
+    Kind.CMP: ("compare", _BIN, ("predicate",), ANY, "cmp"),
+    Kind.SELECT: ("select", ("cond", "true_value", "false_value"), (), ANY, "select"),
+    Kind.NEG: ("unary", _UN, (), NUMBER, "neg"),
+    Kind.NOT: ("unary", _UN, (), INT_OR_BOOL, "and"),
+    Kind.ABS: ("unary", _UN, (), NUMBER, "abs"),
+    Kind.EXP: ("unary", _UN, (), FLOAT, "exp"),
+    Kind.EXP2: ("unary", _UN, (), FLOAT, "exp"),
+    Kind.LOG: ("unary", _UN, (), FLOAT, "log"),
+    Kind.LOG2: ("unary", _UN, (), FLOAT, "log"),
+    Kind.SQRT: ("unary", _UN, (), FLOAT, "sqrt"),
+    Kind.RSQRT: ("unary", _UN, (), FLOAT, "rsqrt"),
+    Kind.SIN: ("unary", _UN, (), FLOAT, "tanh"),
+    Kind.COS: ("unary", _UN, (), FLOAT, "tanh"),
+    Kind.FLOOR: ("unary", _UN, (), FLOAT, "cast"),
+    Kind.CEIL: ("unary", _UN, (), FLOAT, "cast"),
+    Kind.SIGMOID: ("unary", _UN, (), FLOAT, "sigmoid"),
+    Kind.TANH: ("unary", _UN, (), FLOAT, "tanh"),
+    Kind.ERF: ("unary", _UN, (), FLOAT, "tanh"),
+    Kind.GELU: ("unary", _UN, (), FLOAT, "gelu"),
+    Kind.SILU: ("unary", _UN, (), FLOAT, "silu"),
+    Kind.CAST: ("cast", _UN, ("dtype",), ANY, "cast"),
+    Kind.SPLAT: ("shape", _UN, ("shape",), ANY, "dup"),
+    Kind.BROADCAST: ("shape", _UN, ("shape",), ANY, "copy"),
+    Kind.RESHAPE: ("shape", _UN, ("shape",), ANY, "copy"),
+    Kind.TRANS: ("shape", _UN, ("perm",), ANY, "copy"),
+    Kind.REDUCE: ("reduce", _UN, ("kind", "axis"), ANY, None),
+    Kind.SCAN: ("reduce", _UN, ("kind", "axis"), ANY, "cumsum"),
+    Kind.SORT: ("reduce", _UN, ("axis",), ANY, "sort"),
+    Kind.TOPK: ("reduce", _UN, ("k", "axis"), ANY, "topk"),
+    Kind.DOT: ("cube", ("a", "b", "acc?"), (), ANY, None),
+    Kind.LOAD: ("memory", ("ptr", "offsets", "mask?", "other?"), (), ANY, None),
+    Kind.STORE: ("memory", ("ptr", "offsets", "value", "mask?"), (), ANY, None),
+    Kind.BLOCK_LOAD: ("memory", ("ptr", "*layout"), ("block_shape",), ANY, None),
+    Kind.BLOCK_STORE: ("memory", ("ptr", "*layout", "value"), ("block_shape",), ANY, None),
+    Kind.ATOMIC_ADD: ("memory", ("ptr", "offsets", "value", "mask?"), (), ANY, None),
+    Kind.PRINT: ("debug", ("*values",), (), ANY, None),
+    Kind.ASSERT: ("debug", ("cond",), ("message",), ANY, None),
+}
+# The Vector instruction of a reduction, by its ``kind`` attribute.
+REDUCE_VEC_OP = {"sum": "sum", "prod": "sum", "max": "reduce_max", "min": "reduce_min",
+                 "argmax": "argmax", "argmin": "argmax"}
+_DOMAIN = {k: row[3] for k, row in _TABLE.items()}
+_SWAPPABLE = frozenset({Kind.ADD, Kind.MUL, Kind.AND, Kind.OR, Kind.XOR})
+
 _RULES = {
     Kind.RETURN: _rule_none, Kind.YIELD: _rule_none, Kind.FOR: _rule_for,
     Kind.FUSED: _rule_fused,
@@ -418,18 +518,41 @@ _RULES = {
     Kind.BLOCK_STORE: _rule_block_store, Kind.ATOMIC_ADD: _rule_atomic_add,
     Kind.PRINT: _rule_none, Kind.ASSERT: _rule_assert,
 }
-for _k in BINARY:
-    _RULES[_k] = _rule_binary(_k)
-for _k in UNARY:
-    _RULES[_k] = _rule_unary(_k)
+for _k, (_family, *_) in _TABLE.items():
+    if _family == "binary":
+        _RULES[_k] = _rule_binary(_k)
+    elif _family == "unary":
+        _RULES[_k] = _rule_unary(_k)
 
 _IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
            Kind.BLOCK_STORE, Kind.ATOMIC_ADD, Kind.PRINT, Kind.ASSERT}
 # Loads only read; they are kept impure so DCE/CSE never move them across stores.
 
-INFO = {k: OpInfo(k, pure=k not in _IMPURE, terminator=k in (Kind.RETURN, Kind.YIELD),
+INFO = {k: OpInfo(k, family=family, operands=operands, attrs=attrs, domain=domain,
+                  swappable=k in _SWAPPABLE, vec_op=vec_op, pure=k not in _IMPURE,
+                  terminator=k in (Kind.RETURN, Kind.YIELD),
                   regions=1 if k in (Kind.FOR, Kind.FUSED) else 0, type_rule=_RULES[k])
-        for k in Kind}
+        for k, (family, operands, attrs, domain, vec_op) in _TABLE.items()}
+
+BINARY = frozenset(k for k, i in INFO.items() if i.family == "binary")
+UNARY = frozenset(k for k, i in INFO.items() if i.family == "unary")
+# Ops that map one element to one element: what the fusion pass may group.
+ELEMENTWISE = BINARY | UNARY | frozenset({Kind.CMP, Kind.SELECT, Kind.CAST, Kind.SPLAT,
+                                          Kind.BROADCAST})
+
+
+def vec_op_name(op) -> str | None:
+    """The Vector instruction ``op`` lowers to (``OpInfo.vec_op``; a reduction's by its
+    ``kind`` attribute).
+
+    Example::
+
+        >>> INFO[Kind.MAXIMUM].vec_op
+        'max'
+    """
+    if op.kind is Kind.REDUCE:
+        return REDUCE_VEC_OP[op.attrs["kind"]]
+    return INFO[op.kind].vec_op
 
 
 def infer_types(kind: Kind, operand_types, attrs) -> tuple | None:

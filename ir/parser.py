@@ -29,6 +29,7 @@ import numpy as np
 from .core import UNKNOWN_LOC, Block, Function, Loc, Op, Value
 from .ops import Kind
 from .printer import GENERATED_NAME
+from .schedule.model import decode_schedule_attrs
 from .types import BY_NAME, DType, PtrType, TensorType
 
 _KINDS = {k.value: k for k in Kind}
@@ -395,7 +396,7 @@ class _Parser:
             while self.accept(","):
                 regions.append(self.region())
             self.expect(")")
-        attrs = self.attr_dict() if self.peek("{") else {}
+        attrs = decode_schedule_attrs(self.attr_dict()) if self.peek("{") else {}
         self.expect(":", "':' and the op's type")
         self.skip()
         type_pos = self.pos

@@ -30,6 +30,7 @@ import numpy as np
 
 from .core import UNKNOWN_LOC, Block, Function, Loc, Op, Value
 from .ops import Kind
+from .schedule.model import Flag
 from .types import BY_NAME, DType, PtrType, TensorType
 
 INDENT = "  "
@@ -133,6 +134,8 @@ def format_attr(value, number_type: DType | None = None) -> str:
         return format_float(float(value), type_name)
     if isinstance(value, str):
         return format_string(value)
+    if isinstance(value, Flag):      # a typed attribute: printed as its text
+        return format_string(value.text())
     if value is None:
         return "unit"
     if isinstance(value, (DType, TensorType, PtrType)):

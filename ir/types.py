@@ -137,9 +137,6 @@ class TensorType:
     def with_dtype(self, dtype: DType) -> "TensorType":
         return TensorType(self.shape, dtype)
 
-    def with_shape(self, shape) -> "TensorType":
-        return TensorType(tuple(shape), self.dtype)
-
     def __str__(self) -> str:
         if not self.shape:
             return str(self.dtype)
@@ -154,9 +151,6 @@ class PtrType:
 
     def __str__(self) -> str:
         return f"!npu.ptr<{self.dtype}>"
-
-
-Type = TensorType | PtrType
 
 
 def tensor(shape, dtype: DType) -> TensorType:

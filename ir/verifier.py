@@ -22,18 +22,6 @@ from .core import Block, Function, Op
 from .ops import ELEMENTWISE, INFO, Kind, infer_types
 from .printer import print_op
 
-# Attributes each kind cannot do without (its type rule or its semantics reads them).
-REQUIRED_ATTRS = {
-    Kind.CONSTANT: ("value", "dtype"),
-    Kind.PROGRAM_ID: ("axis",), Kind.NUM_PROGRAMS: ("axis",),
-    Kind.ARANGE: ("start", "end"),
-    Kind.CMP: ("predicate",), Kind.CAST: ("dtype",),
-    Kind.SPLAT: ("shape",), Kind.BROADCAST: ("shape",), Kind.RESHAPE: ("shape",),
-    Kind.TRANS: ("perm",),
-    Kind.REDUCE: ("kind", "axis"), Kind.SCAN: ("kind", "axis"), Kind.SORT: ("axis",),
-    Kind.TOPK: ("k", "axis"),
-    Kind.BLOCK_LOAD: ("block_shape",), Kind.BLOCK_STORE: ("block_shape",),
-}
 FEEDERS = frozenset({Kind.SPLAT, Kind.BROADCAST})  # fused-region ops that widen inputs
 
 
@@ -88,7 +76,7 @@ def rule_region_count(op: Op, ctx: Context) -> str | None:
 
 def rule_required_attrs(op: Op, ctx: Context) -> str | None:
     """Attributes the kind needs are present."""
-    missing = [a for a in REQUIRED_ATTRS.get(op.kind, ()) if a not in op.attrs]
+    missing = [a for a in op.info.attrs if a not in op.attrs]
     return f"missing attribute(s) {', '.join(missing)}" if missing else None
 
 

@@ -23,6 +23,6 @@ def stored_arguments(fn: Function) -> dict:
     out = {}
     args = {id(a): a.name for a in fn.args}
     for op in fn.body.walk():
-        if op.kind in _WRITES and id(op.operands[0]) in args:
-            out.setdefault(args[id(op.operands[0])], op.loc)
+        if op.kind in _WRITES and id(op.operand("ptr")) in args:
+            out.setdefault(args[id(op.operand("ptr"))], op.loc)
     return out

@@ -127,7 +127,7 @@ def resolve_spec(spec):
     for key, preset in PRESETS.items():
         if spec in (key, preset.name):
             return preset
-    raise CompilationError(f"unknown NPU spec {spec!r}; use an npujit.sim.NPUSpec or one of "
+    raise CompilationError(f"unknown NPU spec {spec!r}; use an npujit.target.NPUSpec or one of "
                            f"{sorted(PRESETS)}")
 
 

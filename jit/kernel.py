@@ -305,7 +305,7 @@ def npu_kernel(fn=None, **options):
 
     Options: ``backend`` ("numba" or "reference"; default from NPUJIT_BACKEND),
     ``parallel`` (numba: run programs on several threads), ``debug`` (bounds checks),
-    ``spec`` (the ``npujit.sim.NPUSpec`` or preset name the kernel is scheduled and checked
+    ``spec`` (the ``npujit.target.NPUSpec`` or preset name the kernel is scheduled and checked
     for; default the 910B-like preset).
 
     Example::

@@ -120,10 +120,6 @@ def _unflatten(spec, leaves):
     return build(spec)
 
 
-class _Promote(Exception):
-    """A Python constant carried into the loop changed in the body: make it a tensor."""
-
-
 def _same_static(a, b) -> bool:
     if a is b:
         return True

@@ -18,14 +18,86 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# Pipes in Ascend's words (ascend-npu.md §1.1): PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1/2/3, PIPE_FIX.
-PIPES = ("SCALAR", "MTE1", "MTE2", "MTE3", "CUBE", "VECTOR", "FIXP")
-# Memory scopes (§1.1).  GM is off-core HBM behind L2; the rest are per core.
-SCOPES = ("GM", "L1", "L0A", "L0B", "L0C", "UB")
+
+class Pipe(str, enum.Enum):
+    """A pipe of an AI core, in Ascend's words (docs/npu-model: PIPE_S, PIPE_MTE1/2/3,
+    PIPE_M, PIPE_V, PIPE_FIX).  A member equals its name as a string, so tables keyed by
+    name accept it.
+
+    ``abbr``: its spelling in a ``HardEvent`` (``MTE2_V``, ``M_FIX``); ``profiler``: the
+    stem of its ``msprof`` utilisation field (``aic_cube_ratio``, ``aiv_vec_ratio``);
+    ``side``: the core kind that has it on a separated part (None: both have one).
+
+    Example::
+
+        >>> Pipe.CUBE.abbr, Pipe.VECTOR.profiler, Pipe.FIXP.side, Pipe("MTE2") == "MTE2"
+        ('M', 'vec', 'AIC', True)
+    """
+
+    SCALAR = "SCALAR"
+    MTE1 = "MTE1"
+    MTE2 = "MTE2"
+    MTE3 = "MTE3"
+    CUBE = "CUBE"
+    VECTOR = "VECTOR"
+    FIXP = "FIXP"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def abbr(self) -> str:
+        return _PIPE_FACTS[self][0]
+
+    @property
+    def profiler(self) -> str:
+        return _PIPE_FACTS[self][1]
+
+    @property
+    def side(self) -> str | None:
+        return _PIPE_FACTS[self][2]
+
+
+_PIPE_FACTS = {
+    Pipe.SCALAR: ("S", "scalar", None), Pipe.MTE1: ("MTE1", "mte1", "AIC"),
+    Pipe.MTE2: ("MTE2", "mte2", None), Pipe.MTE3: ("MTE3", "mte3", None),
+    Pipe.CUBE: ("M", "cube", "AIC"), Pipe.VECTOR: ("V", "vec", "AIV"),
+    Pipe.FIXP: ("FIX", "fixpipe", "AIC"),
+}
+
+
+class Scope(str, enum.Enum):
+    """A memory scope.  GM is off-core HBM behind the L2; the rest are per core, on the
+    side ``side`` of a separated part (L1 and L0* feed the Cube; UB the Vector).
+
+    Example::
+
+        >>> Scope.L0C.side, Scope.UB.side, Scope.GM.side
+        ('AIC', 'AIV', None)
+    """
+
+    GM = "GM"
+    L1 = "L1"
+    L0A = "L0A"
+    L0B = "L0B"
+    L0C = "L0C"
+    UB = "UB"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def side(self) -> str | None:
+        return {"GM": None, "UB": "AIV"}.get(self.value, "AIC")
+
+
+PIPES = tuple(p.value for p in Pipe)
+SCOPES = tuple(s.value for s in Scope)
 # Core kinds: AIC = Cube core, AIV = Vector core (§1.2).  A coupled core is an AIC with Vector.
 CORE_KINDS = ("AIC", "AIV")
 ARCHES = ("separated", "coupled")

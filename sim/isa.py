@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
-from npujit.target import CORE_KINDS, PIPES, SpecError, path_scopes
+from npujit.target import CORE_KINDS, PIPES, Pipe, SpecError, path_scopes
 
 KINDS = ("copy", "mmad", "vec", "scalar", "set_flag", "wait_flag", "barrier", "cross_set",
          "cross_wait")
@@ -91,9 +91,8 @@ VEC_OP_CLASS = {
     "sort": "sort", "topk": "sort",
 }
 
-# HardEvent spelling of a pipe (ascend-npu.md §1.1: MTE2_V, M_FIX, S_MTE3 ...).
-HARD_EVENT_PIPE = {"SCALAR": "S", "VECTOR": "V", "CUBE": "M", "MTE1": "MTE1", "MTE2": "MTE2",
-                   "MTE3": "MTE3", "FIXP": "FIX"}
+# HardEvent spelling of a pipe (MTE2_V, M_FIX, S_MTE3 ...): npujit/target.py Pipe.abbr.
+HARD_EVENT_PIPE = {p.value: p.abbr for p in Pipe}
 
 
 class Instr(NamedTuple):

@@ -42,25 +42,14 @@ import os
 
 import numpy as np
 
-from npujit.ir.ops import Kind
-from npujit.ir.schedule import (CORE_ATTR, parse_flag, placed_buffers, scope_peaks,
-                                value_buffers)
-from npujit.ir.schedule.model import is_folded_cast, loop_stages
+from npujit.ir.ops import Kind, vec_op_name
+from npujit.ir.schedule import CORE_ATTR, placed_buffers, scope_peaks, value_buffers
+from npujit.ir.schedule.model import LoopIterations, is_folded_cast, loop_stages
 
 from .isa import CoreProgram, Launch, copy, mmad, set_flag, vec, wait_flag
 from .l2 import ONCE
 from .split import needs_split, split_stream
 
-# IR op -> the vector op name the spec's cost table knows (sim/isa.py VEC_OP_CLASS).
-_VEC_NAME = {
-    "maximum": "max", "minimum": "min", "not": "and", "xor": "and", "shl": "and",
-    "shr": "and", "floordiv": "div", "rem": "div", "pow": "exp", "exp2": "exp",
-    "log2": "log", "sin": "tanh", "cos": "tanh", "erf": "tanh", "floor": "cast",
-    "ceil": "cast", "splat": "dup", "broadcast": "copy", "reshape": "copy", "trans": "copy",
-    "arange": "dup", "scan": "cumsum", "sort": "sort", "topk": "topk",
-}
-_REDUCE_NAME = {"sum": "sum", "prod": "sum", "max": "reduce_max", "min": "reduce_min",
-                "argmax": "argmax", "argmin": "argmax"}
 
 
 def _once_regions(streams: list) -> list:
@@ -103,15 +92,14 @@ class StreamRecorder:
         self.buffers = value_buffers(fn)
         self._streams: list = []        # (pid, instrs) per program, in launch order
         self._programs: list[CoreProgram] | None = None
-        self._flags: dict[str, tuple] = {}
         self._tags: dict[int, str] = {}
         self.instrs: list = []
-        self.loops: list = []            # [loop op, completed iterations] innermost last
+        self.loops = LoopIterations()
         self.slots: dict[str, int] = {}  # buffer -> slot its last write went to
 
     # --- hook protocol (backends/reference/interpreter.py Plan.run) ------------------
     def begin(self, program) -> None:
-        self.instrs, self.loops, self.slots = [], [], {}
+        self.instrs, self.loops, self.slots = [], LoopIterations(), {}
 
     def end(self, program) -> None:
         self._streams.append((program.pid, self.instrs))
@@ -153,16 +141,14 @@ class StreamRecorder:
         if op.kind is Kind.FOR:
             self._flags_of(op, "wait_flags", wait=True)
             self._flags_of(op, "pre_set_flags", wait=False, every=True)
-            self.loops.append([op, 0])
-        elif op.kind is Kind.YIELD and op.parent.parent_op.kind is Kind.FOR:
-            self.loops[-1][1] += 1
+        self.loops.before(op)
 
     def after(self, program, op, operands, results) -> None:
         parent = op.parent.parent_op
         if parent is not None and parent.kind is Kind.FUSED:
             return                          # emitted with the fused op
         if op.kind is Kind.FOR:
-            self.loops.pop()
+            self.loops.after(op)
             self._flags_of(op, "post_wait_flags", wait=True, every=True)
             self._flags_of(op, "set_flags", wait=False)
             return
@@ -177,25 +163,14 @@ class StreamRecorder:
 
     # --- emission ----------------------------------------------------------------------
     def _flags_of(self, op, attr: str, wait: bool, every: bool = False) -> None:
-        texts = op.attrs.get(attr)
-        if not texts:
+        flags = op.attrs.get(attr)
+        if not flags:
             return
-        it = self.loops[-1][1] if self.loops else 0
+        it = self.loops.current
         make = wait_flag if wait else set_flag
-        for text in texts:
-            parsed = self._flags.get(text)
-            if parsed is None:
-                parsed = self._flags[text] = parse_flag(text)
-            src, dst, first, count = parsed
-            ids = range(first, first + count) if every else (first + it % count,)
-            for i in ids:
-                self.instrs.append(make(src, dst, i, tag=self._tag(op)))
-
-    def _parsed(self, text: str) -> tuple:
-        parsed = self._flags.get(text)
-        if parsed is None:
-            parsed = self._flags[text] = parse_flag(text)
-        return parsed
+        for flag in flags:
+            for i in flag.ids(it, every):
+                self.instrs.append(make(flag.src, flag.dst, i, tag=self._tag(op)))
 
     def _emit_chunked_dot(self, op) -> None:
         """A dot split into L0 K-chunks: the MTE2 <-> MTE1 flags once around it, then per
@@ -209,41 +184,41 @@ class StreamRecorder:
         chunks = k // k0
         l0a, l0b = op.attrs["operand_buffers"]
         stages = loop_stages(op)
-        it = self.loops[-1][1] if self.loops else 0
+        it = self.loops.current
         l0_pairs = {("CUBE", "MTE1"), ("MTE1", "CUBE")}
-        waits = [self._parsed(t) for t in op.attrs.get("wait_flags", ())]
-        sets = [self._parsed(t) for t in op.attrs.get("set_flags", ())]
+        waits = op.attrs.get("wait_flags", ())
+        sets = op.attrs.get("set_flags", ())
         out = self.instrs
-        for src, dst, first, count in waits:
-            if (src, dst) not in l0_pairs:
-                out.append(wait_flag(src, dst, first + it % count, tag=tag))
+        for f in waits:
+            if (f.src, f.dst) not in l0_pairs:
+                out.append(wait_flag(f.src, f.dst, f.id_at(it), tag=tag))
         l1_reads = self._refs(op, op.operands[:2], False)
         acc_reads = self._refs(op, op.operands[2:], False)
         acc_writes = self._refs(op, op.results, True)
         for c in range(chunks):
-            g = it * chunks + c
+            g = it * chunks + c          # the flags and slots rotate per chunk
             slot = g % stages
-            for src, dst, first, count in waits:
-                if (src, dst) == ("CUBE", "MTE1"):
-                    out.append(wait_flag(src, dst, first + g % count, tag=tag))
+            for f in waits:
+                if (f.src, f.dst) == ("CUBE", "MTE1"):
+                    out.append(wait_flag(f.src, f.dst, f.id_at(g), tag=tag))
             out.append(copy("L1_to_L0A", m * k0 * a.dtype.itemsize, tag=tag,
                             writes=[(l0a, slot)], reads=l1_reads[:1]))
             out.append(copy("L1_to_L0B", k0 * n * b.dtype.itemsize, tag=tag,
                             writes=[(l0b, slot)], reads=l1_reads[1:]))
-            for src, dst, first, count in sets:
-                if (src, dst) == ("MTE1", "CUBE"):
-                    out.append(set_flag(src, dst, first + g % count, tag=tag))
-            for src, dst, first, count in waits:
-                if (src, dst) == ("MTE1", "CUBE"):
-                    out.append(wait_flag(src, dst, first + g % count, tag=tag))
+            for f in sets:
+                if (f.src, f.dst) == ("MTE1", "CUBE"):
+                    out.append(set_flag(f.src, f.dst, f.id_at(g), tag=tag))
+            for f in waits:
+                if (f.src, f.dst) == ("MTE1", "CUBE"):
+                    out.append(wait_flag(f.src, f.dst, f.id_at(g), tag=tag))
             out.append(mmad(m, n, k0, a.dtype.name, tag=tag, writes=acc_writes,
                             reads=[(l0a, slot), (l0b, slot)] + acc_reads))
-            for src, dst, first, count in sets:
-                if (src, dst) == ("CUBE", "MTE1"):
-                    out.append(set_flag(src, dst, first + g % count, tag=tag))
-        for src, dst, first, count in sets:
-            if (src, dst) not in l0_pairs:
-                out.append(set_flag(src, dst, first + it % count, tag=tag))
+            for f in sets:
+                if (f.src, f.dst) == ("CUBE", "MTE1"):
+                    out.append(set_flag(f.src, f.dst, f.id_at(g), tag=tag))
+        for f in sets:
+            if (f.src, f.dst) not in l0_pairs:
+                out.append(set_flag(f.src, f.dst, f.id_at(it), tag=tag))
 
     def _region(self, op, operands, nbytes: int):
         return gm_region(op, operands) if self.gm_regions and nbytes else None
@@ -256,7 +231,7 @@ class StreamRecorder:
 
     def _refs(self, op, values, write: bool) -> list:
         out = []
-        it = self.loops[-1][1] if self.loops else 0
+        it = self.loops.current
         for v in values:
             name = self.buffers.get(id(v))
             if name is None:
@@ -271,7 +246,7 @@ class StreamRecorder:
 
     def _loop_slot(self, op) -> int:
         """The slot of an op's staging buffers in this iteration of its loop."""
-        it = self.loops[-1][1] if self.loops else 0
+        it = self.loops.current
         return it % loop_stages(op)
 
     def _emit(self, op, operands, results) -> None:
@@ -327,8 +302,7 @@ class StreamRecorder:
 
 def _vec_work(op) -> tuple[str, int, str]:
     """(vector op name, elements, dtype) of one vector op: its largest tile."""
-    short = op.kind.value.split(".", 1)[1]
-    name = _REDUCE_NAME[op.attrs["kind"]] if op.kind is Kind.REDUCE else _VEC_NAME.get(short, short)
+    name = vec_op_name(op)
     tiles = [v.type for v in list(op.operands) + list(op.results) if hasattr(v.type, "numel")]
     big = max(tiles, key=lambda t: (t.numel, t.dtype.itemsize))
     return name, big.numel, big.dtype.name
@@ -348,9 +322,9 @@ def gm_region(op, operands) -> tuple | None:
     arg = getattr(op.operands[0], "name", None) or f"arg{id(op.operands[0])}"
     k = op.kind
     if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
-        offsets = np.asarray(operands[1])
-        mask_at = 2 if k is Kind.LOAD else 3
-        if len(operands) > mask_at and operands[mask_at] is not None:
+        offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
+        mask_at = op.info.operand_index("mask", len(operands))
+        if mask_at is not None and operands[mask_at] is not None:
             offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
         if not offsets.size:
             return None
@@ -370,10 +344,10 @@ def _moved(op, operands) -> int:
     of a block (boundary-checked axes clipped to the array)."""
     k = op.kind
     if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
-        mask_at = 2 if k is Kind.LOAD else 3
-        if len(operands) > mask_at:
+        mask_at = op.info.operand_index("mask", len(operands))
+        if mask_at is not None:
             return int(np.count_nonzero(operands[mask_at]))
-        return int(np.asarray(operands[1]).size)
+        return int(np.asarray(operands[op.info.operand_index("offsets", len(operands))]).size)
     block = tuple(op.attrs["block_shape"])
     r = len(block)
     shape = [int(x) for x in operands[1:1 + r]]

@@ -20,12 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .roofline import RooflineBound
-from npujit.target import NPUSpec
+from npujit.target import NPUSpec, Pipe
 
 # Pipe -> profiler field stem (PipeUtilization.csv: aic_cube_ratio, aiv_vec_ratio,
-# aic_fixpipe_ratio ...).
-PIPE_LABEL = {"CUBE": "cube", "VECTOR": "vec", "SCALAR": "scalar", "MTE1": "mte1",
-              "MTE2": "mte2", "MTE3": "mte3", "FIXP": "fixpipe"}
+# aic_fixpipe_ratio ...): npujit/target.py Pipe.profiler.
+PIPE_LABEL = {p.value: p.profiler for p in Pipe}
 
 
 @dataclass(frozen=True)

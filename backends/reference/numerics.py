@@ -25,7 +25,6 @@ F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 I32 = np.dtype(np.int32)
-I64 = np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
 HALF = (F16, BF16)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from npujit.ir.ops import Kind
-from npujit.ir.schedule.model import is_folded_cast, is_tile, loop_stages, parse_flag
+from npujit.ir.schedule.model import LoopIterations, is_folded_cast, is_tile, loop_stages
 
 _GM_COPY_PIPES = ("MTE2",)
 
@@ -62,7 +62,6 @@ class BufferedExecution:
         for p in self.by_name.values():
             self.sizes[p.scope] = max(self.sizes.get(p.scope, 0),
                                       p.offset + p.stages * p.nbytes)
-        self._flags: dict[str, tuple] = {}
 
     # --- where each tile lives ----------------------------------------------------------
     def _collect(self, block) -> None:
@@ -99,7 +98,7 @@ class BufferedExecution:
         fill = 0xFF if self.poison else 0
         self.arenas = {s: np.full(n, fill, np.uint8) for s, n in self.sizes.items()}
         self.slots: dict[str, int] = {}
-        self.loops: list = []
+        self.loops = LoopIterations()
         self.pending: dict[str, list] = {}       # pipe -> copies issued, not yet covered
         self.covered: dict[tuple, list] = {}     # (src, dst, id) -> copies its wait lands
         if self.inner is not None:
@@ -110,13 +109,9 @@ class BufferedExecution:
             self.inner.end(program)
 
     def before(self, program, op, operands) -> None:
-        if op.kind is Kind.FOR:
+        if not (op.kind is Kind.YIELD and op.parent.parent_op.kind is Kind.FOR):
             self._wait(op, "wait_flags")
-            self.loops.append([op, 0])
-        elif op.kind is Kind.YIELD and op.parent.parent_op.kind is Kind.FOR:
-            self.loops[-1][1] += 1
-        else:
-            self._wait(op, "wait_flags")
+        self.loops.before(op)
         for i, v in enumerate(op.operands):
             place = self.places.get(id(v))
             if place is not None:
@@ -132,7 +127,7 @@ class BufferedExecution:
 
     def after(self, program, op, operands, results) -> None:
         if op.kind is Kind.FOR:
-            self.loops.pop()
+            self.loops.after(op)
             self._wait(op, "post_wait_flags", every=True)
         else:
             for v, value in zip(op.results, results):
@@ -151,26 +146,21 @@ class BufferedExecution:
 
     # --- flags: copies land at the wait that covers them --------------------------------
     def _iteration(self) -> int:
-        return self.loops[-1][1] if self.loops else 0
+        return self.loops.current
 
-    def _ids(self, text: str, every: bool):
-        parsed = self._flags.get(text)
-        if parsed is None:
-            parsed = self._flags[text] = parse_flag(text)
-        src, dst, first, count = parsed
-        ids = range(first, first + count) if every else (first + self._iteration() % count,)
-        return [(src, dst, i) for i in ids]
+    def _ids(self, flag, every: bool):
+        return [(flag.src, flag.dst, i) for i in flag.ids(self._iteration(), every)]
 
     def _set(self, op, attr: str) -> None:
-        for text in op.attrs.get(attr, ()):
-            for key in self._ids(text, every=False):
+        for flag in op.attrs.get(attr, ()):
+            for key in self._ids(flag, every=False):
                 copies = self.pending.pop(key[0], [])
                 if copies:
                     self.covered.setdefault(key, []).extend(copies)
 
     def _wait(self, op, attr: str, every: bool = False) -> None:
-        for text in op.attrs.get(attr, ()):
-            for key in self._ids(text, every):
+        for flag in op.attrs.get(attr, ()):
+            for key in self._ids(flag, every):
                 for place, slot, value in self.covered.pop(key, ()):
                     self._write(place, slot, value)
 

@@ -21,8 +21,6 @@ import struct
 from ..core import Block, Function, Op, Value
 from ..ops import Kind
 
-SWAPPABLE = frozenset({Kind.ADD, Kind.MUL, Kind.AND, Kind.OR, Kind.XOR})
-
 
 def freeze_attr(value):
     """A hashable key for an attribute value that tells apart what prints differently
@@ -43,7 +41,7 @@ def freeze_attr(value):
 def op_key(op: Op):
     """What makes two pure ops interchangeable."""
     operands = [id(v) for v in op.operands]
-    if op.kind in SWAPPABLE:
+    if op.info.swappable:
         operands.sort()
     return (op.kind, tuple(operands), freeze_attr(op.attrs), tuple(v.type for v in op.results))
 

@@ -356,16 +356,16 @@ class Fold:
     name = "fold"
 
     def run(self, fn: Function, ctx=None) -> bool:
-        self.replaced: dict[int, tuple[Value, Value]] = {}  # id(old) -> (old, new)
-        return self._fold_block(fn.body)
+        replaced: dict[int, tuple[Value, Value]] = {}  # id(old) -> (old, new)
+        return self._fold_block(fn.body, replaced)
 
-    def _fold_block(self, block: Block) -> bool:
+    def _fold_block(self, block: Block, replaced: dict) -> bool:
         changed = False
         new_ops: list[Op] = []
         for op in block.ops:
-            op.operands = [self.replaced.get(id(v), (v, v))[1] for v in op.operands]
+            op.operands = [replaced.get(id(v), (v, v))[1] for v in op.operands]
             for region in op.regions:
-                changed |= self._fold_block(region)
+                changed |= self._fold_block(region, replaced)
             replacement = self._rewrite(op)
             if replacement is None:
                 new_ops.append(op)
@@ -374,7 +374,7 @@ class Fold:
                 replacement.parent = block
                 new_ops.append(replacement)
                 replacement = replacement.result
-            self.replaced[id(op.result)] = (op.result, replacement)
+            replaced[id(op.result)] = (op.result, replacement)
             changed = True
         block.ops = new_ops
         return changed

@@ -44,7 +44,7 @@ class CheckStridedViews:
 
         args = {id(a): a.name for a in fn.args}
         for op in fn.body.walk():
-            name = args.get(id(op.operands[0])) if op.kind in _ACCESSES and op.operands else None
+            name = args.get(id(op.operand("ptr"))) if op.kind in _ACCESSES else None
             if name not in strided:
                 continue
             if not any(depends(o) for o in addressing(op)):

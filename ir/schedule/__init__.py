@@ -16,13 +16,12 @@ Example::
     ('AIV', 12288)
 """
 from .allocate import AllocateBuffers, Buffer, first_fit
-from .model import (CORE_ATTR, SCHEDULE_ATTRS, clear_schedule, flag_text, parse_flag,
-                    scheduled_ops)
+from .model import CORE_ATTR, FLAG_ATTRS, SCHEDULE_ATTRS, Flag, clear_schedule, scheduled_ops
 from .placement import PlaceAndAssignPipes
 from .sync import InsertSync, value_buffers
 from .verify import VerifySchedule, placed_buffers, scope_peaks
 
 __all__ = ["Buffer", "PlaceAndAssignPipes", "AllocateBuffers", "InsertSync",
-           "VerifySchedule", "value_buffers", "first_fit", "clear_schedule", "flag_text",
-           "parse_flag", "scheduled_ops", "placed_buffers", "scope_peaks", "CORE_ATTR",
+           "VerifySchedule", "value_buffers", "first_fit", "clear_schedule", "Flag",
+           "FLAG_ATTRS", "scheduled_ops", "placed_buffers", "scope_peaks", "CORE_ATTR",
            "SCHEDULE_ATTRS"]

@@ -38,18 +38,21 @@ before their wait).  The function gets ``npu.core`` = ``AIC`` (it has a dot) or 
 
 Example::
 
-    >>> flag_text("MTE2", "VECTOR", 0, 2), parse_flag("V_MTE3:4")
-    ('MTE2_V:0..1', ('VECTOR', 'MTE3', 4, 1))
+    >>> str(Flag("MTE2", "VECTOR", 0, 2)), Flag.parse("V_MTE3:4")
+    ('MTE2_V:0..1', Flag(src='VECTOR', dst='MTE3', first=4, count=1))
 """
 from __future__ import annotations
+
+from typing import NamedTuple
+
+from npujit.target import Pipe, Scope
 
 from ..core import Block, Function, Op
 from ..ops import Kind
 from ..types import TensorType
 
-# HardEvent spells pipes short (ascend-npu.md §1.1: MTE2_V, M_FIX, S_MTE2, ...).
-PIPE_ABBR = {"SCALAR": "S", "VECTOR": "V", "CUBE": "M", "MTE1": "MTE1", "MTE2": "MTE2",
-             "MTE3": "MTE3", "FIXP": "FIX"}
+# HardEvent spells pipes short (MTE2_V, M_FIX, S_MTE2, ...): npujit/target.py Pipe.abbr.
+PIPE_ABBR = {p.value: p.abbr for p in Pipe}
 ABBR_PIPE = {v: k for k, v in PIPE_ABBR.items()}
 
 CORE_ATTR = "npu.core"
@@ -57,32 +60,79 @@ CORE_ATTR = "npu.core"
 SCHEDULE_ATTRS = ("pipe", "scope", "buffer", "offset", "bytes", "stages", "operand_scopes",
                   "operand_buffers", "operand_offsets", "operand_bytes", "wait_flags",
                   "set_flags", "pre_set_flags", "post_wait_flags", "k_chunk")
-BUFFER_SCOPES = ("UB", "L1", "L0A", "L0B", "L0C")
 
 
-def flag_text(src: str, dst: str, first_id: int, count: int = 1) -> str:
-    """The attribute spelling of a flag between two pipes (see module doc)."""
-    ids = str(first_id) if count == 1 else f"{first_id}..{first_id + count - 1}"
-    return f"{PIPE_ABBR[src]}_{PIPE_ABBR[dst]}:{ids}"
+# The op attributes that hold flags (lists of ``Flag``).
+FLAG_ATTRS = ("wait_flags", "set_flags", "pre_set_flags", "post_wait_flags")
 
 
-def parse_flag(text: str) -> tuple[str, str, int, int]:
-    """``"MTE2_V:0..1"`` -> ``("MTE2", "VECTOR", 0, 2)``: source pipe, destination pipe,
-    first id, how many ids rotate.
+class Flag(NamedTuple):
+    """A flag between two pipes: ``count`` event ids from ``first`` that rotate with the
+    iteration of the innermost running loop (one id: a single flag).  A typed attribute:
+    printed as its HardEvent-style text (``"MTE2_V:0..1"``), read back by the parser.
 
     Example::
 
-        >>> parse_flag("M_FIX:1")
-        ('CUBE', 'FIXP', 1, 1)
+        >>> f = Flag.parse("MTE2_V:0..1")
+        >>> f.src, f.dst, str(f), f.id_at(3), list(f.ids(3, every=True))
+        ('MTE2', 'VECTOR', 'MTE2_V:0..1', 1, [0, 1])
     """
-    event, _, ids = text.partition(":")
-    for abbr, pipe in ABBR_PIPE.items():      # MTE2_MTE1 has two underscores: try each src
-        if event.startswith(abbr + "_") and event[len(abbr) + 1:] in ABBR_PIPE:
-            dst = ABBR_PIPE[event[len(abbr) + 1:]]
-            first, _, last = ids.partition("..")
-            first = int(first)
-            return pipe, dst, first, (int(last) - first + 1) if last else 1
-    raise ValueError(f"not a flag: {text!r} (expected e.g. 'MTE2_V:0' or 'MTE2_V:0..1')")
+
+    src: str
+    dst: str
+    first: int
+    count: int = 1
+
+    def text(self) -> str:
+        """The attribute spelling (see the module doc)."""
+        ids = str(self.first) if self.count == 1 else f"{self.first}..{self.first + self.count - 1}"
+        return f"{self.event}:{ids}"
+
+    __str__ = text
+
+    @property
+    def event(self) -> str:
+        """The HardEvent name, e.g. ``MTE2_V``."""
+        return f"{PIPE_ABBR[self.src]}_{PIPE_ABBR[self.dst]}"
+
+    def id_at(self, iteration: int) -> int:
+        """The event id used in loop iteration ``iteration`` (the only rotation rule)."""
+        return self.first + iteration % self.count
+
+    def ids(self, iteration: int, every: bool = False) -> range:
+        """The ids one op sets or waits: every id (a loop's pre-sets and post-waits), or
+        the one of this iteration."""
+        if every:
+            return range(self.first, self.first + self.count)
+        i = self.id_at(iteration)
+        return range(i, i + 1)
+
+    @classmethod
+    def parse(cls, text: str) -> "Flag":
+        """``"MTE2_V:0..1"`` -> ``Flag("MTE2", "VECTOR", 0, 2)``."""
+        event, _, ids = text.partition(":")
+        for abbr, pipe in ABBR_PIPE.items():      # MTE2_MTE1 has two underscores: try each
+            if event.startswith(abbr + "_") and event[len(abbr) + 1:] in ABBR_PIPE:
+                dst = ABBR_PIPE[event[len(abbr) + 1:]]
+                first, _, last = ids.partition("..")
+                first = int(first)
+                return cls(pipe, dst, first, (int(last) - first + 1) if last else 1)
+        raise ValueError(f"not a flag: {text!r} (expected e.g. 'MTE2_V:0' or 'MTE2_V:0..1')")
+
+
+def decode_schedule_attrs(attrs: dict) -> dict:
+    """``attrs`` with the schedule's typed attributes read from their text (the parser's
+    last step for an op): pipes and scopes as enum members, flags as ``Flag``."""
+    for key in FLAG_ATTRS:
+        if key in attrs:
+            attrs[key] = [f if isinstance(f, Flag) else Flag.parse(f) for f in attrs[key]]
+    if isinstance(attrs.get("pipe"), str):
+        attrs["pipe"] = Pipe(attrs["pipe"])
+    if isinstance(attrs.get("scope"), str):
+        attrs["scope"] = Scope(attrs["scope"])
+    if "operand_scopes" in attrs:
+        attrs["operand_scopes"] = [Scope(s) for s in attrs["operand_scopes"]]
+    return attrs
 
 
 def is_tile(v) -> bool:
@@ -180,11 +230,11 @@ def common_block(a: Op, b: Op) -> Block:
     raise ValueError("ops of different functions")
 
 
-def add_flag(op: Op, attr: str, text: str) -> None:
+def add_flag(op: Op, attr: str, flag: Flag) -> None:
     """Append a flag to one of ``op``'s flag lists, once."""
     flags = list(op.attrs.get(attr, ()))
-    if text not in flags:
-        flags.append(text)
+    if flag not in flags:
+        flags.append(flag)
     op.attrs[attr] = flags
 
 
@@ -194,3 +244,40 @@ def clear_schedule(fn: Function) -> None:
     for op in fn.walk():
         for a in SCHEDULE_ATTRS:
             op.attrs.pop(a, None)
+
+
+class LoopIterations:
+    """The loops an executing program is inside and how many iterations of each have
+    completed: what rotating flag ids (``Flag.id_at``) and buffer slots follow.  The hooks
+    that execute a schedule (``sim/lower.py``, ``backends/reference/scheduled.py``) feed
+    it the interpreter's ops.
+
+    Example::
+
+        >>> it = LoopIterations()
+        >>> it.current
+        0
+    """
+
+    __slots__ = ("_stack",)
+
+    def __init__(self):
+        self._stack: list = []          # completed iterations, innermost loop last
+
+    def before(self, op: Op) -> None:
+        """An op is about to run: a loop starts, or a loop body's yield ends an iteration."""
+        if op.kind is Kind.FOR:
+            self._stack.append(0)
+        elif op.kind is Kind.YIELD and op.parent.parent_op.kind is Kind.FOR:
+            self._stack[-1] += 1
+
+    def after(self, op: Op) -> None:
+        """An op ran: a loop that finished is left."""
+        if op.kind is Kind.FOR:
+            self._stack.pop()
+
+    @property
+    def current(self) -> int:
+        """Completed iterations of the innermost running loop (0 outside loops)."""
+        return self._stack[-1] if self._stack else 0
+

@@ -24,6 +24,8 @@ Example::
 """
 from __future__ import annotations
 
+from npujit.target import Pipe, Scope
+
 from ..core import Function, Op
 from ..ops import Kind
 from .model import CORE_ATTR, is_tile, scheduled_ops
@@ -60,14 +62,14 @@ class PlaceAndAssignPipes:
                 pipe, scope = "SCALAR", None
             else:
                 pipe, scope = _place(op, l1, l0c, producer_pipe, out_pipe)
-            op.attrs["pipe"] = pipe
+            op.attrs["pipe"] = Pipe(pipe)
             if scope is not None:
-                op.attrs["scope"] = scope
+                op.attrs["scope"] = Scope(scope)
             if op.kind is Kind.DOT:
-                op.attrs["operand_scopes"] = ["L0A", "L0B"]
+                op.attrs["operand_scopes"] = [Scope.L0A, Scope.L0B]
                 has_dot = True
             if op.kind in _STORES and pipe == "MTE3" and id(_stored(op)) in l0c:
-                op.attrs["operand_scopes"] = ["UB"]      # staged L0C -> UB by VECTOR
+                op.attrs["operand_scopes"] = [Scope.UB]  # staged L0C -> UB by VECTOR
             for r in op.results:
                 producer_pipe[id(r)] = pipe
             if op.kind is Kind.FOR:

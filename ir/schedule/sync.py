@@ -39,7 +39,7 @@ from npujit.errors import OutOfResources
 
 from ..core import Function, Op
 from ..ops import Kind
-from .model import (Positions, add_flag, ancestor_in, common_block, enclosing_loop, flag_text,
+from .model import (Positions, add_flag, ancestor_in, common_block, enclosing_loop, Flag,
                     is_folded_cast, is_tile, scheduled_ops)
 
 
@@ -157,22 +157,23 @@ class InsertSync:
         for a_name, b_name in _sharing_pairs(fn):
             for a in by_buffer.get(a_name, ()):
                 for w in (x for x in by_buffer.get(b_name, ()) if x.write and x.pipe != a.pipe):
-                    _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None, forward_only=True)
+                    _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None)
         ids = _Ids(fn, spec, pos)
         # Rotating ranges first: they need fresh ids; single flags can share (see _Ids).
         for loop, setter, waiter, src, dst, n in _slot_reuse(by_buffer, stages, home, pos):
             first = ids.take(src, dst, n, waiter)
-            add_flag(loop, "pre_set_flags", flag_text(src, dst, first, n))
-            add_flag(waiter, "wait_flags", flag_text(src, dst, first, n))
-            add_flag(setter, "set_flags", flag_text(src, dst, first, n))
-            add_flag(loop, "post_wait_flags", flag_text(src, dst, first, n))
+            flag = Flag(src, dst, first, n)
+            add_flag(loop, "pre_set_flags", flag)
+            add_flag(waiter, "wait_flags", flag)
+            add_flag(setter, "set_flags", flag)
+            add_flag(loop, "post_wait_flags", flag)
         kept = _prune(edges, pos)
         for e in sorted(kept, key=lambda e: e.rotate == 1):
             first = (ids.take(e.src, e.dst, e.rotate, e.waiter) if e.rotate > 1
                      else ids.take_single(e.src, e.dst, e.setter, e.waiter))
-            text = flag_text(e.src, e.dst, first, e.rotate)
-            add_flag(e.setter, "set_flags", text)
-            add_flag(e.waiter, "wait_flags", text)
+            flag = Flag(e.src, e.dst, first, e.rotate)
+            add_flag(e.setter, "set_flags", flag)
+            add_flag(e.waiter, "wait_flags", flag)
         return True
 
 
@@ -206,7 +207,7 @@ def _buffer_facts(fn: Function) -> tuple[dict, dict]:
     return stages, home
 
 
-def _add_edge(edges, w: Op, r: Op, src, dst, pos, stages, home, forward_only=False) -> None:
+def _add_edge(edges, w: Op, r: Op, src, dst, pos, stages, home) -> None:
     block = common_block(w, r)
     ws, rs = ancestor_in(w, block), ancestor_in(r, block)
     if ws is not rs and pos.start[id(ws)] >= pos.start[id(rs)]:
@@ -327,6 +328,6 @@ class _Ids:
     def _fail(self, src: str, dst: str, op: Op):
         raise OutOfResources(
             f"the schedule needs more than {self.spec.event_ids} event ids for "
-            f"HardEvent::{flag_text(src, dst, 0).split(':')[0]} on {self.spec.name} "
+            f"HardEvent::{Flag(src, dst, 0).event} on {self.spec.name} "
             f"(one per buffer slot synchronised between those pipes); use fewer "
             f"num_stages or fewer tiles", op.loc, self.fn.name)

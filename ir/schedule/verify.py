@@ -22,10 +22,9 @@ from npujit.errors import CompilationError
 
 from ..core import Function
 from .allocate import Buffer, collect_buffers
-from .model import Positions, parse_flag, scheduled_ops
+from .model import FLAG_ATTRS, Positions, scheduled_ops
 
 _SETS = ("set_flags", "pre_set_flags")
-_WAITS = ("wait_flags", "post_wait_flags")
 
 
 class ScheduleError(CompilationError):
@@ -94,18 +93,17 @@ class VerifySchedule:
                             f"of {scope}", b.op.loc, fn.name)
         sets, waits = set(), []
         for op in scheduled_ops(fn.body):
-            for attr in _SETS + _WAITS:
-                for text in op.attrs.get(attr, ()):
-                    src, dst, first, n = parse_flag(text)
-                    if first + n > spec.event_ids:
-                        raise ScheduleError(f"flag {text} uses an id past the {spec.event_ids} "
+            for attr in FLAG_ATTRS:
+                for flag in op.attrs.get(attr, ()):
+                    if flag.first + flag.count > spec.event_ids:
+                        raise ScheduleError(f"flag {flag} uses an id past the {spec.event_ids} "
                                             f"event ids of {spec.name}", op.loc, fn.name)
-                    for k in range(first, first + n):
+                    for k in flag.ids(0, every=True):
                         if attr in _SETS:
-                            sets.add((src, dst, k))
+                            sets.add((flag.src, flag.dst, k))
                         else:
-                            waits.append(((src, dst, k), op, text))
-        for key, op, text in waits:
+                            waits.append(((flag.src, flag.dst, k), op, flag))
+        for key, op, flag in waits:
             if key not in sets:
-                raise ScheduleError(f"flag {text} is waited for but never set", op.loc, fn.name)
+                raise ScheduleError(f"flag {flag} is waited for but never set", op.loc, fn.name)
         return False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from npujit.errors import CompilationError
 from npujit.ir import Kind, TypeRuleError
+from npujit.ir.ops import FLOAT, INFO, INT, INT_OR_BOOL, NUMBER
 from npujit.ir import types as T
 
 from .core import constexpr, tensor
@@ -147,22 +148,18 @@ def promote_pair(a, b):
     return broadcast_to(a, shape), broadcast_to(b, shape)
 
 
-_FLOAT_ONLY_BINARY = {Kind.DIV, Kind.POW}
-
-
 def binary(kind: Kind, a, b) -> tensor:
-    """An elementwise binary op with Triton's promotion and numpy broadcasting."""
+    """An elementwise binary op with Triton's promotion and numpy broadcasting; operands
+    are cast into the kind's domain (``ir/ops.py``): int math on bools, float math on ints."""
     a, b = promote_pair(a, b)
-    if kind in _FLOAT_ONLY_BINARY and not a.dtype.is_float:
-        a, b = cast(a, T.float32), cast(b, T.float32)
+    domain = INFO[kind].domain
     if kind is Kind.FLOORDIV and a.dtype.is_float:
         return unary(Kind.FLOOR, emit(Kind.DIV, [a, b]))
-    if kind in (Kind.AND, Kind.OR, Kind.XOR, Kind.SHL, Kind.SHR) and a.dtype.is_float:
+    if domain == FLOAT and not a.dtype.is_float:
+        a, b = cast(a, T.float32), cast(b, T.float32)
+    if domain in (INT, INT_OR_BOOL) and a.dtype.is_float:
         raise error(f"bitwise {kind.value.split('.')[1]} needs integer or bool tiles, got {a.dtype}")
-    if kind in (Kind.SHL, Kind.SHR, Kind.FLOORDIV) and a.dtype.is_bool:
-        a, b = cast(a, T.int32), cast(b, T.int32)
-    if kind in (Kind.ADD, Kind.SUB, Kind.MUL, Kind.REM, Kind.MAXIMUM, Kind.MINIMUM) \
-            and a.dtype.is_bool:
+    if domain in (INT, NUMBER) and a.dtype.is_bool:
         a, b = cast(a, T.int32), cast(b, T.int32)
     return emit(kind, [a, b])
 
@@ -172,19 +169,17 @@ def compare(predicate: str, a, b) -> tensor:
     return emit(Kind.CMP, [a, b], {"predicate": predicate})
 
 
-_FLOAT_UNARY = {Kind.EXP, Kind.EXP2, Kind.LOG, Kind.LOG2, Kind.SQRT, Kind.RSQRT, Kind.SIN,
-                Kind.COS, Kind.SIGMOID, Kind.TANH, Kind.ERF, Kind.GELU, Kind.SILU}
-
-
 def unary(kind: Kind, x, attrs=None) -> tensor:
+    """An elementwise unary op, its operand cast into the kind's domain (``ir/ops.py``)."""
     x = to_tensor(x)
-    if kind in _FLOAT_UNARY and not x.dtype.is_float:
-        x = cast(x, T.float32)  # as numpy does: math on ints is float math
+    domain = INFO[kind].domain
     if kind in (Kind.FLOOR, Kind.CEIL) and not x.dtype.is_float:
-        return x
-    if kind in (Kind.NEG, Kind.ABS) and x.dtype.is_bool:
+        return x                # already whole numbers
+    if domain == FLOAT and not x.dtype.is_float:
+        x = cast(x, T.float32)  # as numpy does: math on ints is float math
+    if domain == NUMBER and x.dtype.is_bool:
         x = cast(x, T.int32)
-    if kind is Kind.NOT and x.dtype.is_float:
+    if domain == INT_OR_BOOL and x.dtype.is_float:
         raise error(f"~ needs an integer or bool tile, got {x.dtype}")
     return emit(kind, [x], attrs)
 

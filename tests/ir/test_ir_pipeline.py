@@ -1,6 +1,7 @@
 """run_passes: the named steps, NPUJIT_DUMP_IR, verify-after-every-pass; module doctests."""
 import doctest
 import importlib
+import sys
 
 import pytest
 from ir_samples import add_kernel, canon, func, loop_kernel
@@ -140,3 +141,24 @@ def test_docstring_examples(name):
     module = importlib.import_module(f"npujit.ir.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_one_pipeline_list_serves_many_threads():
+    """Steps keep no state between runs: threads running one shared list on different
+    kernels at once get what a lone run gets."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from npujit.ir.pipeline import run_pipeline
+    ctx = CompileContext(spec=ASCEND_910B_LIKE, dump="")
+    shared = pipeline(ctx)
+    makers = [add_kernel, loop_kernel, lambda: loop_kernel(nested=True)] * 12
+    want = [run_pipeline(make(), ctx)["schedule"] for make in makers[:3]]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)          # switch threads often, so runs interleave
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda make: run_pipeline(make(), ctx, shared)["schedule"],
+                                makers))
+    finally:
+        sys.setswitchinterval(old)
+    assert got == want * 12

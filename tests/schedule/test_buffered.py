@@ -95,9 +95,9 @@ def test_a_missing_wait_reads_poison():
     fn, rt, out, want, grid = _stream(stages=2)
     add = _ops(fn, "npu.add")
     tile_add = next(op for op in add if "wait_flags" in op.attrs)
-    assert any(f.startswith("MTE2_V") for f in tile_add.attrs["wait_flags"])
+    assert any(str(f).startswith("MTE2_V") for f in tile_add.attrs["wait_flags"])
     tile_add.attrs["wait_flags"] = [f for f in tile_add.attrs["wait_flags"]
-                                    if not f.startswith("MTE2_V")]
+                                    if not str(f).startswith("MTE2_V")]
     run_buffered(fn, grid, list(rt), on_wait=False)     # copies land at once: still right
     np.testing.assert_array_equal(out, want)
     out[:] = 0

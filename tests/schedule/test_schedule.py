@@ -10,7 +10,6 @@ import pytest
 import npujit
 from npujit.ir import parse_function, print_function, verify
 from npujit.ir.pipeline import schedule
-from npujit.ir.schedule import parse_flag
 from npujit.ir.schedule.model import scheduled_ops
 from npujit.kernels.elementwise import add_kernel
 from npujit.kernels.layernorm import layernorm_kernel, rmsnorm_kernel
@@ -76,10 +75,10 @@ def test_add_is_mte2_vector_mte3_in_ub():
     assert (add.attrs["pipe"], add.attrs["scope"]) == ("VECTOR", "UB")
     assert store.attrs["pipe"] == "MTE3"
     # producer -> consumer flags: MTE2 -> V before the add, V -> MTE3 before the store
-    assert any(f.startswith("MTE2_V:") for f in add.attrs["wait_flags"])
-    assert any(f.startswith("MTE2_V:") for f in loads[-1].attrs["set_flags"])
-    assert any(f.startswith("V_MTE3:") for f in store.attrs["wait_flags"])
-    assert any(f.startswith("V_MTE3:") for f in add.attrs["set_flags"])
+    assert any(str(f).startswith("MTE2_V:") for f in add.attrs["wait_flags"])
+    assert any(str(f).startswith("MTE2_V:") for f in loads[-1].attrs["set_flags"])
+    assert any(str(f).startswith("V_MTE3:") for f in store.attrs["wait_flags"])
+    assert any(str(f).startswith("V_MTE3:") for f in add.attrs["set_flags"])
 
 
 def test_matmul_is_gm_l1_l0_cube_l0c_fixpipe():
@@ -91,11 +90,11 @@ def test_matmul_is_gm_l1_l0_cube_l0c_fixpipe():
     assert (dot.attrs["pipe"], dot.attrs["scope"]) == ("CUBE", "L0C")
     assert list(dot.attrs["operand_scopes"]) == ["L0A", "L0B"]
     assert store.attrs["pipe"] == "FIXP"
-    events = {f.split(":")[0] for op in scheduled_ops(fn.body)
+    events = {f.event for op in scheduled_ops(fn.body)
               for a in ("set_flags", "wait_flags") for f in op.attrs.get(a, ())}
     assert {"MTE2_MTE1", "MTE1_M", "M_FIX"} <= events
-    assert "M_FIX:0" in loop.attrs["set_flags"]       # the accumulator leaves after the loop
-    assert "M_FIX:0" in store.attrs["wait_flags"]
+    assert "M_FIX:0" in map(str, loop.attrs["set_flags"])       # the accumulator leaves after the loop
+    assert "M_FIX:0" in map(str, store.attrs["wait_flags"])
 
 
 @pytest.mark.parametrize("spec", [ASCEND_910B_LIKE, ASCEND_910_LIKE, TINY], ids=lambda s: s.name)
@@ -129,17 +128,16 @@ def test_num_stages_gives_rotating_slots_and_slot_reuse_waits(stages):
         assert op.attrs["bytes"][0] * stages <= ASCEND_910B_LIKE.capacity["UB"]
     # the loop pre-sets one release flag per slot, drains them after, and the first load
     # waits for the release (V done with the slot) before overwriting it
-    released = [parse_flag(f) for f in loop.attrs["pre_set_flags"]]
+    released = loop.attrs["pre_set_flags"]
     assert ("VECTOR", "MTE2") in {(s, d) for s, d, _, _ in released}
     assert loop.attrs["pre_set_flags"] == loop.attrs["post_wait_flags"]
-    v_mte2 = [parse_flag(f) for f in loads[0].attrs["wait_flags"]]
+    v_mte2 = loads[0].attrs["wait_flags"]
     assert any(s == "VECTOR" and d == "MTE2" and n == stages for s, d, _, n in v_mte2)
     # ids stay within the spec's event ids
     for op in scheduled_ops(fn.body):
         for attr in ("set_flags", "wait_flags", "pre_set_flags", "post_wait_flags"):
             for f in op.attrs.get(attr, ()):
-                _, _, first, n = parse_flag(f)
-                assert first + n <= ASCEND_910B_LIKE.event_ids
+                assert f.first + f.count <= ASCEND_910B_LIKE.event_ids
 
 
 def test_over_budget_tile_is_rejected_with_the_promised_message():

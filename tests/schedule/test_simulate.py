@@ -137,11 +137,11 @@ def test_dropping_a_wait_is_caught_by_the_race_detector():
     fn = parse_function(matmul_kernel.inspect(*args, **meta)["schedule"])
     (dot,) = [op for op in scheduled_ops(fn.body) if op.kind.value == "npu.dot"]
     # without MTE2_MTE1 the MTE1 stage may read L1 before the GM copy landed (a RAW race)
-    dot.attrs["wait_flags"] = [f for f in dot.attrs["wait_flags"] if not f.startswith("MTE2_")]
+    dot.attrs["wait_flags"] = [f for f in dot.attrs["wait_flags"] if not str(f).startswith("MTE2_")]
     setter = [op for op in scheduled_ops(fn.body) if any(
-        f.startswith("MTE2_MTE1") for f in op.attrs.get("set_flags", ()))]
+        str(f).startswith("MTE2_MTE1") for f in op.attrs.get("set_flags", ()))]
     for op in setter:
-        op.attrs["set_flags"] = [f for f in op.attrs["set_flags"] if not f.startswith("MTE2_")]
+        op.attrs["set_flags"] = [f for f in op.attrs["set_flags"] if not str(f).startswith("MTE2_")]
     report = simulate(lower(fn, (2, 2), rt), ASCEND_910B_LIKE, debug=CHECKS)
     assert any(r.kind == "RAW" for r in report.races)
 
