@@ -4,7 +4,8 @@
 ``passes`` the IR pipeline (verify, fold, CSE, DCE, fuse)       -> optimised IR (``ir``)
 ``schedule`` pipes, scopes, buffers, flags for the ``spec`` option -> ``schedule`` (the
            scheduled IR text) and ``buffers`` (a table); raises ``OutOfResources``
-``backend`` the backend's compile                               -> ``run(grid, args)``
+``backend`` the backend's compile -> ``run(grid, args)`` and ``backend`` (its source),
+           built lazily by the ``CompiledKernel`` (jit/compiled.py) on first use
 
 Example::
 
@@ -13,32 +14,21 @@ Example::
 """
 from __future__ import annotations
 
-import time
+import threading
 
 from npujit.ir import Function, Kind, Loc
 from npujit.language.core import pointer, tensor
 
 from .access import check_strided, stored_arguments
 from .binder import ir_type
-from .errors import CompilationError, NPUJitError
+from .compiled import CompiledKernel
+from .errors import CompilationError
 from .tracing import TraceContext, tracing
 
-# Every compile is recorded here so tests can count them (Triton's jit_cache_hook).
-compile_log: list = []
-
-
-class Compiled:
-    """One compiled specialisation: the runnable, its artifacts, and launch facts."""
-
-    def __init__(self, run, artifacts: dict, runtime_index: list, sigs: tuple,
-                 used_globals: dict, fn_ir: Function):
-        self.run = run
-        self.artifacts = artifacts
-        self.runtime_index = runtime_index   # positions of the runtime (IR) arguments
-        self.sigs = sigs
-        self.used_globals = used_globals
-        self.ir = fn_ir
-        self.stores = stored_arguments(fn_ir)
+# The IR passes keep per-run state on shared pass objects (ir/passes), so two threads
+# compiling at once could corrupt each other's run: the pass run is serialised here until
+# the passes are stateless.  Tracing and the backends run concurrently.
+PASS_LOCK = threading.Lock()
 
 
 def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False) -> Function:
@@ -125,14 +115,17 @@ def resolve_spec(spec):
                            f"{sorted(PRESETS)}")
 
 
-def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
-                           backend) -> Compiled:
+def compile_specialization(kernel, sigs: tuple, constexprs: dict,
+                           options: dict) -> CompiledKernel:
+    """Trace, optimise and schedule one specialisation of ``kernel`` (an ``NPUKernel``)
+    for ``options`` (with ``backend`` set); the backend stage is built lazily by the
+    returned ``CompiledKernel``."""
     from npujit.ir.passes.pipeline import run_passes
     from npujit.ir.printer import print_function
     from npujit.ir.verifier import VerifyError, verify
 
-    t0 = time.perf_counter()
     debug = bool(options.get("debug"))
+    global_reads = kernel.global_reads()    # before tracing: an oversized array refuses
     fn = trace(kernel, sigs, constexprs, debug)
     try:
         verify(fn)
@@ -144,23 +137,18 @@ def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
     check_strided(fn, kernel.name, {p for p, s in zip(kernel.params, sigs)
                                     if s is not None and s[0] == "A" and not s[3]})
     artifacts = {"trace": print_function(fn, locs=True)}
-    if debug:   # int32 address arithmetic that wraps raises IndexOverflowError
-        from npujit.ir.passes.index_checks import IndexChecks
-        IndexChecks().run(fn)
-    run_passes(fn)
-    artifacts["ir"] = print_function(fn)
-    # Legality is the schedule's, whatever the backend: OutOfResources raises here.
-    from npujit.ir.schedule import schedule
-    sched = schedule(fn, resolve_spec(options.get("spec")))
+    with PASS_LOCK:
+        if debug:   # int32 address arithmetic that wraps raises IndexOverflowError
+            from npujit.ir.passes.index_checks import IndexChecks
+            IndexChecks().run(fn)
+        run_passes(fn)
+        artifacts["ir"] = print_function(fn)
+        # Legality is the schedule's, whatever the backend: OutOfResources raises here.
+        from npujit.ir.schedule import schedule
+        sched = schedule(fn, resolve_spec(options.get("spec")))
     artifacts["schedule"] = print_function(fn)
     artifacts["buffers"] = sched.describe()
-    try:
-        run = backend.compile(fn, options)
-    except NPUJitError:
-        raise
-    artifacts["backend"] = getattr(run, "source", None)
-    runtime_index = [i for i, (p, s) in enumerate(zip(kernel.params, sigs))
-                     if p not in kernel.constexpr_params and s is not None]
-    compile_log.append({"kernel": kernel.name, "sigs": sigs, "constexprs": dict(constexprs),
-                        "backend": backend.name, "seconds": time.perf_counter() - t0})
-    return Compiled(run, artifacts, runtime_index, sigs, kernel.read_globals(), fn)
+    stores = {name: (loc.file, loc.line) for name, loc in stored_arguments(fn).items()}
+    return CompiledKernel(kernel.signature, sigs, constexprs, options,
+                          print_function(fn, locs=True), artifacts, stores, global_reads,
+                          fn=fn)
