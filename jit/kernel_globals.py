@@ -14,8 +14,8 @@ result).  Names are resolved as Python does:
   any helper the kernel calls -- is scanned the same way, in its own module;
 * npujit's own modules and functions (``nl``, ``nl.load``) are the language, not data.
 
-What is recorded is the binding (module, name, attribute path), so a helper's ``LIMIT``
-in another module is told apart from the kernel's.  Scalars, strings, tuples and other
+What is recorded is the binding (module globals, name), so a helper's ``LIMIT`` in another
+module is told apart from the kernel's, and ``cfg.LIMIT`` is the name LIMIT in ``cfg``.  Scalars, strings, tuples and other
 objects are compared by value (or identity when they do not compare); a numpy array by
 identity, shape, dtype and a hash of its contents (arrays over ``ARRAY_GLOBAL_MAX_BYTES``
 are refused: pass them as arguments).
@@ -24,7 +24,7 @@ Example::
 
     >>> reads = find_global_reads(my_kernel.fn, "my_kernel")   # doctest: +SKIP
     >>> [r.label for r in reads]                               # doctest: +SKIP
-    ['LIMIT', 'cfg.SCALE', 'TABLE']
+    ['LIMIT', 'cfg.SCALE', 'TABLE']      # the kernel's own globals by bare name
 """
 from __future__ import annotations
 
@@ -58,14 +58,6 @@ def _ours(f) -> bool:
     return code is not None and os.path.abspath(code.co_filename).startswith(_INTERNAL)
 
 
-def _unwrap(f):
-    """The user function behind ``functools.wraps`` wrappers such as ``@nl.inline``."""
-    seen = 0
-    while hasattr(f, "__wrapped__") and seen < 16:
-        f, seen = f.__wrapped__, seen + 1
-    return f
-
-
 def _array_fingerprint(a: np.ndarray) -> tuple:
     data = a if a.flags.c_contiguous else np.ascontiguousarray(a)
     return (a.shape, a.dtype.str, hashlib.blake2b(data.view(np.uint8).reshape(-1),
@@ -78,13 +70,14 @@ def describe_array(a) -> str:
 
 
 class GlobalRead:
-    """One global binding a kernel reads: ``module.name[.attr...]`` and its value then."""
+    """One global binding a kernel reads (a name in a module's globals), its value then."""
 
-    def __init__(self, ns: dict, name: str, attrs: tuple, reader: str, value):
+    def __init__(self, ns: dict, name: str, reader: str, value, home: dict):
         self.ns = ns                      # the module's globals dict (not pickled)
         self.module = ns.get("__name__", "?")
         self.name = name
-        self.attrs = attrs
+        # the kernel's own globals by name, others qualified by their module
+        self.label = name if ns is home else f"{self.module}.{name}"
         self.reader = reader              # "" for the kernel, else "helper 'f'"
         self.array = None
         self.array_id = None
@@ -101,10 +94,6 @@ class GlobalRead:
             value = None
         self.value = value
 
-    @property
-    def label(self) -> str:
-        return ".".join((self.name,) + self.attrs)
-
     def _by(self) -> str:
         return f" (read by {self.reader})" if self.reader else ""
 
@@ -114,10 +103,7 @@ class GlobalRead:
         if ns is None:       # unpickled: find the module again
             mod = sys.modules.get(self.module)
             ns = self.ns = vars(mod) if mod is not None else {}
-        v = ns.get(self.name, _MISSING)
-        for a in self.attrs:
-            v = getattr(v, a, _MISSING)
-        return v
+        return ns.get(self.name, _MISSING)
 
     def check(self, kernel: str) -> None:
         """Raise a LaunchError if the binding's value changed since the compile."""
@@ -178,19 +164,18 @@ class GlobalRead:
 
 def find_global_reads(fn: types.FunctionType, kernel: str) -> list:
     """Every global binding ``fn`` and the helpers it calls read (see the module doc)."""
-    found: dict = {}
-    _scan_function(fn, "", found, set())
-    return list(found.values())
+    scan = _Scan(fn.__globals__)
+    scan.function(fn, "")
+    return list(scan.found.values())
 
 
-def _scan_function(f, reader: str, found: dict, seen: set) -> None:
-    f = _unwrap(f)
-    code = getattr(f, "__code__", None)
-    if code is None or id(code) in seen or _ours(f):
-        return
-    seen.add(id(code))
-    cells = dict(zip(code.co_freevars, [_cell(c) for c in (f.__closure__ or ())]))
-    _scan_code(code, f.__globals__, cells, reader, found, seen)
+def _unwrap(f):
+    """The user function behind ``functools.wraps`` wrappers such as ``@nl.inline``."""
+    for _ in range(16):
+        if not hasattr(f, "__wrapped__"):
+            break
+        f = f.__wrapped__
+    return f
 
 
 def _cell(c):
@@ -200,44 +185,58 @@ def _cell(c):
         return _MISSING
 
 
-def _scan_code(code, ns: dict, cells: dict, reader: str, found: dict, seen: set) -> None:
-    instrs = list(dis.get_instructions(code))
-    for i, ins in enumerate(instrs):
-        if ins.opname == "LOAD_GLOBAL":
-            name = ins.argval
-            if name not in ns:
-                continue                       # a builtin (or undefined: Python says so)
-            value, attrs = ns[name], ()
-            j = i + 1
-            while isinstance(value, types.ModuleType) and j < len(instrs) \
-                    and instrs[j].opname in _LOADS_ATTR:
-                if value.__name__.startswith("npujit") or \
-                        not hasattr(value, instrs[j].argval):
-                    break
-                attrs += (instrs[j].argval,)
-                value = getattr(value, instrs[j].argval)
-                j += 1
-            _record(ns, name, attrs, value, reader, found, seen)
-        elif ins.opname in ("LOAD_DEREF", "LOAD_CLOSURE") and ins.argval in cells:
-            v = cells[ins.argval]
-            if isinstance(v, types.FunctionType):       # a helper from an enclosing scope
-                _scan_function(v, f"helper '{_unwrap(v).__qualname__}'", found, seen)
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType) and id(c) not in seen:
-            seen.add(id(c))
-            _scan_code(c, ns, cells, reader, found, seen)
+class _Scan:
+    """One walk over a kernel's code and its helpers' code."""
 
+    def __init__(self, home: dict):
+        self.home = home           # the kernel's module globals
+        self.found: dict = {}      # (id(module globals), name) -> GlobalRead
+        self.seen: set = set()     # code objects already scanned
 
-def _record(ns, name, attrs, value, reader, found, seen) -> None:
-    if isinstance(value, types.ModuleType):
-        return                                 # a module used as a whole: not data
-    if isinstance(value, types.FunctionType):
-        _scan_function(value, f"helper '{_unwrap(value).__qualname__}'", found, seen)
-        return
-    if callable(value) or isinstance(value, type):
-        return        # classes, builtins, kernels, dtypes' constructors: code, not data
-    key = (id(ns), name, attrs)
-    if key not in found:
-        if isinstance(value, constexpr):
-            value = value.value
-        found[key] = GlobalRead(ns, name, attrs, reader, value)
+    def function(self, f, reader: str) -> None:
+        f = _unwrap(f)
+        code = getattr(f, "__code__", None)
+        if code is None or id(code) in self.seen or _ours(f):
+            return
+        cells = dict(zip(code.co_freevars, [_cell(c) for c in (f.__closure__ or ())]))
+        self.code(code, f.__globals__, cells, reader)
+
+    def code(self, code, ns: dict, cells: dict, reader: str) -> None:
+        self.seen.add(id(code))
+        instrs = list(dis.get_instructions(code))
+        for i, ins in enumerate(instrs):
+            if ins.opname == "LOAD_GLOBAL":
+                if ins.argval not in ns:
+                    continue                 # a builtin (or undefined: Python says so)
+                # ``cfg.sub.LIMIT`` is the binding LIMIT in module cfg.sub
+                owner, name, value = ns, ins.argval, ns[ins.argval]
+                j = i + 1
+                while isinstance(value, types.ModuleType) and j < len(instrs) \
+                        and instrs[j].opname in _LOADS_ATTR:
+                    attr = instrs[j].argval
+                    if value.__name__.startswith("npujit") or attr not in vars(value):
+                        break
+                    owner, name, value = vars(value), attr, vars(value)[attr]
+                    j += 1
+                self.binding(owner, name, value, reader)
+            elif ins.opname in ("LOAD_DEREF", "LOAD_CLOSURE") and ins.argval in cells:
+                v = cells[ins.argval]
+                if isinstance(v, types.FunctionType):   # a helper from an enclosing scope
+                    self.function(v, f"helper '{_unwrap(v).__qualname__}'")
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType) and id(c) not in self.seen:
+                self.code(c, ns, cells, reader)
+
+    def binding(self, ns: dict, name: str, value, reader: str) -> None:
+        if isinstance(value, types.ModuleType):
+            return                           # a module used as a whole: not data
+        if isinstance(value, types.FunctionType):
+            self.function(value, f"helper '{_unwrap(value).__qualname__}'")
+            return
+        if callable(value) or isinstance(value, type):
+            return      # classes, builtins, kernels, dtype constructors: code, not data
+        key = (id(ns), name)
+        if key not in self.found:
+            if isinstance(value, constexpr):
+                value = value.value
+            self.found[key] = GlobalRead(ns, name, reader, value, self.home)
