@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from npujit.backends.numba import runtime as numba_runtime
-from thread_stress import stress
+from thread_stress import compile_many, stress
 
 
 def test_many_threads_many_kernels_first_launch_and_relaunch(backend):
@@ -78,3 +78,10 @@ def test_a_failing_compile_fails_every_waiting_thread_once(backend):
             t.join()
     assert len(errors) == 6 and not events and bad.compile_count == 0
     assert not bad._pending
+
+
+def test_threads_compiling_different_kernels_at_once():
+    # 96 compiles of different specialisations in 8 threads: tracing, the IR passes and
+    # the schedule run concurrently (the passes under jit.compiler.PASS_LOCK until they
+    # hold no per-run state).
+    assert compile_many(threads=8, per_thread=4) == 96

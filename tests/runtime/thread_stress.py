@@ -122,3 +122,35 @@ def stress(backend: str, threads: int = 8, rounds: int = 3) -> dict:
     assert len(mine) == len(cases), f"{len(mine)} compile events for {len(cases)} kernels"
     return {"launches": threads * rounds * len(cases), "compiles": len(mine),
             "seconds": round(seconds, 2)}
+
+
+def compile_many(threads: int = 8, per_thread: int = 4) -> int:
+    """``threads`` threads each compiling ``per_thread`` new specialisations of every
+    kernel on the reference backend (trace, passes, schedule at once in many threads);
+    returns the number of compiles.  Raises the first thread's error."""
+    salt = next(_salts)
+    x = np.ones(64, np.float32)
+    errors: list = []
+    start = threading.Barrier(threads)
+
+    def worker(t: int):
+        try:
+            start.wait()
+            for i in range(per_thread):
+                s = salt * 1000 + t * per_thread + i
+                npu_kernel(_scale, backend="reference").compile(x, x, 64, 1.0, SALT=s,
+                                                                 BLOCK=64)
+                npu_kernel(_row_sum, backend="reference").compile(x, x, 8, SALT=s, BLOCK=32)
+                npu_kernel(_loop_sum, backend="reference").compile(x, x, 64, SALT=s,
+                                                                    BLOCK=64)
+        except BaseException as e:
+            errors.append(e)
+
+    pool = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    if errors:
+        raise errors[0]
+    return threads * per_thread * 3
