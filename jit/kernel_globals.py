@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dis
 import hashlib
+import importlib
 import os
 import sys
 import types
@@ -100,9 +101,17 @@ class GlobalRead:
     def current(self):
         """The binding's value now (``_MISSING`` if it no longer resolves)."""
         ns = self.ns
-        if ns is None:       # unpickled: find the module again
+        if ns is None:       # unpickled: find the module again (importing it if need be)
             mod = sys.modules.get(self.module)
-            ns = self.ns = vars(mod) if mod is not None else {}
+            if mod is None:
+                try:
+                    mod = importlib.import_module(self.module)
+                except ImportError as e:
+                    raise LaunchError(f"the compiled kernel read the global '{self.label}' of "
+                                      f"module '{self.module}', which this process cannot "
+                                      f"import ({e}); make the module importable here (e.g. "
+                                      "on PYTHONPATH)") from None
+            ns = self.ns = vars(mod)
         return ns.get(self.name, _MISSING)
 
     def check(self, kernel: str) -> None:
