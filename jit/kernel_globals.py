@@ -28,6 +28,7 @@ Example::
 """
 from __future__ import annotations
 
+import copy
 import dis
 import hashlib
 import importlib
@@ -70,6 +71,14 @@ def describe_array(a) -> str:
     return f"{a.dtype}[{', '.join(map(str, a.shape))}]"
 
 
+def _short(v) -> str:
+    """A value for a message: arrays by dtype and shape, long reprs cut."""
+    if isinstance(v, np.ndarray):
+        return f"an array {describe_array(v)}"
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 class GlobalRead:
     """One global binding a kernel reads (a name in a module's globals), its value then."""
 
@@ -93,6 +102,8 @@ class GlobalRead:
             self.array = _array_fingerprint(value)
             self.array_id = id(value)
             value = None
+        elif isinstance(value, (list, dict, set, bytearray)):
+            value = copy.deepcopy(value)     # mutable: compare with a snapshot
         self.value = value
 
     def _by(self) -> str:
@@ -130,11 +141,11 @@ class GlobalRead:
                     return
             except Exception:         # values that do not compare: identity decided
                 pass
-        shown = "gone" if now is _MISSING else repr(now)
+        shown = "gone" if now is _MISSING else _short(now)
         raise LaunchError(f"kernel '{kernel}' was compiled when the global '{self.label}'"
-                          f"{self._by()} was {self.value!r}, but it is now {shown}; globals a "
-                          "kernel reads are compile-time constants — pass it as a constexpr "
-                          "argument instead")
+                          f"{self._by()} was {_short(self.value)}, but it is now {shown}; "
+                          "globals a kernel reads are compile-time constants — pass it as a "
+                          "constexpr argument instead")
 
     def _check_array(self, kernel: str, now) -> None:
         if self.array_id is not None and id(now) == self.array_id and \

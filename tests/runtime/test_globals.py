@@ -162,6 +162,27 @@ def test_global_named_like_an_attribute_is_not_read():
     np.testing.assert_array_equal(out, x * 4)
 
 
+SIZES = [1.0, 2.0, 3.0]
+
+
+def _list_kernel(out_ptr):
+    nl.store(out_ptr + nl.arange(0, 4), nl.zeros((4,), nl.float32) + SIZES[1])
+
+
+def test_mutated_list_global_is_refused():
+    k = _kernel(_list_kernel)
+    out = np.zeros(4, np.float32)
+    k[(1,)](out)
+    np.testing.assert_array_equal(out, np.full(4, 2.0, np.float32))
+    SIZES[1] = 5.0
+    try:
+        with pytest.raises(LaunchError, match=r"global 'SIZES' was \[1.0, 2.0, 3.0\], but it "
+                                              r"is now \[1.0, 5.0, 3.0\]"):
+            k[(1,)](out)
+    finally:
+        SIZES[1] = 2.0
+
+
 def test_recorded_globals_survive_pickling():
     k = _kernel(_table_kernel)
     c = pickle.loads(pickle.dumps(k.compile(np.zeros(4, np.float32))))
