@@ -1,10 +1,12 @@
 """Compile stages of a kernel specialisation, each with a named artifact:
 
 ``trace``  run the (loop-rewritten) Python function on proxies -> IR (``ir.Function``)
-``passes`` the IR pipeline (verify, fold, CSE, DCE, fuse)       -> optimised IR (``ir``)
-``schedule`` pipes, scopes, buffers, flags for the ``spec`` option -> ``schedule`` (the
-           scheduled IR text) and ``buffers`` (a table); raises ``OutOfResources``
-``backend`` the backend's compile                               -> ``run(grid, args)``
+``pipeline`` the compile pipeline (ir/pipeline.py: verify, fold, CSE, DCE, fuse, then pipes,
+           scopes, buffers, flags for the ``spec`` option) -> ``ir`` (optimised IR),
+           ``schedule`` (the scheduled IR text) and ``buffers`` (a table); raises
+           ``OutOfResources``
+``backend`` the backend's compile -> ``run(grid, args)`` and ``backend`` (its source),
+           built lazily by the ``CompiledKernel`` (jit/compiled.py) on first use
 
 Example::
 
@@ -12,8 +14,6 @@ Example::
     >>> print(c.artifacts["ir"])                                        # doctest: +SKIP
 """
 from __future__ import annotations
-
-import time
 
 from npujit.errors import CompilationError, NPUJitError
 from npujit.ir import Function, Kind, Loc
@@ -28,23 +28,7 @@ from . import loops as loop_runtime
 from .access import stored_arguments
 from .ast_rewrite import rewrite_function
 from .binder import ir_type
-
-# Every compile is recorded here so tests can count them (Triton's jit_cache_hook).
-compile_log: list = []
-
-
-class Compiled:
-    """One compiled specialisation: the runnable, its artifacts, and launch facts."""
-
-    def __init__(self, run, artifacts: dict, runtime_index: list, sigs: tuple,
-                 used_globals: dict, fn_ir: Function):
-        self.run = run
-        self.artifacts = artifacts
-        self.runtime_index = runtime_index   # positions of the runtime (IR) arguments
-        self.sigs = sigs
-        self.used_globals = used_globals
-        self.ir = fn_ir
-        self.stores = stored_arguments(fn_ir)
+from .compiled import CompiledKernel
 
 
 def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False) -> Function:
@@ -131,10 +115,13 @@ def resolve_spec(spec):
                            f"{sorted(PRESETS)}")
 
 
-def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
-                           backend) -> Compiled:
-    t0 = time.perf_counter()
+def compile_specialization(kernel, sigs: tuple, constexprs: dict,
+                           options: dict) -> CompiledKernel:
+    """Trace, optimise and schedule one specialisation of ``kernel`` (an ``NPUKernel``)
+    for ``options`` (with ``backend`` set): the compile pipeline (``ir/pipeline.py``);
+    the backend stage is built lazily by the returned ``CompiledKernel``."""
     debug = bool(options.get("debug"))
+    global_reads = kernel.global_reads()    # before tracing: an oversized array refuses
     fn = trace(kernel, sigs, constexprs, debug)
     artifacts = {"trace": print_function(fn, locs=True)}
     spec = resolve_spec(options.get("spec"))
@@ -150,13 +137,7 @@ def compile_specialization(kernel, sigs: tuple, constexprs: dict, options: dict,
                                "value computed inside an nl.range loop and used after it "
                                "without being a loop-carried variable", None, kernel.name) from None
     artifacts["buffers"] = Schedule.of(fn, spec).describe()
-    try:
-        run = backend.compile(fn, options)
-    except NPUJitError:
-        raise
-    artifacts["backend"] = getattr(run, "source", None)
-    runtime_index = [i for i, (p, s) in enumerate(zip(kernel.params, sigs))
-                     if p not in kernel.constexpr_params and s is not None]
-    compile_log.append({"kernel": kernel.name, "sigs": sigs, "constexprs": dict(constexprs),
-                        "backend": backend.name, "seconds": time.perf_counter() - t0})
-    return Compiled(run, artifacts, runtime_index, sigs, kernel.read_globals(), fn)
+    stores = {name: (loc.file, loc.line) for name, loc in stored_arguments(fn).items()}
+    return CompiledKernel(kernel.signature, sigs, constexprs, options,
+                          print_function(fn, locs=True), artifacts, stores, global_reads,
+                          fn=fn)

@@ -17,28 +17,38 @@ Example::
 from __future__ import annotations
 
 import inspect
-import numbers
+import threading
+import time
 import types
-
-from npujit.language.core import constexpr
+from concurrent.futures import Future
 
 from npujit import knobs
+from npujit.errors import LaunchError
+from npujit.language.core import constexpr
+
+from . import hooks
 from . import loops as loop_runtime
 from .ast_rewrite import rewrite_function
-from .binder import arg_signature, normalize_grid, runtime_value
+from .binder import runtime_value
+from .compiled import CompiledKernel
 from .compiler import compile_specialization
-from npujit.errors import LaunchError
 from .fastpath import SLOW, make_binder, make_plan
+from .hooks import CompileEvent
+from .kernel_globals import find_global_reads
+from .signature import KernelSignature
 
 _OPTION_NAMES = ("backend", "parallel", "debug", "spec")
 
 
 class NPUKernel:
-    """A kernel function plus its compiled specialisations.
+    """A kernel function plus its compiled specialisations (the JIT function).
 
-    ``kernel[grid](*args, **constexprs)`` launches; ``kernel.ir(*args, **kw)`` returns the
-    optimised IR text; ``kernel.inspect(...)`` every stage's artifact; ``kernel.compile_count``
-    counts compiles; ``kernel.simulate(*args, grid=...)`` runs through the NPU simulator.
+    ``kernel[grid](*args, **constexprs)`` launches; ``kernel.compile(*args, **kw)`` returns
+    the ``CompiledKernel`` of those arguments (data: it pickles; ``c.artifacts`` holds every
+    stage); ``kernel.ir(...)`` the optimised IR text; ``kernel.inspect(...)`` every stage's
+    artifact; ``kernel.compile_count`` counts compiles; ``kernel.simulate(*args, grid=...)``
+    runs through the NPU simulator.  Safe to launch from many threads: a specialisation is
+    compiled once per process, the other threads wait for it.
     """
 
     def __init__(self, fn: types.FunctionType, **options):
@@ -62,7 +72,11 @@ class NPUKernel:
                                  or p.annotation == "constexpr"}
         self.defaults = {n: p.default for n, p in sig.parameters.items()
                          if p.default is not inspect.Parameter.empty}
-        self.cache: dict = {}
+        self.signature = KernelSignature(self.name, self.params, self.constexpr_params,
+                                         self.defaults)
+        self.cache: dict = {}         # specialisation key -> CompiledKernel
+        self._pending: dict = {}      # key -> Future of the compile under way
+        self._lock = threading.Lock()
         self._fast: dict = {}
         self._grids: dict = {}
         self._binder = make_binder(self.params, self.constexpr_params, self.defaults)
@@ -80,33 +94,105 @@ class NPUKernel:
 
             add.with_options(backend="reference")[grid](x, y, out, n, BLOCK=256)
         """
-        key = tuple(sorted(options.items()))
+        key = tuple(sorted(options.items(), key=lambda kv: kv[0]))
         k = self._variants.get(key)
         if k is None:
-            k = NPUKernel(self.fn, **{**self.options, **options})
-            k._traced = self._traced
-            self._variants[key] = k
+            with self._lock:
+                k = self._variants.get(key)
+                if k is None:
+                    k = NPUKernel(self.fn, **{**self.options, **options})
+                    k._traced = self._traced
+                    self._variants[key] = k
         return k
 
     # --- tracing support ---------------------------------------------------------------
     def traced_fn(self):
-        if self._traced is None:
+        if self._traced is None:      # a race builds it twice, identically: harmless
             self._traced = rewrite_function(self.fn, loop_runtime)
         return self._traced
 
+    def global_reads(self) -> list:
+        """The global bindings the kernel and its helpers read, with their values now
+        (jit/kernel_globals.py); each compile records its own."""
+        return find_global_reads(self.fn, self.name)
+
     def read_globals(self) -> dict:
-        """Values of the plain-data globals the kernel's code names (checked at launch)."""
-        out = {}
-        g = self.fn.__globals__
-        for name in _code_names(self.fn.__code__):
-            if name in g:
-                v = g[name]
-                if isinstance(v, constexpr):
-                    v = v.value
-                if isinstance(v, (numbers.Number, str)) and not isinstance(v, bool) or \
-                        isinstance(v, bool):
-                    out[name] = v
-        return out
+        """``{name: value}`` of every global the kernel's code and the helpers it calls
+        read (``module.NAME`` for a module attribute) -- what is checked at launch.
+
+        Example::
+
+            >>> LIMIT = 4                                      # doctest: +SKIP
+            >>> k.read_globals()                               # doctest: +SKIP
+            {'LIMIT': 4}
+        """
+        return {r.label: r.export() for r in self.global_reads()}
+
+    # --- compiling ---------------------------------------------------------------------
+    def compile(self, *args, **kwargs) -> CompiledKernel:
+        """The ``CompiledKernel`` for these launch arguments (compiled once, then cached).
+
+        Example::
+
+            c = add.compile(x, y, out, n, BLOCK=1024)
+            c[(4,)](x, y, out, n)
+            print(c.asm["schedule"])
+        """
+        return self._compiled(self.signature.bind(args, kwargs))
+
+    def _options(self) -> dict:
+        opts = dict(self.options)
+        opts.setdefault("backend", knobs.backend())
+        opts.setdefault("debug", knobs.debug())
+        return opts
+
+    def _compiled(self, bound: dict, build: bool = False) -> CompiledKernel:
+        """The specialisation for ``bound`` arguments; ``build`` also builds its backend
+        stage (a launch needs it, ``kernel.compile`` and ``simulate`` do not yet)."""
+        sigs, constexprs = self.signature.specialize(bound)
+        opts = self._options()
+        key = (sigs, tuple(sorted(opts.items())))
+        c = self.cache.get(key)
+        if c is None:
+            c = self._compile_once(key, sigs, constexprs, opts, build)
+        else:
+            c.check_globals()
+        if build:
+            c.runnable()
+        return c
+
+    def _compile_once(self, key, sigs, constexprs, opts, build) -> CompiledKernel:
+        """Compile ``key`` in this thread, or wait for the thread already compiling it."""
+        with self._lock:
+            c = self.cache.get(key)
+            if c is not None:
+                return c
+            pending = self._pending.get(key)
+            if pending is None:
+                pending = self._pending[key] = Future()
+                owner = True
+            else:
+                owner = False
+        if not owner:
+            return pending.result()
+        t0 = time.perf_counter()
+        try:
+            c = compile_specialization(self, sigs, constexprs, opts)
+            if build:
+                c.runnable()
+        except BaseException as e:
+            with self._lock:
+                del self._pending[key]
+            pending.set_exception(e)
+            raise
+        with self._lock:
+            self.cache[key] = c
+            self.compile_count += 1
+            del self._pending[key]
+        pending.set_result(c)
+        hooks.emit(CompileEvent(self.name, sigs, dict(constexprs), opts["backend"], key[1],
+                                time.perf_counter() - t0))
+        return c
 
     # --- launching ---------------------------------------------------------------------
     def __getitem__(self, grid):
@@ -116,82 +202,6 @@ class NPUKernel:
         raise LaunchError(f"kernel '{self.name}' must be launched with a grid: "
                           f"{self.name}[grid](...), e.g. {self.name}[(n_blocks,)](...)")
 
-    def _bind(self, args, kwargs) -> dict:
-        n = len(self.params)
-        if len(args) > n:
-            raise LaunchError(f"kernel '{self.name}' takes {n} arguments "
-                              f"({', '.join(self.params)}) but {len(args)} were given")
-        bound = dict(zip(self.params, args))
-        for k, v in kwargs.items():
-            if k not in self.params:
-                raise LaunchError(f"kernel '{self.name}' got an unknown keyword argument "
-                                  f"'{k}'; its parameters are {', '.join(self.params)}")
-            if k in bound:
-                raise LaunchError(f"kernel '{self.name}' got argument '{k}' twice")
-            bound[k] = v
-        for p in self.params:
-            if p not in bound:
-                if p in self.defaults:
-                    bound[p] = self.defaults[p]
-                else:
-                    kind = "constexpr " if p in self.constexpr_params else ""
-                    raise LaunchError(f"kernel '{self.name}' is missing the {kind}argument "
-                                      f"'{p}'")
-        return bound
-
-    def _options(self) -> dict:
-        opts = dict(self.options)
-        opts.setdefault("backend", knobs.backend())
-        opts.setdefault("debug", knobs.debug())
-        return opts
-
-    def _specialize(self, bound: dict):
-        sigs, constexprs = [], {}
-        for p in self.params:
-            v = bound[p]
-            if p in self.constexpr_params:
-                if isinstance(v, constexpr):
-                    v = v.value
-                try:
-                    hash(v)
-                except TypeError:
-                    raise LaunchError(f"constexpr argument '{p}' must be hashable (a number, "
-                                      f"string, dtype or tuple), got {type(v).__name__}") from None
-                constexprs[p] = v
-                sigs.append(("C", v))
-            else:
-                sigs.append(arg_signature(p, v))
-        return tuple(sigs), constexprs
-
-    def _get_compiled(self, bound: dict):
-        sigs, constexprs = self._specialize(bound)
-        opts = self._options()
-        key = (sigs, tuple(sorted(opts.items())))
-        c = self.cache.get(key)
-        if c is None:
-            from npujit.backends import get_backend
-            backend = get_backend(opts["backend"])
-            c = compile_specialization(self, sigs, constexprs, opts, backend)
-            self.cache[key] = c
-            self.compile_count += 1
-        else:
-            self._check_globals(c)
-        return c, constexprs
-
-    def _check_globals(self, c) -> None:
-        if not c.used_globals:
-            return
-        g = self.fn.__globals__
-        for name, v in c.used_globals.items():
-            now = g.get(name)
-            if isinstance(now, constexpr):
-                now = now.value
-            if now != v:
-                raise LaunchError(f"kernel '{self.name}' was compiled when the global '{name}' "
-                                  f"was {v!r}, but it is now {now!r}; globals a kernel reads "
-                                  "are compile-time constants — pass it as a constexpr "
-                                  "argument instead")
-
     def run(self, grid, args, kwargs):
         try:
             key, vals = self._binder(*args, **kwargs)
@@ -199,51 +209,37 @@ class NPUKernel:
         except Exception:       # bad arguments: the slow path says what is wrong
             entry = None
         if entry is not None:
-            c, plan = entry
-            if c.used_globals:
-                self._check_globals(c)
+            c, launch, plan = entry
+            if c.global_reads:
+                c.check_globals()
             g = self._grids.get(grid) if type(grid) is tuple else None
             if g is None:
-                g = self._grid(grid, vals)
-            c.run(g, [conv(vals[i]) if conv is not None else
-                      runtime_value(c.sigs[i], vals[i], self.params[i]) for i, conv in plan])
+                g = self.signature.grid(grid, dict(zip(self.params, vals)))
+                self._remember_grid(grid, g)
+            launch(g, [conv(vals[i]) if conv is not None else
+                       runtime_value(c.sigs[i], vals[i], self.params[i]) for i, conv in plan])
             return
-        bound = self._bind(args, kwargs)
-        g = self._grid(grid, tuple(bound[p] for p in self.params))
-        c, constexprs = self._get_compiled(bound)
-        self._check_writeable(c, bound)
-        rt = [runtime_value(c.sigs[i], bound[self.params[i]], self.params[i])
-              for i in c.runtime_index]
-        c.run(g, rt)
+        bound = self.signature.bind(args, kwargs)
+        g = self.signature.grid(grid, bound)
+        self._remember_grid(grid, g)
+        c = self._compiled(bound, build=True)
+        c.check_writeable(bound)
+        c.launch(g, self.signature.runtime_args(c.sigs, c.runtime_index, bound))
         self._remember_fast(bound, c)
 
-    def _check_writeable(self, c, bound: dict) -> None:
-        """A read-only array passed where the kernel stores is a LaunchError (checked on
-        the slow path; read-only arrays have fast-path keys of their own)."""
-        for name, loc in c.stores.items():
-            a = bound.get(name)
-            flags = getattr(a, "flags", None)
-            if flags is not None and not flags.writeable:
-                raise LaunchError(f"argument '{name}' is read-only, but kernel '{self.name}' "
-                                  f"stores to it at {loc.file}:{loc.line}; pass a writeable "
-                                  "array (np.array(x) makes a copy)")
-
-    def _grid(self, grid, vals) -> tuple:
-        if callable(grid):
-            grid = grid(dict(zip(self.params, vals)))
-        g = normalize_grid(grid, self.name)
+    def _remember_grid(self, grid, g: tuple) -> None:
         if type(grid) is tuple and len(self._grids) < 256:
             self._grids[grid] = g     # a valid grid tuple: no need to check it again
-        return g
 
-    def _remember_fast(self, bound: dict, c) -> None:
+    def _remember_fast(self, bound: dict, c: CompiledKernel) -> None:
         try:
             key, _ = self._binder(**bound)
         except Exception:
             return
         if any(k is SLOW for k in key):
             return
-        self._fast[(key, knobs.backend(), knobs.debug())] = (c, make_plan(c.sigs, c.runtime_index))
+        self._fast[(key, knobs.backend(), knobs.debug())] = (
+            c, c.runnable(), make_plan(c.sigs, c.runtime_index))
 
     def simulate(self, *args, grid, spec=None, debug=None, backend=None, **kwargs):
         """Launch on ``grid`` through the schedule and the NPU timing simulator; outputs
@@ -270,23 +266,14 @@ class NPUKernel:
 
             print(add.inspect(x, y, out, n, BLOCK=1024)["ir"])
         """
-        c, _ = self._get_compiled(self._bind(args, kwargs))
-        return dict(c.artifacts)
+        return self.compile(*args, **kwargs).artifacts
 
     def ir(self, *args, **kwargs) -> str:
-        """The optimised IR text for these arguments."""
-        return self.inspect(*args, **kwargs)["ir"]
+        """The optimised IR text for these arguments (no backend compile needed)."""
+        return self.compile(*args, **kwargs).artifact("ir")
 
     def __repr__(self) -> str:
         return f"<npu_kernel {self.name}>"
-
-
-def _code_names(code) -> set:
-    names = set(code.co_names)
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            names |= _code_names(c)
-    return names
 
 
 class _Launcher:

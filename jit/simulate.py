@@ -22,7 +22,6 @@ from npujit import knobs
 from npujit.backends import get_backend
 from npujit.sim import StreamRecorder, simulate
 
-from .binder import runtime_value
 from .compiler import resolve_spec
 
 
@@ -45,12 +44,16 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
         >>> simulate_kernel(add_kernel, (4,), (x, y, out, n), {"BLOCK": 1024})  # doctest: +SKIP
     """
     spec = resolve_spec(spec if spec is not None else kernel.options.get("spec"))
-    # The reference backend compiles in microseconds; the schedule is the same for any.
-    k = kernel.with_options(spec=spec, backend="reference")
-    bound = k._bind(args, kwargs)
-    g = k._grid(grid, tuple(bound[p] for p in k.params))
-    c, _ = k._get_compiled(bound)
-    rt = [runtime_value(c.sigs[i], bound[k.params[i]], k.params[i]) for i in c.runtime_index]
+    # One compile, shared with normal launches of the same options (the backend stage is
+    # not built: the programs run below, recorded).
+    own = resolve_spec(kernel.options.get("spec")) is spec
+    k = kernel if own else kernel.with_options(spec=spec)
+    sig = k.signature
+    bound = sig.bind(args, kwargs)
+    g = sig.grid(grid, bound)
+    c = k.compile(*args, **kwargs)
+    c.check_writeable(bound)
+    rt = sig.runtime_args(c.sigs, c.runtime_index, bound)
     # Debug switches that change numbers (NaN-poisoned buffers, copies landing at their
     # wait) run the reference interpreter with every tile in its scheduled buffer;
     # otherwise the kernel's backend runs it (numba: recorded, then replayed).

@@ -85,14 +85,42 @@ def _write_once(path: str, text: str) -> None:
         raise
 
 
+# Modules whose code has finished running, by name.  ``sys.modules`` alone is not the
+# registry: a module is put there before its code runs (numba's cache locates functions
+# through it), so another thread finding it there could see it half-defined.  A module
+# imported from disk that is later dropped from ``sys.modules`` is imported again.
+_loaded: dict = {}
+_loading_locks: dict = {}
+_registry_lock = threading.Lock()
+
+
 def import_source(text: str, cache: bool) -> pytypes.ModuleType:
     """The module defined by ``text``: from the disk cache when ``cache``, else exec'd in
-    memory (its lines registered with linecache so tracebacks show them)."""
+    memory (its lines registered with linecache so tracebacks show them).  Thread-safe:
+    one thread runs a module's code, the others wait for it and get the same module."""
     sha = hashlib.sha256(text.encode()).hexdigest()
     modname = f"npujit_numba_{sha[:24]}"
-    mod = sys.modules.get(modname)
+    mod = _finished(modname)
     if mod is not None:
         return mod
+    with _registry_lock:
+        lock = _loading_locks.setdefault(modname, threading.Lock())
+    with lock:
+        mod = _finished(modname)
+        if mod is None:
+            mod = _run_module(text, sha, modname, cache)
+            _loaded[modname] = mod
+    return mod
+
+
+def _finished(modname: str):
+    mod = _loaded.get(modname)
+    if mod is None or (mod.__spec__ is not None and sys.modules.get(modname) is not mod):
+        return None      # a file-backed module must still be the imported one
+    return mod
+
+
+def _run_module(text: str, sha: str, modname: str, cache: bool) -> pytypes.ModuleType:
     if not cache:
         filename = f"<npujit-numba-{sha[:12]}>"
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)

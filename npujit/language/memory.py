@@ -18,7 +18,11 @@ def _check_pointer(p, what: str) -> pointer:
     if isinstance(p, tensor):
         raise sem.error(f"{what}: expected a pointer (an array argument plus offsets), got a "
                         f"{p.dtype} tensor; write x_ptr + offsets")
-    raise sem.error(f"{what}: expected a pointer, got {type(p).__name__} {p!r}; was the array "
+    if sem._is_host_array(p):
+        raise sem.error(f"{what}: expected a pointer, got an {sem.describe_value(p)}; a host "
+                        "array (a global, a closure value) is not device memory: pass it as "
+                        "a kernel argument, which makes it a pointer")
+    raise sem.error(f"{what}: expected a pointer, got {sem.describe_value(p)}; was the array "
                     "argument passed as None or as a number?")
 
 

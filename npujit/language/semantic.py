@@ -69,8 +69,33 @@ def literal_dtype(value, like: T.DType | None = None) -> T.DType:
     if value is None:
         raise error("None cannot be used in a kernel expression; was an array argument "
                     "passed as None? (check it with `if x_ptr is not None:`)")
-    raise error(f"cannot use {type(value).__name__} value {value!r} in a kernel expression; "
+    if _is_host_array(value):
+        raise error(f"cannot use {describe_value(value)} in a kernel expression: a host "
+                    "array (a global, a closure value) is not device memory; pass it as a "
+                    "kernel argument, which makes it a pointer")
+    raise error(f"cannot use {describe_value(value)} in a kernel expression; "
                 "use a tensor, a number or a constexpr")
+
+
+def _is_host_array(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype") and \
+        not isinstance(value, (int, float, bool))
+
+
+def describe_value(value) -> str:
+    """How an error names a Python value: an array by type, dtype and shape (never its
+    contents, which can be megabytes), anything else by its short repr.
+
+    Example::
+
+        >>> describe_value(np.zeros((2, 3), np.float32))
+        'ndarray of float32 with shape (2, 3)'
+    """
+    if _is_host_array(value):
+        return (f"{type(value).__name__} of {value.dtype} with shape "
+                f"{tuple(value.shape)}")
+    text = repr(value)
+    return f"{type(value).__name__} value {text if len(text) <= 80 else text[:77] + '...'}"
 
 
 def to_tensor(x, like: T.DType | None = None) -> tensor:

@@ -36,7 +36,6 @@ class TraceContext:
         self.kernel_name = kernel_name
         self.debug = debug          # device_assert emits checks only in debug mode
         self.builder = Builder(fn.body)
-        self.used_globals: dict = {}
 
     def loc(self) -> Loc:
         return user_loc()

@@ -12,7 +12,6 @@ from npujit.backends.numba.record import replay
 from npujit.backends.reference.backend import bind_args
 from npujit.backends.reference.interpreter import Plan
 from npujit.ir.ops import Kind
-from npujit.jit.binder import runtime_value
 from npujit.kernels import numpy_reference as ref
 from npujit.kernels.elementwise import add_stream_kernel
 from npujit.kernels.matmul import matmul_kernel
@@ -61,9 +60,8 @@ class Log:
 
 def _case(kernel, args, meta):
     k = kernel.with_options(backend="reference")
-    bound = k._bind(args, meta)
-    c, _ = k._get_compiled(bound)
-    rt = [runtime_value(c.sigs[i], bound[k.params[i]], k.params[i]) for i in c.runtime_index]
+    c = k.compile(*args, **meta)
+    rt = c.signature.runtime_args(c.sigs, c.runtime_index, c.signature.bind(args, meta))
     return c.ir, rt
 
 

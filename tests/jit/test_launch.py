@@ -7,7 +7,7 @@ import pytest
 
 import npujit.language as nl
 from npujit import LaunchError, npu_kernel
-from npujit.jit.compiler import compile_log
+from npujit.jit.hooks import on_compile
 
 
 @npu_kernel
@@ -56,13 +56,15 @@ def test_dtype_rank_contiguity_and_constexpr_specialise(backend):
     assert k.compile_count == 4
 
 
-def test_compile_log_records_compiles():
+def test_compile_hook_sees_each_compile_once():
     k = _fresh("reference")
-    before = len(compile_log)
-    k[(1,)](np.ones(4, np.float32), np.zeros(4, np.float32), 4, 1.0, BLOCK=4)
-    k[(1,)](np.ones(4, np.float32), np.zeros(4, np.float32), 4, 1.0, BLOCK=4)
-    new = compile_log[before:]
-    assert len(new) == 1 and new[0]["kernel"] == "scale" and new[0]["constexprs"] == {"BLOCK": 4}
+    new = []
+    with on_compile(new.append):
+        k[(1,)](np.ones(4, np.float32), np.zeros(4, np.float32), 4, 1.0, BLOCK=4)
+        k[(1,)](np.ones(4, np.float32), np.zeros(4, np.float32), 4, 1.0, BLOCK=4)
+    k[(1,)](np.ones(4, np.float32), np.zeros(4, np.float32), 4, 1.0, BLOCK=8)  # hook removed
+    assert len(new) == 1 and new[0].kernel == "scale" and new[0].constexprs == {"BLOCK": 4}
+    assert new[0].backend == "reference" and new[0].seconds > 0 and k.compile_count == 2
 
 
 @npu_kernel

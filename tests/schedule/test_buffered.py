@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from npujit.backends.reference.backend import run_buffered
-from npujit.ir import parse_function, print_function
-from npujit.jit.binder import runtime_value
+from npujit.ir import parse_function
 from npujit.kernels import numpy_reference as ref
 from npujit.kernels.elementwise import add_kernel
 from npujit.kernels.elementwise import add_stream_kernel as stream_add_kernel
@@ -23,10 +22,9 @@ def _scheduled(kernel, args, meta, spec=None):
     edit it) and its runtime arguments."""
     opts = {"backend": "reference"} if spec is None else {"backend": "reference", "spec": spec}
     k = kernel.with_options(**opts)
-    bound = k._bind(args, meta)
-    c, _ = k._get_compiled(bound)
-    rt = [runtime_value(c.sigs[i], bound[k.params[i]], k.params[i]) for i in c.runtime_index]
-    return parse_function(print_function(c.ir)), rt
+    c = k.compile(*args, **meta)
+    rt = c.signature.runtime_args(c.sigs, c.runtime_index, c.signature.bind(args, meta))
+    return parse_function(c.ir_text), rt
 
 
 RNG = np.random.default_rng(3)

@@ -3,6 +3,7 @@ roofline, streams free of races and unbalanced flags, data-dependent work in the
 import numpy as np
 import pytest
 
+from npujit.ir import parse_function
 from npujit.kernels.elementwise import add_kernel
 from npujit.kernels.matmul import matmul_kernel
 from npujit.kernels.softmax import softmax_kernel
@@ -96,15 +97,15 @@ def test_data_dependent_trip_count_changes_the_cycles():
 
 def test_lower_shares_identical_programs_and_needs_a_schedule():
     x = np.ones(4096, np.float32)
-    c, _ = add_kernel.with_options(backend="reference")._get_compiled(
-        add_kernel._bind((x, x, x.copy(), 4096), {"BLOCK": 1024}))
-    launch = lower(c.ir, (4,), [x, x, np.zeros_like(x), 4096])
+    c = add_kernel.with_options(backend="reference").compile(x, x, x.copy(), 4096, BLOCK=1024)
+    fn = parse_function(c.ir_text)      # a private copy: the cached one stays scheduled
+    launch = lower(fn, (4,), [x, x, np.zeros_like(x), 4096])
     assert isinstance(launch, Launch) and len(launch.programs) == 4
     assert len({id(p) for p in launch.programs}) == 1       # same stream, one object
     from npujit.ir.schedule import clear_schedule
-    clear_schedule(c.ir)
+    clear_schedule(fn)
     with pytest.raises(ValueError, match="not scheduled"):
-        lower(c.ir, (4,), [x, x, np.zeros_like(x), 4096])
+        lower(fn, (4,), [x, x, np.zeros_like(x), 4096])
 
 
 def _matmul_case():

@@ -1,0 +1,177 @@
+"""``CompiledKernel``: one compiled specialisation as data, runnable on demand.
+
+What it holds is plain data -- the scheduled IR text, every stage's artifact text, the
+launch metadata (the parameter list, per-parameter signatures, the positions of the run-
+time arguments, the arguments the kernel stores to, the globals it read, the options) --
+so it pickles into a disk cache or a process pool.  The runnable is built lazily, the
+first time it is needed: the scheduled IR text is parsed back (``npujit.ir.parser``) and
+handed to the backend, whose own disk cache (numba: machine code beside the generated
+source) makes that cheap in a process that has seen the kernel before.
+
+Example::
+
+    >>> c = add_kernel.compile(x, y, out, n, BLOCK=1024)      # doctest: +SKIP
+    >>> c[(4,)](x, y, out, n)                                 # doctest: +SKIP
+    >>> print(c.asm["schedule"])                              # doctest: +SKIP
+    >>> c2 = pickle.loads(pickle.dumps(c)); c2[(4,)](x, y, out, n)   # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import threading
+
+from npujit.backends import get_backend
+from npujit.errors import LaunchError
+from npujit.ir.parser import parse_function
+
+from .signature import KernelSignature
+
+
+class CompiledKernel:
+    """A compiled specialisation: ``c[grid](*args)`` or ``c.run(grid, *args)`` launches it
+    with the kernel's arguments (constexprs may be left out; given, they must be the
+    compiled ones).  ``c.ir`` is the scheduled IR function, ``c.artifacts`` (alias
+    ``c.asm``) every stage's text: ``trace``, ``ir``, ``schedule``, ``buffers``,
+    ``backend`` (generated source, if the backend has one).
+    """
+
+    def __init__(self, signature: KernelSignature, sigs: tuple, constexprs: dict,
+                 options: dict, ir_text: str, artifacts: dict, stores: dict,
+                 global_reads: list, fn=None, artifact_key: str | None = None):
+        self.name = signature.name
+        self.signature = signature
+        self.sigs = sigs
+        self.constexprs = dict(constexprs)
+        self.runtime_index = signature.runtime_index(sigs)
+        self.options = dict(options)
+        self.backend = options["backend"]
+        self.ir_text = ir_text            # the scheduled IR, with source locations
+        self._artifacts = dict(artifacts)
+        self.stores = dict(stores)        # {argument: (file, line) of its first store}
+        self.global_reads = list(global_reads)
+        self.artifact_key = artifact_key  # the backend's cache key, once built
+        self._init_live(fn)
+
+    def _init_live(self, fn) -> None:
+        self._fn = fn
+        self._runnable = None
+        self._lock = threading.Lock()
+
+    # --- pickling: data only; the runnable is rebuilt on demand -----------------------
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for live in ("_fn", "_runnable", "_lock"):
+            del state[live]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._init_live(None)
+
+    # --- stages ---------------------------------------------------------------------
+    @property
+    def ir(self):
+        """The scheduled IR ``Function`` (parsed from ``ir_text`` after unpickling)."""
+        if self._fn is None:
+            self._fn = parse_function(self.ir_text)
+        return self._fn
+
+    def runnable(self):
+        """The backend's ``run(grid, args)``, built once (threads wait for the builder)."""
+        r = self._runnable
+        if r is None:
+            with self._lock:
+                r = self._runnable
+                if r is None:
+                    r = get_backend(self.backend).compile(self.ir, self.options)
+                    source = getattr(r, "source", None)
+                    self._artifacts["backend"] = source
+                    path = getattr(r, "path", None)
+                    self.artifact_key = path or self.artifact_key
+                    self._runnable = r
+        return r
+
+    @property
+    def artifacts(self) -> dict:
+        """Every stage's artifact text (builds the backend stage if not yet built)."""
+        if "backend" not in self._artifacts:
+            self.runnable()
+        return dict(self._artifacts)
+
+    asm = artifacts
+
+    def artifact(self, stage: str) -> str | None:
+        """One stage's artifact (``trace``, ``ir``, ``schedule``, ``buffers``, ``backend``);
+        only ``backend`` needs the backend stage built."""
+        if stage == "backend":
+            self.runnable()
+        if stage not in self._artifacts:
+            raise KeyError(f"no compile stage '{stage}'; stages: {', '.join(self._artifacts)}")
+        return self._artifacts[stage]
+
+    # --- launching --------------------------------------------------------------------
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(grid, *args, **kwargs)
+
+    def run(self, grid, *args, **kwargs) -> None:
+        """Launch on ``grid`` with the kernel's arguments (same order and names as a
+        ``kernel[grid](...)`` launch)."""
+        sig = self.signature
+        args_kw = dict(kwargs)
+        for p, v in self.constexprs.items():     # constexprs may be left out
+            if p not in args_kw and sig.params.index(p) >= len(args):
+                args_kw[p] = v
+        bound = sig.bind(args, args_kw)
+        sigs, constexprs = sig.specialize(bound)
+        if sigs != self.sigs:
+            raise LaunchError(self._mismatch(sigs))
+        g = sig.grid(grid, bound)
+        self.check_globals()
+        self.check_writeable(bound)
+        self.launch(g, sig.runtime_args(self.sigs, self.runtime_index, bound))
+
+    def launch(self, grid3: tuple, rt_args: list) -> None:
+        """Run with a validated 3-int grid and backend-ready runtime arguments."""
+        (self._runnable or self.runnable())(grid3, rt_args)
+
+    def _mismatch(self, sigs: tuple) -> str:
+        for p, want, got in zip(self.signature.params, self.sigs, sigs):
+            if want != got:
+                if want and want[0] == "C":
+                    return (f"kernel '{self.name}' was compiled with {p}={want[1]!r}, "
+                            f"got {got[1]!r}; compile it again for that value")
+                return (f"argument '{p}' of compiled kernel '{self.name}': compiled for "
+                        f"{_describe(want)}, got {_describe(got)}; compile the kernel for "
+                        "these arguments (kernel.compile(...)) or launch the kernel itself")
+        return f"the arguments do not match compiled kernel '{self.name}'"
+
+    def check_globals(self) -> None:
+        """LaunchError if a global the kernel read changed since it was compiled."""
+        for r in self.global_reads:
+            r.check(self.name)
+
+    def check_writeable(self, bound: dict) -> None:
+        """A read-only array passed where the kernel stores is a LaunchError."""
+        for name, (file, line) in self.stores.items():
+            flags = getattr(bound.get(name), "flags", None)
+            if flags is not None and not flags.writeable:
+                raise LaunchError(f"argument '{name}' is read-only, but kernel '{self.name}' "
+                                  f"stores to it at {file}:{line}; pass a writeable "
+                                  "array (np.array(x) makes a copy)")
+
+    def read_globals(self) -> dict:
+        """``{label: value}`` of the globals this specialisation read when compiled."""
+        return {r.label: r.export() for r in self.global_reads}
+
+    def __repr__(self) -> str:
+        cx = ", ".join(f"{k}={v!r}" for k, v in self.constexprs.items())
+        return f"<CompiledKernel {self.name}({cx}) on {self.backend}>"
+
+
+def _describe(sig) -> str:
+    if sig is None:
+        return "None"
+    if sig[0] == "A":
+        return f"a {'contiguous ' if sig[3] else 'strided '}{sig[1]} array of rank {sig[2]}"
+    if sig[0] == "S":
+        return f"a scalar of type {sig[1]}"
+    return repr(sig[1])
