@@ -36,7 +36,7 @@ FLOAT_SPECIAL = 0.25
 INT_SPECIAL = 0.15
 
 
-def _dtype(dtype) -> np.dtype:
+def as_dtype(dtype) -> np.dtype:
     """A numpy dtype from a numpy/ml_dtypes dtype, its name, or an ``nl`` dtype."""
     if hasattr(dtype, "np") and not isinstance(dtype, np.dtype):      # nl.float16 & co.
         return np.dtype(dtype.np)
@@ -61,7 +61,7 @@ def random_array(shape, dtype, rng: np.random.Generator | None = None, *, seed=N
         >>> random_array(3, "int32", seed=0, special=0).tolist()
         [35, 13, 1]
     """
-    dt = _dtype(dtype)
+    dt = as_dtype(dtype)
     if rng is None:
         rng = np.random.default_rng(seed)
     shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)

@@ -182,7 +182,7 @@ class CheckResult(dict):
         return "\n".join([head] + ["  " + str(r).replace("\n", "\n  ") for r in self.values()])
 
 
-def _expected_outputs(reference_fn, args, kwargs, kernel, outputs: list[str]) -> dict:
+def expected_outputs(reference_fn, args, kwargs, kernel, outputs: list[str]) -> dict:
     ref_args = [copy_value(a) for a in args]
     ref_kwargs = {k: copy_value(v) for k, v in kwargs.items()
                   if k not in kernel.constexpr_params}
@@ -236,7 +236,7 @@ def check_kernel(kernel, grid, args, reference_fn, backends="all", *, kwargs=Non
     if not outputs:
         raise ValueError(f"kernel '{kernel.name}' stores to none of its arguments; "
                          "check_kernel compares the arguments a kernel writes")
-    expected = _expected_outputs(reference_fn, args, kwargs, kernel, outputs)
+    expected = expected_outputs(reference_fn, args, kwargs, kernel, outputs)
     for tier in names:
         reason = tier_unavailable(tier)
         if reason is not None:
