@@ -7,7 +7,8 @@ gets it once npujit is installed (docs/testing.md).
 * ``npu_backend`` is a :class:`NPUBackend`; ``npu_backend(kernel)[grid](*args)`` launches
   on that tier (``scheduled`` = the simulator with NaN-poisoned buffers).
 * ``--npujit-simulate`` also runs every launch of every test through the NPU simulator
-  with its race detector, failing the test on a deadlock or a race.
+  with its race detector, failing the test on a deadlock or a race; the
+  ``npu_sim_reports`` fixture lists the launches' ``SimReport`` s.
 * Markers: ``@pytest.mark.npu_slow`` (skipped unless ``--npujit-slow``),
   ``@pytest.mark.npu_requires("torch", "g++")`` (skipped unless each Python module imports
   or each program is on PATH).
@@ -140,12 +141,20 @@ def _missing(tool: str) -> bool:
     return shutil.which(tool) is None
 
 
+@pytest.fixture
+def npu_sim_reports(request):
+    """With ``--npujit-simulate``: the ``SimReport`` of every launch the test made so far
+    (a live list); without it, an empty list."""
+    return getattr(request.node, "_npujit_sim_reports", [])
+
+
 class _SimulateEveryLaunch:
     """Registered only with ``--npujit-simulate``: every test runs inside
     ``npujit.testing.simulate_launches()``."""
 
     @pytest.fixture(autouse=True)
-    def _npujit_simulate_launches(self):
+    def _npujit_simulate_launches(self, request):
         from npujit.testing import simulate_launches
         with simulate_launches() as reports:
+            request.node._npujit_sim_reports = reports
             yield reports
