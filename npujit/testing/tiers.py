@@ -99,6 +99,7 @@ def launch_on(tier: str, kernel, grid, args, kwargs=None, spec=None):
 
     Example::
 
+        >>> from npujit.kernels.elementwise import add_kernel
         >>> out = np.zeros(8, np.float32)
         >>> _ = launch_on("reference", add_kernel, (1,), [np.ones(8, np.float32),
         ...               np.ones(8, np.float32), out, 8], {"BLOCK": 8})
@@ -221,6 +222,7 @@ def check_kernel(kernel, grid, args, reference_fn, backends="all", *, kwargs=Non
 
     Example::
 
+        >>> from npujit.kernels.elementwise import add_kernel
         >>> x = np.arange(6, dtype=np.float32)
         >>> res = check_kernel(add_kernel, (1,), [x, x, np.empty_like(x), 6],
         ...                    lambda x, y, out, n: x + y, backends="reference",
