@@ -9,6 +9,9 @@ gets it once npujit is installed (docs/testing.md).
 * ``--npujit-simulate`` also runs every launch of every test through the NPU simulator
   with its race detector, failing the test on a deadlock or a race; the
   ``npu_sim_reports`` fixture lists the launches' ``SimReport`` s.
+* A test that fails with an npujit error (a ``CompilationError``, ``LaunchError`` ...) is
+  reported with the test's and the kernel's lines and the message, without npujit's
+  internal frames (``--full-trace`` shows them).
 * Markers: ``@pytest.mark.npu_slow`` (skipped unless ``--npujit-slow``),
   ``@pytest.mark.npu_requires("torch", "g++")`` (skipped unless each Python module imports
   or each program is on PATH).
@@ -30,7 +33,10 @@ Example (a user's test)::
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import sys
+import traceback
 
 import pytest
 
@@ -139,6 +145,51 @@ def _missing(tool: str) -> bool:
         except (ImportError, ValueError):
             pass
     return shutil.which(tool) is None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is None or report.passed or item.config.getoption("fulltrace"):
+        return
+    npujit = sys.modules.get("npujit")
+    exc = call.excinfo.value
+    if npujit is None or not isinstance(exc, npujit.NPUJitError):
+        return
+    report.longrepr = npujit_error_report(exc, _npujit_dirs(), str(item.path))
+
+
+def _npujit_dirs() -> tuple:
+    """The folders of npujit's own code (its subpackages map to several folders)."""
+    dirs = set()
+    for name in ("npujit", "npujit.jit", "npujit.ir", "npujit.backends", "npujit.sim",
+                 "npujit.language", "npujit.testing", "pytest_npujit"):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            dirs.add(os.path.dirname(os.path.abspath(mod.__file__)) + os.sep)
+    return tuple(dirs)
+
+
+def npujit_error_report(exc: BaseException, internal: tuple, test_file: str) -> str:
+    """The failure text for an npujit error: the error's reason, the frames from the test
+    file on that are outside the ``internal`` folders (the test, the kernel), then the
+    error's whole message (which shows the kernel's line)."""
+    message = str(exc).strip()
+    reason = message.splitlines()[-1] if message else ""
+    lines = [f"{type(exc).__name__}: {reason}"]
+    frames = traceback.extract_tb(exc.__traceback__)
+    starts = [i for i, f in enumerate(frames)
+              if os.path.abspath(f.filename) == os.path.abspath(test_file)]
+    for f in frames[starts[0] if starts else 0:]:
+        if os.path.abspath(f.filename).startswith(internal):
+            continue
+        lines.append(f"{f.filename}:{f.lineno}: in {f.name}")
+        if f.line:
+            lines.append(f"    {f.line}")
+    lines += [f"E   {line}" for line in f"{type(exc).__name__}: {message}".splitlines()]
+    lines.append("(npujit's internal frames are hidden; --full-trace shows them)")
+    return "\n".join(lines)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ Example::
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -61,7 +62,9 @@ def load_module(ref: str):
         path = os.path.abspath(ref)
         if not os.path.isfile(path):
             raise UsageError(f"no such file: {ref}")
-        name = "npujit_cli_" + os.path.splitext(os.path.basename(path))[0]
+        # one module per file path, so two files of the same name do not collide
+        stem = os.path.splitext(os.path.basename(path))[0]
+        name = f"npujit_cli_{stem}_{hashlib.sha256(path.encode()).hexdigest()[:8]}"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.path.insert(0, os.path.dirname(path))   # so the file can import its neighbours

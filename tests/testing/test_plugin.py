@@ -97,6 +97,35 @@ def test_add(npu_backend):
                   "(allowed ") + r"[0-9.]+\), " + str(299 * 2 ** 14) + " ulp$"])
 
 
+def test_a_kernel_that_does_not_compile_is_reported_without_npujit_frames(pytester):
+    pytester.makepyfile(test_ce='''
+import numpy as np
+import npujit.language as nl
+from npujit import npu_kernel
+
+@npu_kernel
+def bad(x_ptr, n):
+    offs = nl.arange(0, n)
+    nl.store(x_ptr + offs, nl.load(x_ptr + offs))
+
+def test_bad(npu_backend):
+    npu_backend(bad)[(1,)](np.zeros(4, np.float32), 4)
+''')
+    reason = ("CompilationError: arange end must be a constant int (a literal or a "
+              "constexpr parameter), got nl.tensor<i64>")
+    r = pytester.runpytest("--npujit-backend=reference")
+    r.assert_outcomes(failed=1)
+    out = r.stdout.str()
+    r.stdout.fnmatch_lines([reason, "*test_ce.py:11: in test_bad",
+                            "    npu_backend(bad)[(]1,[)]](np.zeros(4, np.float32), 4)",
+                            "*test_ce.py:7: in bad", "    offs = nl.arange(0, n)",
+                            "E   CompilationError: at *test_ce.py:7 in kernel 'bad':",
+                            "*--full-trace shows them*"])
+    assert "jit/compiler.py" not in out and "_pytest" not in out
+    r = pytester.runpytest("--npujit-backend=reference", "--full-trace")
+    assert "jit/compiler.py" in r.stdout.str()
+
+
 def test_simulate_option_simulates_every_launch_and_fails_on_a_deadlock(pytester):
     pytester.makepyfile(test_sim='''
 import numpy as np
