@@ -117,7 +117,7 @@ def test_bad(npu_backend):
     r.assert_outcomes(failed=1)
     out = r.stdout.str()
     r.stdout.fnmatch_lines([reason, "*test_ce.py:11: in test_bad",
-                            "    npu_backend(bad)[(]1,[)]](np.zeros(4, np.float32), 4)",
+                            "    npu_backend(bad)[[](1,)[]](np.zeros(4, np.float32), 4)",
                             "*test_ce.py:7: in bad", "    offs = nl.arange(0, n)",
                             "E   CompilationError: at *test_ce.py:7 in kernel 'bad':",
                             "*--full-trace shows them*"])
