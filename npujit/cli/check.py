@@ -8,6 +8,7 @@ from .target import UsageError, add_target_arguments, resolve
 
 NAME = "check"
 HELP = "run a kernel's example on every execution tier and compare with its reference"
+TAKES_TARGET = True
 EXAMPLE = "npujit check npujit.kernels.softmax::softmax_kernel --backend reference,scheduled"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 NAME = "demo"
 HELP = "compile and run the bundled kernels, check them against numpy, simulate two"
+TAKES_TARGET = False
 EXAMPLE = "npujit demo --trace demo_trace.json"
 
 

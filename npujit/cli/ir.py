@@ -16,6 +16,7 @@ from .target import UsageError, add_target_arguments, resolve
 
 NAME = "ir"
 HELP = "print a kernel's IR at every compile stage, or after one named pass"
+TAKES_TARGET = True
 EXAMPLE = "npujit ir npujit.kernels.softmax::softmax_kernel --after fold"
 STAGES = ("trace", "ir", "schedule", "buffers", "backend")
 

@@ -22,6 +22,13 @@ COMMANDS = ("demo", "check", "ir", "simulate")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+# Shown under --help of the subcommands that take FILE::KERNEL.
+TARGET_NOTE = """
+FILE::KERNEL is a Python file (or module) and the @npu_kernel in it; the launch's
+arguments come from example_args(kernel, shape=None, dtype=None) in that file
+(docs/getting-started.md)."""
+
+
 def _modules():
     return [importlib.import_module(f"{__package__}.{name}") for name in COMMANDS]
 
@@ -47,8 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the full Python traceback of an error")
     sub = parser.add_subparsers(dest="verb", metavar="<command>", parser_class=_Parser)
     for mod in _modules():
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP,
-                           epilog=f"example:\n  {mod.EXAMPLE}",
+        epilog = f"example:\n  {mod.EXAMPLE}\n"
+        if getattr(mod, "TAKES_TARGET", False):
+            epilog += TARGET_NOTE
+        p = sub.add_parser(mod.NAME, help=mod.HELP, epilog=epilog,
+                           description=(mod.__doc__ or mod.HELP).strip(),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         p.example = mod.EXAMPLE
         p.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,

@@ -16,6 +16,7 @@ from .target import UsageError, add_target_arguments, resolve
 
 NAME = "simulate"
 HELP = "simulate a kernel's example launch on an NPU spec; write a trace or a plot"
+TAKES_TARGET = True
 EXAMPLE = ("npujit simulate npujit.kernels.elementwise::add_stream_kernel "
            "--spec ascend-910b-like --trace add.json")
 
