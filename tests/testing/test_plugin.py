@@ -193,3 +193,8 @@ def test_loading_the_plugin_imports_no_npujit():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": ""}, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_plugin_knows_the_same_tiers_as_npujit_testing():
+    import pytest_npujit
+    assert pytest_npujit.TIERS == npujit.testing.TIER_NAMES
