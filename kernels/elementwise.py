@@ -47,3 +47,33 @@ def add(x: np.ndarray, y: np.ndarray, block: int = 1024, backend: str | None = N
     k = add_kernel if backend is None else add_kernel.with_options(backend=backend)
     k[(cdiv(x.size, block),)](x, y, out, x.size, BLOCK=block)
     return out
+
+
+def example_args(kernel: str, shape=None, dtype=None):
+    """A small launch of ``kernel`` for the ``npujit`` command (npujit/cli/target.py):
+    ``(grid, args, kwargs, reference)``; ``shape`` sets the element count, ``dtype`` the
+    element type (default 4096 float32).
+
+    Example::
+
+        >>> grid, args, kwargs, ref = example_args("add_kernel", shape=(2048,))
+        >>> grid, kwargs
+        ((2,), {'BLOCK': 1024})
+    """
+    n = int(np.prod(shape)) if shape else 4096
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n).astype(dtype or np.float32)
+    y = rng.standard_normal(n).astype(dtype or np.float32)
+    out = np.empty_like(x)
+
+    def reference(x, y, out, n, *per_program):
+        return x + y
+
+    if kernel == "add_kernel":
+        return (cdiv(n, 1024),), [x, y, out, n], {"BLOCK": 1024}, reference
+    if kernel == "add_stream_kernel":
+        programs = 4       # one program per core, each streaming its share
+        per_program = cdiv(cdiv(n, programs), 1024) * 1024
+        return ((programs,), [x, y, out, n, per_program], {"BLOCK": 1024, "NUM_STAGES": 2},
+                reference)
+    raise ValueError(f"no example for kernel {kernel!r}")

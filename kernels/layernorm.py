@@ -65,3 +65,33 @@ def rmsnorm(x, weight, eps: float = 1e-6, backend: str | None = None) -> np.ndar
     k = rmsnorm_kernel if backend is None else rmsnorm_kernel.with_options(backend=backend)
     k[(x.shape[0],)](x, weight, out, x.shape[1], eps, BLOCK=next_power_of_2(x.shape[1]))
     return out
+
+
+def example_args(kernel: str, shape=None, dtype=None):
+    """A small launch of ``layernorm_kernel`` or ``rmsnorm_kernel`` for the ``npujit``
+    command (npujit/cli/target.py): ``(grid, args, kwargs, reference)``; ``shape`` is
+    ``(rows, cols)`` (default 8 x 200), ``dtype`` the element type (default float32).
+
+    Example::
+
+        >>> grid, args, kwargs, ref = example_args("rmsnorm_kernel")
+        >>> grid, kwargs
+        ((8,), {'BLOCK': 256})
+    """
+    from npujit.kernels import numpy_reference as ref
+    rows, cols = shape if shape else (8, 200)
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(dtype or np.float32)
+               for s in ((rows, cols), cols, cols))
+    out = np.empty_like(x)
+    f32 = np.float32
+    kwargs = {"BLOCK": next_power_of_2(cols)}
+    if kernel == "layernorm_kernel":
+        def reference(x, w, b, out, n_cols, eps):
+            return ref.layernorm(x.astype(f32), w.astype(f32), b.astype(f32), eps)
+        return (rows,), [x, w, b, out, cols, 1e-5], kwargs, reference
+    if kernel == "rmsnorm_kernel":
+        def reference(x, w, out, n_cols, eps):
+            return ref.rmsnorm(x.astype(f32), w.astype(f32), eps)
+        return (rows,), [x, w, out, cols, 1e-6], kwargs, reference
+    raise ValueError(f"no example for kernel {kernel!r}")

@@ -62,3 +62,34 @@ def matmul(a: np.ndarray, b: np.ndarray, out_dtype=np.float32, block_m: int = 64
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, NUM_STAGES=num_stages,
         L0_BLOCK_K=l0_block_k)
     return c
+
+
+def example_args(kernel: str, shape=None, dtype=None):
+    """A small launch of ``matmul_kernel`` for the ``npujit`` command
+    (npujit/cli/target.py): ``(grid, args, kwargs, reference)``; ``shape`` is ``(M, N, K)``
+    (default 64 x 48 x 80), ``dtype`` the input type (default float16), the output f32.
+    The inputs are small integers, so every product and sum is exact in f32 and any
+    summation order gives the reference's result.
+
+    Example::
+
+        >>> grid, args, kwargs, ref = example_args("matmul_kernel")
+        >>> grid, kwargs["BLOCK_K"]
+        ((2, 2), 32)
+    """
+    if kernel != "matmul_kernel":
+        raise ValueError(f"no example for kernel {kernel!r}")
+    M, N, K = shape if shape else (64, 48, 80)
+    rng = np.random.default_rng(0)
+    a = rng.integers(-4, 5, (M, K)).astype(dtype or np.float16)
+    b = rng.integers(-4, 5, (K, N)).astype(dtype or np.float16)
+    c = np.empty((M, N), np.float32)
+    block = 32
+
+    def reference(a, b, c, *sizes_and_strides):
+        return a.astype(np.float32) @ b.astype(np.float32)
+
+    return ((cdiv(M, block), cdiv(N, block)),
+            [a, b, c, M, N, K, K, 1, N, 1, N, 1],
+            {"BLOCK_M": block, "BLOCK_N": block, "BLOCK_K": block, "NUM_STAGES": 2},
+            reference)

@@ -37,3 +37,27 @@ def softmax(x: np.ndarray, backend: str | None = None) -> np.ndarray:
     k = softmax_kernel if backend is None else softmax_kernel.with_options(backend=backend)
     k[(rows,)](x, out, cols, x.strides[0] // x.itemsize, cols, BLOCK=next_power_of_2(cols))
     return out
+
+
+def example_args(kernel: str, shape=None, dtype=None):
+    """A small launch of ``softmax_kernel`` for the ``npujit`` command
+    (npujit/cli/target.py): ``(grid, args, kwargs, reference)``; ``shape`` is
+    ``(rows, cols)`` (default 8 x 100), ``dtype`` the element type (default float32).
+
+    Example::
+
+        >>> grid, args, kwargs, ref = example_args("softmax_kernel", shape=(4, 100))
+        >>> grid, kwargs
+        ((4,), {'BLOCK': 128})
+    """
+    if kernel != "softmax_kernel":
+        raise ValueError(f"no example for kernel {kernel!r}")
+    rows, cols = shape if shape else (8, 100)
+    x = np.random.default_rng(0).standard_normal((rows, cols)).astype(dtype or np.float32)
+    out = np.empty_like(x)
+
+    def reference(x, out, n_cols, x_row_stride, out_row_stride):
+        from npujit.kernels.numpy_reference import softmax as softmax_np
+        return softmax_np(x.astype(np.float32))
+
+    return (rows,), [x, out, cols, cols, cols], {"BLOCK": next_power_of_2(cols)}, reference

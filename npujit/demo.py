@@ -55,8 +55,9 @@ def _cases(rng):
            lambda: ref.matmul_f32(a, bb).astype(np.float16), 2e-3)
 
 
-def run_demo(out=sys.stdout) -> int:
-    """Run the demo; returns the number of kernels that disagreed with numpy."""
+def run_demo(out=sys.stdout, trace: str | None = None) -> int:
+    """Run the demo; returns the number of kernels that disagreed with numpy.  ``trace``:
+    a path to write the simulated streaming add's Chrome/Perfetto trace to."""
     from npujit.jit.hooks import on_compile
     rng = np.random.default_rng(0)
     print("npujit demo: compiling kernels with the numba backend and checking them against "
@@ -89,13 +90,13 @@ def run_demo(out=sys.stdout) -> int:
     x = np.ones(10, np.float32)
     print("\nThe vector-add kernel's IR after the pass pipeline:\n", file=out)
     print(elementwise.add_kernel.ir(x, x, x, 10, BLOCK=1024), file=out)
-    bad += _npu_section(rng, out)
+    bad += _npu_section(rng, out, trace)
     print("all kernels match numpy" if not bad else f"{bad} kernel(s) disagree with numpy",
           file=out)
     return bad
 
 
-def _npu_section(rng, out) -> int:
+def _npu_section(rng, out, trace: str | None = None) -> int:
     """Simulate two kernels on the 910B-like preset; returns how many outputs were wrong."""
     from npujit.kernels import elementwise, matmul
     from npujit.kernels import numpy_reference as ref
@@ -119,6 +120,9 @@ def _npu_section(rng, out) -> int:
               f"the {r.bound.kind} roofline", file=out)
     print(f"  num_stages=2 is {cycles[1] / cycles[2]:.2f}x faster: the next tile's loads "
           "overlap this tile's add and store", file=out)
+    if trace:
+        r.to_chrome_trace(trace)
+        print(f"  its trace: {trace} (open in ui.perfetto.dev)", file=out)
     m = 2048
     a = rng.standard_normal((m, m)).astype(np.float16)
     b = rng.standard_normal((m, m)).astype(np.float16)

@@ -1,14 +1,19 @@
-"""The README's first command runs the demo: it must finish, agree with numpy on every
-kernel (the demo checks each one), and show the simulated-NPU section."""
-import io
+"""The README's first command runs the demo (``python -m npujit demo``, here in a fresh
+process, as a user runs it): it must finish, agree with numpy on every kernel (the demo
+checks each one), show the simulated-NPU section and write the trace it is asked for."""
+import json
+import os
+import subprocess
+import sys
 
-from npujit.demo import run_demo
 
-
-def test_demo_runs_and_every_kernel_matches_numpy():
-    out = io.StringIO()
-    assert run_demo(out) == 0
-    text = out.getvalue()
+def test_demo_runs_and_every_kernel_matches_numpy(tmp_path):
+    trace = tmp_path / "demo.json"
+    r = subprocess.run([sys.executable, "-m", "npujit", "demo", "--trace", str(trace)],
+                       capture_output=True, text=True, env=os.environ.copy(), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = r.stdout
     assert "all kernels match numpy" in text and "MISMATCH" not in text
     assert "On the simulated NPU" in text and "num_stages=2 is" in text
     assert text.count(" ok ") >= 6          # six kernels checked, each ok
+    assert json.loads(trace.read_text())["traceEvents"]

@@ -304,7 +304,12 @@ class tensor:
 
 
 class pointer_type:
-    """The type of a pointer value: ``x_ptr.dtype.element_ty`` is its element dtype."""
+    """The type of a pointer value: ``x_ptr.dtype.element_ty`` is its element dtype.
+
+    Example (inside a kernel)::
+
+        acc = nl.zeros((BLOCK,), x_ptr.dtype.element_ty)
+    """
 
     def __init__(self, element_ty: T.DType):
         self.element_ty = element_ty
@@ -314,7 +319,16 @@ class pointer_type:
 
 
 class pointer:
-    """A GM array argument plus an integer element-offset tensor (None = offset 0)."""
+    """A GM array argument plus an integer element-offset tensor (None = offset 0).
+
+    Every array argument of a kernel is a pointer; adding an integer tile gives a tile of
+    addresses for ``nl.load`` / ``nl.store``.
+
+    Example (inside a kernel)::
+
+        ptrs = x_ptr + row * stride + nl.arange(0, BLOCK)   # a pointer tile
+        x = nl.load(ptrs, mask=nl.arange(0, BLOCK) < n)
+    """
 
     __slots__ = ("base", "offset")
 
@@ -367,7 +381,14 @@ class pointer:
 
 
 class block_ptr:
-    """A strided n-D tile of an array: made by ``nl.make_block_ptr``, moved by ``nl.advance``."""
+    """A strided n-D tile of an array: made by ``nl.make_block_ptr``, moved by ``nl.advance``.
+
+    Example (inside a kernel)::
+
+        blk = nl.make_block_ptr(a_ptr, shape=(M, K), strides=(K, 1), offsets=(0, 0),
+                                block_shape=(64, 32))
+        a = nl.load(blk, boundary_check=(0, 1))
+    """
 
     __slots__ = ("base", "shape", "strides", "offsets", "block_shape", "order")
 

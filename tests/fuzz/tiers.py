@@ -3,8 +3,9 @@
 * ``load_kernel(source, name)`` writes the source to a file named by its hash under the
   kernel cache directory (npujit reads a kernel's source, and a stable path lets a warm
   disk cache serve a re-run) and imports it;
-* ``make_args(subs)`` draws each sub-kernel's inputs (NaN, ±inf, -0.0, subnormals, the
-  integer extremes) and sentinel-filled outputs, so a masked-off lane that is written shows;
+* ``make_args(subs)`` draws each sub-kernel's inputs with ``npujit.testing.random_array``
+  (NaN, ±inf, -0.0, subnormals, the integer extremes) and sentinel-filled outputs, so a
+  masked-off lane that is written shows;
 * ``TIERS`` runs a launch on the reference interpreter, the numba backend, or the
   scheduled path through the simulator (``kernel.simulate``, which writes the outputs);
 * ``disagreement(...)`` says where two tiers' outputs differ beyond what
@@ -27,15 +28,11 @@ import numpy as np
 
 from npujit.ir import types as T
 from npujit import knobs
+from npujit.testing.inputs import random_array
 
 GRID = (2,)
 NP = {T.float32: np.float32, T.float16: np.float16, T.bfloat16: ml_dtypes.bfloat16,
       T.int8: np.int8, T.int32: np.int32, T.int64: np.int64, T.bool_: np.bool_}
-SPECIALS = {
-    T.float32: [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -3e-39, 1.0, -2.5, 1e30, -1e30],
-    T.float16: [np.nan, np.inf, -np.inf, 0.0, -0.0, 6e-8, -3e-5, 1.0, -2.5, 65504.0, -65504.0],
-    T.bfloat16: [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -3e-39, 1.0, -2.5, 1e30],
-}
 SENTINEL = {T.bool_: True, T.int8: -123, T.int32: -12345, T.int64: -12345,
             T.float32: 12345.0, T.float16: 12344.0, T.bfloat16: 12288.0}
 EPS = {T.float32: 2.0 ** -23, T.float16: 2.0 ** -10, T.bfloat16: 2.0 ** -7}
@@ -74,23 +71,6 @@ def load_kernel(source: str, name: str):
     return _LOADED[(source, name)]
 
 
-def input_array(dtype, size: int, rng) -> np.ndarray:
-    """``size`` values of ``dtype``: mostly ordinary, a quarter special."""
-    if dtype.is_float:
-        vals = rng.standard_normal(size) * 3
-        special = rng.random(size) < 0.25
-        vals[special] = rng.choice(SPECIALS[dtype], int(special.sum()))
-        with np.errstate(over="ignore"):
-            return vals.astype(np.float32).astype(NP[dtype])
-    info = np.iinfo(NP[dtype])
-    vals = rng.integers(-50, 50, size)
-    if dtype == T.int8:
-        vals = rng.integers(info.min, info.max + 1, size)
-    extreme = rng.random(size) < 0.15
-    vals[extreme] = rng.choice([info.min, info.max, 0, -1], int(extreme.sum()))
-    return vals.astype(NP[dtype])
-
-
 def make_args(subs: list, draw: int = 0) -> tuple[list, list]:
     """The launch arguments of the batch (input set number ``draw``), and for each
     sub-kernel the indices of its output arrays among them."""
@@ -100,7 +80,7 @@ def make_args(subs: list, draw: int = 0) -> tuple[list, list]:
         rows = sub.sizes["n"]
         size = rows if sub.frame[0] == "1d" else rows * sub.frame[2]
         for dtype, _ in sub.inputs:
-            args.append(input_array(dtype, size, rng))
+            args.append(random_array(size, NP[dtype], rng))
         outs.append(list(range(len(args), len(args) + len(sub.outputs))))
         for o in sub.outputs:
             args.append(np.full(o.per_program * GRID[0], SENTINEL[o.dtype], NP[o.dtype]))
