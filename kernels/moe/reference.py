@@ -136,7 +136,7 @@ def permute(x, topk_ids, num_experts: int, capacity: int | None = None):
     dropped."""
     ids = np.asarray(topk_ids)
     flat, keep, k = ids.ravel(), kept(ids, capacity).ravel(), ids.shape[1]
-    order = np.argsort(np.where(keep, flat, np.iinfo(np.int64).max), kind="stable")
+    order = np.argsort(np.where(keep, flat, num_experts), kind="stable")   # dropped last
     order = order[:int(keep.sum())]
     row_idx = np.full(flat.size, -1, np.int32)
     row_idx[order] = np.arange(order.size)

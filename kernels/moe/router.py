@@ -25,30 +25,13 @@ from .checks import as_array, check_router
 from .routing import RENORM_EPS, resolve
 
 
-@npu_kernel
-def router_kernel(x_ptr, w_ptr, bias_ptr, weights_ptr, ids_ptr, T, H, E, stride_xt,
-                  routed_scaling_factor,
-                  TOP_K: nl.constexpr, SIGMOID: nl.constexpr, RENORMALIZE: nl.constexpr,
-                  N_GROUP: nl.constexpr, TOPK_GROUP: nl.constexpr,
-                  BLOCK_T: nl.constexpr, BLOCK_E: nl.constexpr, BLOCK_H: nl.constexpr):
-    pid = nl.program_id(0)
-    x_blk = nl.make_block_ptr(x_ptr, shape=(T, H), strides=(stride_xt, 1),
-                              offsets=(pid * BLOCK_T, 0), block_shape=(BLOCK_T, BLOCK_H))
-    # router_weight [E, H] read as its transpose [H, E]: the Cube's B operand.
-    w_blk = nl.make_block_ptr(w_ptr, shape=(H, E), strides=(1, H), offsets=(0, 0),
-                              block_shape=(BLOCK_H, BLOCK_E))
-    logits = nl.zeros((BLOCK_T, BLOCK_E), dtype=nl.float32)
-    for h in nl.range(0, H, BLOCK_H, num_stages=2):
-        logits = nl.dot(nl.load(x_blk, boundary_check=(0, 1)),
-                        nl.load(w_blk, boundary_check=(0, 1)), logits)
-        x_blk = nl.advance(x_blk, (0, BLOCK_H))
-        w_blk = nl.advance(w_blk, (BLOCK_H, 0))
+def select_experts(scores, bias_ptr, E, routed_scaling_factor, TOP_K, RENORMALIZE,
+                   N_GROUP, TOPK_GROUP, BLOCK_T, BLOCK_E):
+    """Scores [BLOCK_T, BLOCK_E] (fp32, padded experts ignored) -> (weights, ids), both
+    [BLOCK_T, TOP_K]: the bias steers selection, groups limit it, the unbiased scores at
+    the chosen ids are the weights.  Traced inside a kernel (plain tile code, no loops)."""
     cols = nl.arange(0, BLOCK_E)
     real = cols[None, :] < E
-    if SIGMOID:
-        scores = nl.sigmoid(logits)
-    else:
-        scores = nl.softmax(nl.where(real, logits, float("-inf")), axis=1)
     bias = nl.load(bias_ptr + cols, mask=cols < E, other=0.0)
     choice = nl.where(real, scores + bias[None, :], float("-inf"))
     if N_GROUP > 1:
@@ -69,6 +52,34 @@ def router_kernel(x_ptr, w_ptr, bias_ptr, weights_ptr, ids_ptr, T, H, E, stride_
     if RENORMALIZE:
         w = w / (nl.sum(w, axis=1)[:, None] + RENORM_EPS)
     w = w * routed_scaling_factor
+    return w, ids
+
+
+@npu_kernel
+def router_kernel(x_ptr, w_ptr, bias_ptr, weights_ptr, ids_ptr, T, H, E, stride_xt,
+                  routed_scaling_factor,
+                  TOP_K: nl.constexpr, SIGMOID: nl.constexpr, RENORMALIZE: nl.constexpr,
+                  N_GROUP: nl.constexpr, TOPK_GROUP: nl.constexpr,
+                  BLOCK_T: nl.constexpr, BLOCK_E: nl.constexpr, BLOCK_H: nl.constexpr):
+    pid = nl.program_id(0)
+    x_blk = nl.make_block_ptr(x_ptr, shape=(T, H), strides=(stride_xt, 1),
+                              offsets=(pid * BLOCK_T, 0), block_shape=(BLOCK_T, BLOCK_H))
+    # router_weight [E, H] read as its transpose [H, E]: the Cube's B operand.
+    w_blk = nl.make_block_ptr(w_ptr, shape=(H, E), strides=(1, H), offsets=(0, 0),
+                              block_shape=(BLOCK_H, BLOCK_E))
+    logits = nl.zeros((BLOCK_T, BLOCK_E), dtype=nl.float32)
+    for h in nl.range(0, H, BLOCK_H, num_stages=2):
+        logits = nl.dot(nl.load(x_blk, boundary_check=(0, 1)),
+                        nl.load(w_blk, boundary_check=(0, 1)), logits)
+        x_blk = nl.advance(x_blk, (0, BLOCK_H))
+        w_blk = nl.advance(w_blk, (BLOCK_H, 0))
+    real = nl.arange(0, BLOCK_E)[None, :] < E
+    if SIGMOID:
+        scores = nl.sigmoid(logits)
+    else:
+        scores = nl.softmax(nl.where(real, logits, float("-inf")), axis=1)
+    w, ids = select_experts(scores, bias_ptr, E, routed_scaling_factor, TOP_K, RENORMALIZE,
+                            N_GROUP, TOPK_GROUP, BLOCK_T, BLOCK_E)
     rows = pid * BLOCK_T + nl.arange(0, BLOCK_T)
     slots = rows[:, None] * TOP_K + nl.arange(0, TOP_K)[None, :]
     nl.store(weights_ptr + slots, w, mask=rows[:, None] < T)
