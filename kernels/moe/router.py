@@ -26,7 +26,7 @@ from .routing import RENORM_EPS, resolve
 
 
 def select_experts(scores, bias_ptr, E, routed_scaling_factor, TOP_K, RENORMALIZE,
-                   N_GROUP, TOPK_GROUP, BLOCK_T, BLOCK_E):
+                   N_GROUP, TOPK_GROUP, GROUP_SIZE, BLOCK_T, BLOCK_E):
     """Scores [BLOCK_T, BLOCK_E] (fp32, padded experts ignored) -> (weights, ids), both
     [BLOCK_T, TOP_K]: the bias steers selection, groups limit it, the unbiased scores at
     the chosen ids are the weights.  Traced inside a kernel (plain tile code, no loops)."""
@@ -36,13 +36,15 @@ def select_experts(scores, bias_ptr, E, routed_scaling_factor, TOP_K, RENORMALIZ
     choice = nl.where(real, scores + bias[None, :], float("-inf"))
     if N_GROUP > 1:
         # Rank groups by the sum of their two best (biased) scores, keep TOPK_GROUP.
-        size = BLOCK_E // N_GROUP
-        grouped = nl.reshape(choice, (BLOCK_T, N_GROUP, size))
+        # The tile's padding experts form whole groups of -inf, never kept.
+        size = GROUP_SIZE
+        n_tile_groups = BLOCK_E // size
+        grouped = nl.reshape(choice, (BLOCK_T, n_tile_groups, size))
         best2, _ = nl.topk(grouped, 2, axis=2)
         _, groups = nl.topk(nl.sum(best2, axis=2), TOPK_GROUP, axis=1)
-        hit = groups[:, :, None] == nl.arange(0, N_GROUP)[None, None, :]
+        hit = groups[:, :, None] == nl.arange(0, n_tile_groups)[None, None, :]
         kept = nl.max(hit.to(nl.int32), axis=1) > 0
-        kept = nl.reshape(nl.broadcast_to(kept[:, :, None], (BLOCK_T, N_GROUP, size)),
+        kept = nl.reshape(nl.broadcast_to(kept[:, :, None], (BLOCK_T, n_tile_groups, size)),
                           (BLOCK_T, BLOCK_E))
         choice = nl.where(kept, choice, float("-inf"))
     _, ids = nl.topk(choice, TOP_K, axis=1)
@@ -60,7 +62,8 @@ def router_kernel(x_ptr, w_ptr, bias_ptr, weights_ptr, ids_ptr, T, H, E, stride_
                   routed_scaling_factor,
                   TOP_K: nl.constexpr, SIGMOID: nl.constexpr, RENORMALIZE: nl.constexpr,
                   N_GROUP: nl.constexpr, TOPK_GROUP: nl.constexpr,
-                  BLOCK_T: nl.constexpr, BLOCK_E: nl.constexpr, BLOCK_H: nl.constexpr):
+                  GROUP_SIZE: nl.constexpr, BLOCK_T: nl.constexpr, BLOCK_E: nl.constexpr,
+                  BLOCK_H: nl.constexpr):
     pid = nl.program_id(0)
     x_blk = nl.make_block_ptr(x_ptr, shape=(T, H), strides=(stride_xt, 1),
                               offsets=(pid * BLOCK_T, 0), block_shape=(BLOCK_T, BLOCK_H))
@@ -79,8 +82,41 @@ def router_kernel(x_ptr, w_ptr, bias_ptr, weights_ptr, ids_ptr, T, H, E, stride_
     else:
         scores = nl.softmax(nl.where(real, logits, float("-inf")), axis=1)
     w, ids = select_experts(scores, bias_ptr, E, routed_scaling_factor, TOP_K, RENORMALIZE,
-                            N_GROUP, TOPK_GROUP, BLOCK_T, BLOCK_E)
+                            N_GROUP, TOPK_GROUP, GROUP_SIZE, BLOCK_T, BLOCK_E)
     rows = pid * BLOCK_T + nl.arange(0, BLOCK_T)
+    slots = rows[:, None] * TOP_K + nl.arange(0, TOP_K)[None, :]
+    nl.store(weights_ptr + slots, w, mask=rows[:, None] < T)
+    nl.store(ids_ptr + slots, ids, mask=rows[:, None] < T)
+
+
+@npu_kernel
+def score_kernel(logits_ptr, scores_ptr, T, E, SIGMOID: nl.constexpr,
+                 BLOCK_T: nl.constexpr, BLOCK_E: nl.constexpr):
+    """The unfused baseline's score step: fp32 logits [T, E] -> softmax or sigmoid."""
+    rows = nl.program_id(0) * BLOCK_T + nl.arange(0, BLOCK_T)
+    cols = nl.arange(0, BLOCK_E)
+    at = rows[:, None] * E + cols[None, :]
+    inside = (rows[:, None] < T) & (cols[None, :] < E)
+    logits = nl.load(logits_ptr + at, mask=inside, other=float("-inf"))
+    if SIGMOID:
+        scores = nl.sigmoid(logits)
+    else:
+        scores = nl.softmax(logits, axis=1)
+    nl.store(scores_ptr + at, scores, mask=inside)
+
+
+@npu_kernel
+def select_kernel(scores_ptr, bias_ptr, weights_ptr, ids_ptr, T, E, routed_scaling_factor,
+                  TOP_K: nl.constexpr, RENORMALIZE: nl.constexpr, N_GROUP: nl.constexpr,
+                  TOPK_GROUP: nl.constexpr, GROUP_SIZE: nl.constexpr, BLOCK_T: nl.constexpr,
+                  BLOCK_E: nl.constexpr):
+    """The unfused baseline's top-k step: scores [T, E] in GM -> weights and ids."""
+    rows = nl.program_id(0) * BLOCK_T + nl.arange(0, BLOCK_T)
+    cols = nl.arange(0, BLOCK_E)
+    scores = nl.load(scores_ptr + rows[:, None] * E + cols[None, :],
+                     mask=(rows[:, None] < T) & (cols[None, :] < E), other=0.0)
+    w, ids = select_experts(scores, bias_ptr, E, routed_scaling_factor, TOP_K, RENORMALIZE,
+                            N_GROUP, TOPK_GROUP, GROUP_SIZE, BLOCK_T, BLOCK_E)
     slots = rows[:, None] * TOP_K + nl.arange(0, TOP_K)[None, :]
     nl.store(weights_ptr + slots, w, mask=rows[:, None] < T)
     nl.store(ids_ptr + slots, ids, mask=rows[:, None] < T)
@@ -100,16 +136,45 @@ def router_args(x, router_weight, top_k: int, scoring="mixtral", block_t: int = 
     T, H, E = check_router(x, router_weight, top_k)
     r = resolve(scoring, E, top_k)
     grid, meta = router_meta(T, H, E, block_t)
-    if r.n_group > 1 and meta["BLOCK_E"] != E:
-        raise ValueError(f"group-limited routing needs the number of experts to be a power "
-                         f"of two >= 16 (the kernel's expert tile), got {E}")
+    size = E // r.n_group
+    if r.n_group > 1 and meta["BLOCK_E"] % size:
+        raise ValueError(f"group-limited routing needs a power-of-two group size "
+                         f"(num_experts / n_group), got {E} / {r.n_group} = {size}")
     weights = np.zeros((T, top_k), np.float32)
     ids = np.zeros((T, top_k), np.int32)
     args = (x, router_weight, r.bias(E), weights, ids, T, H, E, x.strides[0] // x.itemsize,
             float(r.routed_scaling_factor))
     meta.update(TOP_K=int(top_k), SIGMOID=r.scoring == "sigmoid",
-                RENORMALIZE=bool(r.renormalize), N_GROUP=r.n_group, TOPK_GROUP=r.topk_group)
+                RENORMALIZE=bool(r.renormalize), N_GROUP=r.n_group, TOPK_GROUP=r.topk_group,
+                GROUP_SIZE=size)
     return grid, args, meta, (weights, ids)
+
+
+def route_unfused(x, router_weight, top_k: int, scoring="mixtral",
+                  backend: str | None = None, block_t: int = 16):
+    """``route`` as three kernels with the logits and scores in GM (the baseline):
+    router matmul, score, top-k.  Returns ``(topk_weights, topk_ids)``.
+
+    Example::
+
+        w, ids = route_unfused(x, router_weight, 2)
+    """
+    from npujit.kernels.matmul import matmul
+
+    grid, args, meta, (weights, ids) = router_args(x, router_weight, top_k, scoring, block_t)
+    x, router_weight, bias, T, E = args[0], args[1], args[2], args[5], args[7]
+    logits = matmul(x, router_weight.T, block_m=16, block_n=meta["BLOCK_E"], block_k=64,
+                    backend=backend)
+    scores = np.empty_like(logits)
+    opt = {} if backend is None else {"backend": backend}
+    score_kernel.with_options(**opt)[grid](logits, scores, T, E, SIGMOID=meta["SIGMOID"],
+                                           BLOCK_T=block_t, BLOCK_E=meta["BLOCK_E"])
+    select_kernel.with_options(**opt)[grid](
+        scores, bias, weights, ids, T, E, args[9], TOP_K=meta["TOP_K"],
+        RENORMALIZE=meta["RENORMALIZE"], N_GROUP=meta["N_GROUP"],
+        TOPK_GROUP=meta["TOPK_GROUP"], GROUP_SIZE=meta["GROUP_SIZE"], BLOCK_T=block_t,
+        BLOCK_E=meta["BLOCK_E"])
+    return weights, ids
 
 
 def route(x, router_weight, top_k: int, scoring="mixtral", backend: str | None = None,

@@ -1,0 +1,159 @@
+"""The MoE layer: ``fused_moe`` (the fused pipeline), ``fused_experts`` (the same from
+precomputed routing, as vLLM's ``fused_experts``) and ``unfused_moe`` (the baseline).
+
+Fused: the router kernel (logits stay on chip), the three small dispatch kernels
+(histogram, offsets, slot scatter: int32 metadata only), and one expert kernel that
+gathers token rows by index, runs gate/up, the activation and down on chip and adds the
+weighted result into the fp32 output; a cast kernel when x is not fp32.
+
+Unfused: every step its own kernel, its result in GM: router matmul (fp32 logits), score,
+top-k, dispatch, permute (``expanded_x``), GEMM1 (``[rows, 2I]``), activation
+(``[rows, I]``), GEMM2 (``[rows, H]``), unpermute + combine.
+
+Example::
+
+    >>> rng = np.random.default_rng(0)
+    >>> T, H, I, E = 6, 16, 16, 4
+    >>> x = rng.standard_normal((T, H)).astype(np.float32)
+    >>> out = fused_moe(x, rng.standard_normal((E, H)).astype(np.float32),
+    ...                 rng.standard_normal((E, 2 * I, H)).astype(np.float32),
+    ...                 rng.standard_normal((E, H, I)).astype(np.float32), 2)
+    >>> out.shape, out.dtype
+    ((6, 16), dtype('float32'))
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from npujit import cdiv
+
+from . import combine as combine_mod
+from .checks import as_array, check_experts, check_layer, check_shared, check_topk
+from .dispatch import AlignedRouting, align, max_rows, permute
+from .experts import ACTIVATIONS, act, experts, grouped_gemm
+from .router import route, route_unfused
+
+
+def expert_capacity(num_tokens: int, num_experts: int, top_k: int,
+                    capacity_factor: float | None) -> int | None:
+    """Slots per expert under ``capacity_factor`` (``ceil(T k / E * factor)``); None is
+    dropless."""
+    if capacity_factor is None:
+        return None
+    if not capacity_factor > 0:
+        raise ValueError(f"capacity_factor must be > 0 (or None for dropless), got "
+                         f"{capacity_factor!r}")
+    return math.ceil(num_tokens * top_k * capacity_factor / num_experts)
+
+
+def dense_routing(T: int, block_m: int) -> AlignedRouting:
+    """Metadata that sends every token to expert 0 with weight 1 (a shared expert)."""
+    rows = cdiv(max(T, 1), block_m) * block_m
+    sorted_ids = np.minimum(np.arange(rows, dtype=np.int32), T)
+    expert_ids = np.where(np.arange(rows // block_m) * block_m < T, 0, -1).astype(np.int32)
+    return AlignedRouting(np.array([T], np.int32), np.zeros(1, np.int32), sorted_ids,
+                          expert_ids, np.arange(T, dtype=np.int32), T, block_m, T, 1)
+
+
+def _check_activation(activation: str) -> None:
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+
+
+def fused_experts(x, topk_weights, topk_ids, gate_up_proj, down_proj,
+                  activation: str = "silu", shared_expert=None,
+                  capacity_factor: float | None = None, backend: str | None = None,
+                  block_m: int = 16, block_h: int = 256, block_k: int = 64,
+                  block_i: int = 64, num_stages: int = 2) -> np.ndarray:
+    """Dispatch + expert FFN + combine from precomputed ``topk_weights / topk_ids
+    [T, k]``; ``[T, H]`` in x's dtype.  ``shared_expert = (gate_up [2I_s, H],
+    down [H, I_s])`` is added unweighted (DeepSeek).
+
+    Example::
+
+        out = fused_experts(x, w, ids, gate_up_proj, down_proj)
+    """
+    x = as_array(x, "x")
+    gate_up_proj = as_array(gate_up_proj, "gate_up_proj")
+    down_proj = as_array(down_proj, "down_proj")
+    T, H, E, I = check_experts(x, gate_up_proj, down_proj)
+    w, ids = check_topk(topk_weights, topk_ids, T, E)
+    shared = check_shared(shared_expert, H)
+    _check_activation(activation)
+    tiles = dict(backend=backend, block_h=block_h, block_k=block_k, block_i=block_i,
+                 num_stages=num_stages, activation=activation)
+    cap = expert_capacity(T, E, ids.shape[1], capacity_factor)
+    aligned = align(ids, E, block_m, cap, backend=backend)
+    out = experts(x, aligned, w, gate_up_proj, down_proj, **tiles)
+    if shared is not None:
+        experts(x, dense_routing(T, block_m), np.ones(T, np.float32), shared[0][None],
+                shared[1][None], out=out, **tiles)
+    return combine_mod.cast(out, x.dtype, backend=backend)
+
+
+def fused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
+              activation: str = "silu", shared_expert=None,
+              capacity_factor: float | None = None, backend: str | None = None,
+              **tiles) -> np.ndarray:
+    """The fused MoE layer: ``[T, H]`` in x's dtype.  ``routing`` is a preset name
+    (``router.route``) or a ``Routing``; weight layouts as HF / vLLM hold them:
+    ``router_weight [E, H]``, ``gate_up_proj [E, 2I, H]`` (gate rows first),
+    ``down_proj [E, H, I]``.  ``capacity_factor`` drops the slots past
+    ``ceil(T k / E * factor)`` per expert (None: dropless).  ``tiles``: ``block_m,
+    block_h, block_k, block_i, num_stages`` of the expert kernel.
+
+    Example::
+
+        out = fused_moe(x, router_weight, gate_up_proj, down_proj, 2, routing="mixtral")
+    """
+    x = as_array(x, "x")
+    router_weight = as_array(router_weight, "router_weight")
+    check_layer(x, router_weight, as_array(gate_up_proj, "gate_up_proj"),
+                as_array(down_proj, "down_proj"), top_k)
+    w, ids = route(x, router_weight, top_k, routing, backend=backend)
+    return fused_experts(x, w, ids, gate_up_proj, down_proj, activation, shared_expert,
+                         capacity_factor, backend=backend, **tiles)
+
+
+def unfused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
+                activation: str = "silu", shared_expert=None,
+                capacity_factor: float | None = None, backend: str | None = None,
+                block_m: int = 16) -> np.ndarray:
+    """The baseline: the same layer as ``fused_moe``, every step its own kernel with its
+    intermediate in GM (see the module doc).
+
+    Example::
+
+        out = unfused_moe(x, router_weight, gate_up_proj, down_proj, 2)
+    """
+    x = as_array(x, "x")
+    router_weight = as_array(router_weight, "router_weight")
+    gate_up_proj = as_array(gate_up_proj, "gate_up_proj")
+    down_proj = as_array(down_proj, "down_proj")
+    T, H, E, I = check_layer(x, router_weight, gate_up_proj, down_proj, top_k)
+    shared = check_shared(shared_expert, H)
+    _check_activation(activation)
+    w, ids = route_unfused(x, router_weight, top_k, routing, backend=backend)
+    cap = expert_capacity(T, E, top_k, capacity_factor)
+    aligned = align(ids, E, block_m, cap, backend=backend)
+    y = _ffn_steps(x, aligned, gate_up_proj, down_proj, activation, backend)
+    shared_y = None
+    if shared is not None:
+        dense = dense_routing(T, block_m)
+        shared_y = _ffn_steps(x, dense, shared[0][None], shared[1][None], activation,
+                              backend)[:T]
+    return combine_mod.combine(y, aligned.row_idx, w, x.dtype, shared_y, backend=backend)
+
+
+def _ffn_steps(x, aligned: AlignedRouting, gate_up_proj, down_proj, activation, backend):
+    """permute -> GEMM1 -> activation -> GEMM2, each a kernel; ``[rows, H]`` in x's dtype."""
+    expanded = permute(x, aligned, backend=backend)
+    h = grouped_gemm(expanded, aligned.expert_ids, gate_up_proj, aligned.block_m,
+                     backend=backend)
+    a = act(h, activation, backend=backend)
+    return grouped_gemm(a, aligned.expert_ids, down_proj, aligned.block_m, backend=backend)
+
+
+__all__ = ["fused_moe", "fused_experts", "unfused_moe", "expert_capacity", "max_rows"]
