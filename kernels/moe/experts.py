@@ -125,31 +125,42 @@ def tile(n: int, cap: int) -> int:
     return max(16, min(cap, next_power_of_2(n)))
 
 
+def experts_launch(x, aligned, topk_weights, gate_up_proj, down_proj, out,
+                   activation: str = "silu", block_h: int = 256, block_k: int = 64,
+                   block_i: int = 64, num_stages: int = 2):
+    """``(grid, args, constexprs)`` of ``fused_experts_kernel`` (for a launch or
+    ``fused_experts_kernel.simulate(*args, grid=grid, **constexprs)``)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    H = x.shape[1]
+    I = gate_up_proj.shape[1] // 2
+    bh = tile(H, block_h)
+    grid = (aligned.sorted_ids.size // aligned.block_m, cdiv(H, bh))
+    args = (x, aligned.sorted_ids, aligned.expert_ids,
+            np.ascontiguousarray(topk_weights, dtype=np.float32), gate_up_proj, down_proj,
+            out, aligned.num_slots, H, I, x.strides[0] // x.itemsize)
+    meta = dict(TOP_K=aligned.top_k, GELU=activation == "gelu", BLOCK_M=aligned.block_m,
+                BLOCK_H=bh, BLOCK_K=tile(H, block_k), BLOCK_I=tile(I, block_i),
+                NUM_STAGES=num_stages)
+    return grid, args, meta
+
+
 def experts(x, aligned, topk_weights, gate_up_proj, down_proj, out=None,
-            activation: str = "silu", backend: str | None = None, block_h: int = 256,
-            block_k: int = 64, block_i: int = 64, num_stages: int = 2) -> np.ndarray:
+            activation: str = "silu", backend: str | None = None, **tiles) -> np.ndarray:
     """Add ``sum_j w[t, j] * FFN_{e(t, j)}(x[t])`` into ``out`` (fp32 [T, H], zeros when
     None) for the slots ``aligned`` (``dispatch.align``) keeps; returns ``out``.
+    ``tiles``: ``block_h, block_k, block_i, num_stages``.
 
     Example::
 
         out = experts(x, align(ids, E), w, gate_up_proj, down_proj)
     """
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-    T, H = x.shape
-    I = gate_up_proj.shape[1] // 2
-    out = np.zeros((T, H), np.float32) if out is None else out
-    bh = tile(H, block_h)
-    grid = (aligned.sorted_ids.size // aligned.block_m, cdiv(H, bh))
+    out = np.zeros(x.shape, np.float32) if out is None else out
+    grid, args, meta = experts_launch(x, aligned, topk_weights, gate_up_proj, down_proj,
+                                      out, activation, **tiles)
     k = fused_experts_kernel if backend is None else \
         fused_experts_kernel.with_options(backend=backend)
-    k[grid](x, aligned.sorted_ids, aligned.expert_ids,
-            np.ascontiguousarray(topk_weights, dtype=np.float32), gate_up_proj, down_proj,
-            out, aligned.num_slots, H, I, x.strides[0] // x.itemsize,
-            TOP_K=aligned.top_k, GELU=activation == "gelu", BLOCK_M=aligned.block_m,
-            BLOCK_H=bh, BLOCK_K=tile(H, block_k), BLOCK_I=tile(I, block_i),
-            NUM_STAGES=num_stages)
+    k[grid](*args, **meta)
     return out
 
 
