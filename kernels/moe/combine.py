@@ -19,6 +19,8 @@ import numpy as np
 import npujit.language as nl
 from npujit import cdiv, next_power_of_2, npu_kernel
 
+from .launch import KernelLaunch
+
 
 @npu_kernel
 def combine_kernel(y_ptr, row_idx_ptr, weights_ptr, shared_ptr, out_ptr, T, H,
@@ -64,6 +66,12 @@ def combine(y, row_idx, topk_weights, out_dtype, shared=None, backend: str | Non
     return out
 
 
+def cast_launch(src, dst, block: int = 1024) -> KernelLaunch:
+    """The launch that writes ``src`` converted to ``dst``'s dtype into ``dst``."""
+    return KernelLaunch(cast_kernel, (cdiv(max(src.size, 1), block),),
+                        (src.reshape(-1), dst.reshape(-1), src.size), dict(BLOCK=block))
+
+
 def cast(src, dtype, backend: str | None = None, block: int = 1024) -> np.ndarray:
     """``src`` converted to ``dtype`` by a kernel (round to nearest even).
 
@@ -74,7 +82,5 @@ def cast(src, dtype, backend: str | None = None, block: int = 1024) -> np.ndarra
     if src.dtype == dtype:
         return src
     dst = np.empty(src.shape, dtype)
-    kern = cast_kernel if backend is None else cast_kernel.with_options(backend=backend)
-    kern[(cdiv(max(src.size, 1), block),)](src.reshape(-1), dst.reshape(-1), src.size,
-                                           BLOCK=block)
+    cast_launch(src, dst, block).run(backend)
     return dst

@@ -34,6 +34,8 @@ import numpy as np
 import npujit.language as nl
 from npujit import cdiv, next_power_of_2, npu_kernel
 
+from .launch import KernelLaunch, run_all
+
 
 @npu_kernel
 def count_kernel(ids_ptr, counts_ptr, block_counts_ptr, S, E,
@@ -115,7 +117,8 @@ class AlignedRouting:
     * ``expert_ids [max_rows // block_m]``: the expert of each ``block_m`` rows, -1 past
       ``total``;
     * ``row_idx [S]``: each slot's row in the padded order, -1 if dropped;
-    * ``total``: rows used (the padded length); ``capacity`` the per-expert limit.
+    * ``total``: rows used (the padded length; kept in ``total_buf [1]``, which the
+      offsets kernel writes); ``capacity`` the per-expert limit.
     """
 
     counts: np.ndarray
@@ -123,10 +126,14 @@ class AlignedRouting:
     sorted_ids: np.ndarray
     expert_ids: np.ndarray
     row_idx: np.ndarray
-    total: int
+    total_buf: np.ndarray
     block_m: int
     capacity: int
     top_k: int
+
+    @property
+    def total(self) -> int:
+        return int(self.total_buf[0])
 
     @property
     def num_slots(self) -> int:
@@ -143,6 +150,35 @@ def max_rows(num_slots: int, num_experts: int, block_m: int) -> int:
     return cdiv(num_slots + num_experts * (block_m - 1), block_m) * block_m
 
 
+def align_launches(topk_ids, num_experts: int, block_m: int = 16,
+                   capacity: int | None = None, block_s: int = 64):
+    """``(launches, AlignedRouting)``: the three dispatch kernels over ``topk_ids`` (an
+    int32 [T, k] array they read when run, so it may be filled by an earlier launch) and
+    the metadata arrays they fill."""
+    ids = topk_ids
+    S, E = ids.size, num_experts
+    cap = S if capacity is None else int(capacity)
+    block_e = max(16, next_power_of_2(E))
+    nblk_s = cdiv(max(S, 1), block_s)
+    rows = max_rows(S, E, block_m)
+    a = AlignedRouting(np.zeros(E, np.int32), np.zeros(E, np.int32),
+                       np.zeros(rows, np.int32), np.zeros(rows // block_m, np.int32),
+                       np.zeros(S, np.int32), np.zeros(1, np.int32), block_m, cap,
+                       ids.shape[1] if ids.ndim == 2 else 1)
+    block_counts = np.zeros((nblk_s, E), np.int32)
+    launches = [
+        KernelLaunch(count_kernel, (nblk_s,), (ids, a.counts, block_counts, S, E),
+                     dict(BLOCK_S=block_s, BLOCK_E=block_e)),
+        KernelLaunch(offsets_kernel, (1,), (a.counts, a.offsets, a.expert_ids, a.sorted_ids,
+                                            a.total_buf, E, S, cap, rows // block_m),
+                     dict(BLOCK_M=block_m, BLOCK_E=block_e, FILL=16)),
+        KernelLaunch(scatter_kernel, (nblk_s,), (ids, block_counts, a.offsets, a.sorted_ids,
+                                                 a.row_idx, S, E, cap),
+                     dict(BLOCK_S=block_s, BLOCK_E=block_e)),
+    ]
+    return launches, a
+
+
 def align(topk_ids, num_experts: int, block_m: int = 16, capacity: int | None = None,
           backend: str | None = None, block_s: int = 64) -> AlignedRouting:
     """Run the three dispatch kernels on ``topk_ids [T, k]`` (int32, in [0, E)).
@@ -157,29 +193,9 @@ def align(topk_ids, num_experts: int, block_m: int = 16, capacity: int | None = 
         (8, [0, 2, 4, 4, 1, 3, 4, 4])
     """
     ids = np.ascontiguousarray(topk_ids, dtype=np.int32)
-    S, E = ids.size, num_experts
-    cap = S if capacity is None else int(capacity)
-    block_e = max(16, next_power_of_2(E))
-    nblk_s = cdiv(max(S, 1), block_s)
-    rows = max_rows(S, E, block_m)
-    counts = np.zeros(E, np.int32)
-    block_counts = np.zeros((nblk_s, E), np.int32)
-    offsets = np.zeros(E, np.int32)
-    sorted_ids = np.zeros(rows, np.int32)
-    expert_ids = np.zeros(rows // block_m, np.int32)
-    row_idx = np.zeros(S, np.int32)
-    total = np.zeros(1, np.int32)
-    opt = {} if backend is None else {"backend": backend}
-    count_kernel.with_options(**opt)[(nblk_s,)](ids, counts, block_counts, S, E,
-                                                 BLOCK_S=block_s, BLOCK_E=block_e)
-    offsets_kernel.with_options(**opt)[(1,)](
-        counts, offsets, expert_ids, sorted_ids, total, E, S, cap, rows // block_m,
-        BLOCK_M=block_m, BLOCK_E=block_e, FILL=16)
-    scatter_kernel.with_options(**opt)[(nblk_s,)](ids, block_counts, offsets, sorted_ids,
-                                                   row_idx, S, E, cap, BLOCK_S=block_s,
-                                                   BLOCK_E=block_e)
-    return AlignedRouting(counts, offsets, sorted_ids, expert_ids, row_idx, int(total[0]),
-                          block_m, cap, ids.shape[1] if ids.ndim == 2 else 1)
+    launches, aligned = align_launches(ids, num_experts, block_m, capacity, block_s)
+    run_all(launches, backend)
+    return aligned
 
 
 def permute(x, aligned: AlignedRouting, backend: str | None = None,

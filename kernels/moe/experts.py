@@ -25,7 +25,10 @@ import numpy as np
 import npujit.language as nl
 from npujit import cdiv, next_power_of_2, npu_kernel
 
+from .launch import KernelLaunch, run_all
+
 ACTIVATIONS = ("silu", "gelu")
+FORMS = ("onchip", "workspace")
 
 
 def activate(g, GELU):
@@ -81,6 +84,73 @@ def fused_experts_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gat
 
 
 @npu_kernel
+def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, gate_up_ptr, act_ptr, S, H, I,
+                       stride_xt, TOP_K: nl.constexpr, GELU: nl.constexpr,
+                       BLOCK_M: nl.constexpr, BLOCK_K: nl.constexpr, BLOCK_I: nl.constexpr,
+                       NUM_STAGES: nl.constexpr):
+    """First half of the workspace form: gathered rows, gate and up in one pass,
+    ``act(gate) * up`` into the ``[rows, I]`` workspace (rows in the padded order)."""
+    pid_m = nl.program_id(0)
+    i = nl.program_id(1) * BLOCK_I
+    e = nl.load(expert_ids_ptr + pid_m)
+    live = (e >= 0).to(nl.int32)
+    e = e * live
+    rows = pid_m * BLOCK_M + nl.arange(0, BLOCK_M)
+    slot = nl.load(sorted_ids_ptr + rows)
+    valid = slot < S
+    tok = slot // TOP_K
+    gate = nl.zeros((BLOCK_M, BLOCK_I), dtype=nl.float32)
+    up = nl.zeros((BLOCK_M, BLOCK_I), dtype=nl.float32)
+    g_blk = nl.make_block_ptr(gate_up_ptr, shape=(H, e * 2 * I + I), strides=(1, H),
+                              offsets=(0, e * 2 * I + i), block_shape=(BLOCK_K, BLOCK_I))
+    u_blk = nl.make_block_ptr(gate_up_ptr, shape=(H, e * 2 * I + 2 * I), strides=(1, H),
+                              offsets=(0, e * 2 * I + I + i), block_shape=(BLOCK_K, BLOCK_I))
+    for k in nl.range(0, H * live, BLOCK_K, num_stages=NUM_STAGES):
+        cols = k + nl.arange(0, BLOCK_K)
+        xt = nl.load(x_ptr + tok[:, None] * stride_xt + cols[None, :],
+                     mask=valid[:, None] & (cols[None, :] < H))
+        gate = nl.dot(xt, nl.load(g_blk, boundary_check=(0, 1)), gate)
+        up = nl.dot(xt, nl.load(u_blk, boundary_check=(0, 1)), up)
+        g_blk = nl.advance(g_blk, (BLOCK_K, 0))
+        u_blk = nl.advance(u_blk, (BLOCK_K, 0))
+    a = activate(gate, GELU) * up
+    ii = i + nl.arange(0, BLOCK_I)
+    nl.store(act_ptr + rows[:, None] * I + ii[None, :], a, mask=ii[None, :] < I)
+
+
+@npu_kernel
+def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, down_ptr,
+                        out_ptr, S, H, I, TOP_K: nl.constexpr, BLOCK_M: nl.constexpr,
+                        BLOCK_H: nl.constexpr, BLOCK_I: nl.constexpr,
+                        NUM_STAGES: nl.constexpr):
+    """Second half of the workspace form: the down GEMM over the workspace rows, scaled
+    by the routing weight and added into the token's fp32 output row."""
+    pid_m = nl.program_id(0)
+    pid_h = nl.program_id(1)
+    e = nl.load(expert_ids_ptr + pid_m)
+    live = (e >= 0).to(nl.int32)
+    e = e * live
+    rows = pid_m * BLOCK_M + nl.arange(0, BLOCK_M)
+    slot = nl.load(sorted_ids_ptr + rows)
+    valid = slot < S
+    w = nl.load(weights_ptr + slot, mask=valid, other=0.0)
+    a_blk = nl.make_block_ptr(act_ptr, shape=(pid_m * BLOCK_M + BLOCK_M, I), strides=(I, 1),
+                              offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_I))
+    d_blk = nl.make_block_ptr(down_ptr, shape=(I, e * H + H), strides=(1, I),
+                              offsets=(0, e * H + pid_h * BLOCK_H),
+                              block_shape=(BLOCK_I, BLOCK_H))
+    acc = nl.zeros((BLOCK_M, BLOCK_H), dtype=nl.float32)
+    for i in nl.range(0, I * live, BLOCK_I, num_stages=NUM_STAGES):
+        acc = nl.dot(nl.load(a_blk, boundary_check=(1,)),
+                     nl.load(d_blk, boundary_check=(0, 1)), acc)
+        a_blk = nl.advance(a_blk, (0, BLOCK_I))
+        d_blk = nl.advance(d_blk, (BLOCK_I, 0))
+    hs = pid_h * BLOCK_H + nl.arange(0, BLOCK_H)
+    nl.atomic_add(out_ptr + (slot // TOP_K)[:, None] * H + hs[None, :], acc * w[:, None],
+                  mask=valid[:, None] & (hs[None, :] < H))
+
+
+@npu_kernel
 def grouped_gemm_kernel(a_ptr, expert_ids_ptr, w_ptr, c_ptr, N, K,
                         BLOCK_M: nl.constexpr, BLOCK_N: nl.constexpr, BLOCK_K: nl.constexpr,
                         NUM_STAGES: nl.constexpr):
@@ -125,42 +195,63 @@ def tile(n: int, cap: int) -> int:
     return max(16, min(cap, next_power_of_2(n)))
 
 
-def experts_launch(x, aligned, topk_weights, gate_up_proj, down_proj, out,
-                   activation: str = "silu", block_h: int = 256, block_k: int = 64,
-                   block_i: int = 64, num_stages: int = 2):
-    """``(grid, args, constexprs)`` of ``fused_experts_kernel`` (for a launch or
-    ``fused_experts_kernel.simulate(*args, grid=grid, **constexprs)``)."""
+def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
+                     activation: str = "silu", form: str = "onchip", block_h: int = 128,
+                     block_k: int = 64, block_i: int = 32, num_stages: int = 2) -> list:
+    """The expert launches (``KernelLaunch``) that add the routed FFN into ``out``:
+    ``form="onchip"``: ``fused_experts_kernel``; ``form="workspace"``: ``gate_up_act_kernel``
+    then ``down_combine_kernel`` with the ``[rows, I]`` activation (x's dtype) in a GM
+    workspace between them: what a separated (AIC + AIV) part needs, since the on-chip
+    form hands the Vector's activation back to the Cube (not lowered by the 910B
+    AIC/AIV split yet, sim/split.py)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
     H = x.shape[1]
     I = gate_up_proj.shape[1] // 2
-    bh = tile(H, block_h)
-    grid = (aligned.sorted_ids.size // aligned.block_m, cdiv(H, bh))
-    args = (x, aligned.sorted_ids, aligned.expert_ids,
-            np.ascontiguousarray(topk_weights, dtype=np.float32), gate_up_proj, down_proj,
-            out, aligned.num_slots, H, I, x.strides[0] // x.itemsize)
-    meta = dict(TOP_K=aligned.top_k, GELU=activation == "gelu", BLOCK_M=aligned.block_m,
-                BLOCK_H=bh, BLOCK_K=tile(H, block_k), BLOCK_I=tile(I, block_i),
-                NUM_STAGES=num_stages)
-    return grid, args, meta
+    rows, bm, S, k = aligned.sorted_ids.size, aligned.block_m, aligned.num_slots, aligned.top_k
+    bi, bh, bk = tile(I, block_i), tile(H, block_h), tile(H, block_k)
+    w = np.ascontiguousarray(topk_weights, dtype=np.float32)
+    sx = x.strides[0] // x.itemsize
+    gelu = activation == "gelu"
+    if form == "onchip":
+        return [KernelLaunch(
+            fused_experts_kernel, (rows // bm, cdiv(H, bh)),
+            (x, aligned.sorted_ids, aligned.expert_ids, w, gate_up_proj, down_proj, out, S,
+             H, I, sx),
+            dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, BLOCK_H=bh, BLOCK_K=bk, BLOCK_I=bi,
+                 NUM_STAGES=num_stages))]
+    work = np.empty((rows, I), x.dtype)
+    return [
+        KernelLaunch(gate_up_act_kernel, (rows // bm, cdiv(I, bi)),
+                     (x, aligned.sorted_ids, aligned.expert_ids, gate_up_proj, work, S, H,
+                      I, sx),
+                     dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, BLOCK_K=bk, BLOCK_I=bi,
+                          NUM_STAGES=num_stages)),
+        KernelLaunch(down_combine_kernel, (rows // bm, cdiv(H, bh)),
+                     (work, aligned.sorted_ids, aligned.expert_ids, w, down_proj, out, S, H,
+                      I),
+                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, BLOCK_I=bi,
+                          NUM_STAGES=num_stages)),
+    ]
 
 
 def experts(x, aligned, topk_weights, gate_up_proj, down_proj, out=None,
-            activation: str = "silu", backend: str | None = None, **tiles) -> np.ndarray:
+            activation: str = "silu", backend: str | None = None, form: str = "onchip",
+            **tiles) -> np.ndarray:
     """Add ``sum_j w[t, j] * FFN_{e(t, j)}(x[t])`` into ``out`` (fp32 [T, H], zeros when
     None) for the slots ``aligned`` (``dispatch.align``) keeps; returns ``out``.
-    ``tiles``: ``block_h, block_k, block_i, num_stages``.
+    ``form`` and ``tiles`` (``block_h, block_k, block_i, num_stages``): see
+    ``experts_launches``.
 
     Example::
 
         out = experts(x, align(ids, E), w, gate_up_proj, down_proj)
     """
     out = np.zeros(x.shape, np.float32) if out is None else out
-    grid, args, meta = experts_launch(x, aligned, topk_weights, gate_up_proj, down_proj,
-                                      out, activation, **tiles)
-    k = fused_experts_kernel if backend is None else \
-        fused_experts_kernel.with_options(backend=backend)
-    k[grid](*args, **meta)
+    run_all(experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
+                             activation, form, **tiles), backend)
     return out
 
 

@@ -31,9 +31,10 @@ from npujit import cdiv
 
 from . import combine as combine_mod
 from .checks import as_array, check_experts, check_layer, check_shared, check_topk
-from .dispatch import AlignedRouting, align, max_rows, permute
-from .experts import ACTIVATIONS, act, experts, grouped_gemm
-from .router import route, route_unfused
+from .dispatch import AlignedRouting, align, align_launches, max_rows, permute
+from .experts import ACTIVATIONS, act, experts_launches, grouped_gemm
+from .launch import run_all
+from .router import route_unfused, router_launch
 
 
 def expert_capacity(num_tokens: int, num_experts: int, top_k: int,
@@ -54,7 +55,8 @@ def dense_routing(T: int, block_m: int) -> AlignedRouting:
     sorted_ids = np.minimum(np.arange(rows, dtype=np.int32), T)
     expert_ids = np.where(np.arange(rows // block_m) * block_m < T, 0, -1).astype(np.int32)
     return AlignedRouting(np.array([T], np.int32), np.zeros(1, np.int32), sorted_ids,
-                          expert_ids, np.arange(T, dtype=np.int32), T, block_m, T, 1)
+                          expert_ids, np.arange(T, dtype=np.int32),
+                          np.array([rows], np.int32), block_m, T, 1)
 
 
 def _check_activation(activation: str) -> None:
@@ -62,35 +64,76 @@ def _check_activation(activation: str) -> None:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
 
 
+def experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj,
+                 activation: str = "silu", shared_expert=None,
+                 capacity_factor: float | None = None, block_m: int = 16,
+                 routed_later: bool = False, **tiles) -> tuple[list, np.ndarray]:
+    """``(launches, out)``: dispatch, the expert kernels (and the shared expert's), the
+    final cast; ``out`` ([T, H], x's dtype) holds the result once they ran.
+    ``routed_later``: the routing arrays are filled by an earlier launch (not checked)."""
+    x = as_array(x, "x")
+    gate_up_proj = as_array(gate_up_proj, "gate_up_proj")
+    down_proj = as_array(down_proj, "down_proj")
+    T, H, E, I = check_experts(x, gate_up_proj, down_proj)
+    shared = check_shared(shared_expert, H)
+    _check_activation(activation)
+    if routed_later:       # the router's output arrays, filled by an earlier launch
+        w, ids = topk_weights, topk_ids
+    else:
+        w, ids = check_topk(topk_weights, topk_ids, T, E)
+    cap = expert_capacity(T, E, ids.shape[1], capacity_factor)
+    launches, aligned = align_launches(ids, E, block_m, cap)
+    acc = np.zeros((T, H), np.float32)
+    launches += experts_launches(x, aligned, w, gate_up_proj, down_proj, acc, activation,
+                                 **tiles)
+    if shared is not None:
+        launches += experts_launches(x, dense_routing(T, block_m), np.ones(T, np.float32),
+                                     shared[0][None], shared[1][None], acc, activation,
+                                     **tiles)
+    if x.dtype == np.float32:
+        return launches, acc
+    out = np.empty((T, H), x.dtype)
+    return launches + [combine_mod.cast_launch(acc, out)], out
+
+
+def fused_plan(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
+               activation: str = "silu", shared_expert=None,
+               capacity_factor: float | None = None, **tiles) -> tuple[list, np.ndarray]:
+    """``(launches, out)`` of the whole fused layer: the router, then ``experts_plan``.
+
+    Example::
+
+        launches, out = fused_plan(x, router_weight, gate_up_proj, down_proj, 2)
+        reports = simulate_all(launches, ASCEND_910B_LIKE)    # out now holds the result
+    """
+    x = as_array(x, "x")
+    router_weight = as_array(router_weight, "router_weight")
+    check_layer(x, router_weight, as_array(gate_up_proj, "gate_up_proj"),
+                as_array(down_proj, "down_proj"), top_k)
+    router, (w, ids) = router_launch(x, router_weight, top_k, routing)
+    launches, out = experts_plan(x, w, ids, gate_up_proj, down_proj, activation,
+                                 shared_expert, capacity_factor, routed_later=True, **tiles)
+    return [router] + launches, out
+
+
 def fused_experts(x, topk_weights, topk_ids, gate_up_proj, down_proj,
                   activation: str = "silu", shared_expert=None,
                   capacity_factor: float | None = None, backend: str | None = None,
-                  block_m: int = 16, block_h: int = 256, block_k: int = 64,
-                  block_i: int = 64, num_stages: int = 2) -> np.ndarray:
+                  **tiles) -> np.ndarray:
     """Dispatch + expert FFN + combine from precomputed ``topk_weights / topk_ids
     [T, k]``; ``[T, H]`` in x's dtype.  ``shared_expert = (gate_up [2I_s, H],
-    down [H, I_s])`` is added unweighted (DeepSeek).
+    down [H, I_s])`` is added unweighted (DeepSeek).  ``tiles``: ``block_m, block_h,
+    block_k, block_i, num_stages`` and ``form`` (``"onchip"``: one expert kernel;
+    ``"workspace"``: two, the activation in GM between them; experts.py).
 
     Example::
 
         out = fused_experts(x, w, ids, gate_up_proj, down_proj)
     """
-    x = as_array(x, "x")
-    gate_up_proj = as_array(gate_up_proj, "gate_up_proj")
-    down_proj = as_array(down_proj, "down_proj")
-    T, H, E, I = check_experts(x, gate_up_proj, down_proj)
-    w, ids = check_topk(topk_weights, topk_ids, T, E)
-    shared = check_shared(shared_expert, H)
-    _check_activation(activation)
-    tiles = dict(backend=backend, block_h=block_h, block_k=block_k, block_i=block_i,
-                 num_stages=num_stages, activation=activation)
-    cap = expert_capacity(T, E, ids.shape[1], capacity_factor)
-    aligned = align(ids, E, block_m, cap, backend=backend)
-    out = experts(x, aligned, w, gate_up_proj, down_proj, **tiles)
-    if shared is not None:
-        experts(x, dense_routing(T, block_m), np.ones(T, np.float32), shared[0][None],
-                shared[1][None], out=out, **tiles)
-    return combine_mod.cast(out, x.dtype, backend=backend)
+    launches, out = experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj,
+                                 activation, shared_expert, capacity_factor, **tiles)
+    run_all(launches, backend)
+    return out
 
 
 def fused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
@@ -101,20 +144,17 @@ def fused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mi
     (``router.route``) or a ``Routing``; weight layouts as HF / vLLM hold them:
     ``router_weight [E, H]``, ``gate_up_proj [E, 2I, H]`` (gate rows first),
     ``down_proj [E, H, I]``.  ``capacity_factor`` drops the slots past
-    ``ceil(T k / E * factor)`` per expert (None: dropless).  ``tiles``: ``block_m,
-    block_h, block_k, block_i, num_stages`` of the expert kernel.
+    ``ceil(T k / E * factor)`` per expert (None: dropless).  ``tiles``: as
+    ``fused_experts``.
 
     Example::
 
         out = fused_moe(x, router_weight, gate_up_proj, down_proj, 2, routing="mixtral")
     """
-    x = as_array(x, "x")
-    router_weight = as_array(router_weight, "router_weight")
-    check_layer(x, router_weight, as_array(gate_up_proj, "gate_up_proj"),
-                as_array(down_proj, "down_proj"), top_k)
-    w, ids = route(x, router_weight, top_k, routing, backend=backend)
-    return fused_experts(x, w, ids, gate_up_proj, down_proj, activation, shared_expert,
-                         capacity_factor, backend=backend, **tiles)
+    launches, out = fused_plan(x, router_weight, gate_up_proj, down_proj, top_k, routing,
+                               activation, shared_expert, capacity_factor, **tiles)
+    run_all(launches, backend)
+    return out
 
 
 def unfused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
@@ -156,4 +196,5 @@ def _ffn_steps(x, aligned: AlignedRouting, gate_up_proj, down_proj, activation, 
     return grouped_gemm(a, aligned.expert_ids, down_proj, aligned.block_m, backend=backend)
 
 
-__all__ = ["fused_moe", "fused_experts", "unfused_moe", "expert_capacity", "max_rows"]
+__all__ = ["fused_moe", "fused_experts", "fused_plan", "experts_plan", "unfused_moe",
+           "expert_capacity", "max_rows"]

@@ -22,6 +22,7 @@ import npujit.language as nl
 from npujit import cdiv, next_power_of_2, npu_kernel
 
 from .checks import as_array, check_router
+from .launch import KernelLaunch
 from .routing import RENORM_EPS, resolve
 
 
@@ -150,6 +151,12 @@ def router_args(x, router_weight, top_k: int, scoring="mixtral", block_t: int = 
     return grid, args, meta, (weights, ids)
 
 
+def router_launch(x, router_weight, top_k: int, scoring="mixtral", block_t: int = 16):
+    """``(KernelLaunch, (topk_weights, topk_ids))``: the fused router as data."""
+    grid, args, meta, out = router_args(x, router_weight, top_k, scoring, block_t)
+    return KernelLaunch(router_kernel, grid, args, meta), out
+
+
 def route_unfused(x, router_weight, top_k: int, scoring="mixtral",
                   backend: str | None = None, block_t: int = 16):
     """``route`` as three kernels with the logits and scores in GM (the baseline):
@@ -189,7 +196,6 @@ def route(x, router_weight, top_k: int, scoring="mixtral", backend: str | None =
         w, ids = route(x, router_weight, 8,
                        scoring=Routing.preset("deepseek_v3", correction_bias=bias))
     """
-    grid, args, meta, out = router_args(x, router_weight, top_k, scoring, block_t)
-    k = router_kernel if backend is None else router_kernel.with_options(backend=backend)
-    k[grid](*args, **meta)
+    launch, out = router_launch(x, router_weight, top_k, scoring, block_t)
+    launch.run(backend)
     return out

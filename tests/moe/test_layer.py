@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from npujit.kernels.moe import reference as ref
+from npujit.kernels.moe.dispatch import align
 from npujit.kernels.moe.layer import fused_experts, fused_moe, unfused_moe
 from npujit.kernels.moe.routing import Routing
 
@@ -31,12 +32,19 @@ def test_fused_unfused_reference_agree(routing, k, dtype):
 
 
 def test_numba_fused_and_unfused():
-    x, router, gate_up, down, shared = problem(T=21, E=8, shared_i=16, seed=3)
-    want = ref.moe(x, router, gate_up, down, 2, "mixtral", shared_expert=shared)
-    close(fused_moe(x, router, gate_up, down, 2, shared_expert=shared, backend="numba"),
-          want, np.float32)
-    close(unfused_moe(x, router, gate_up, down, 2, shared_expert=shared, backend="numba"),
-          want, np.float32)
+    """On numba: the dispatch metadata, and fused == unfused == reference.  The routing is
+    test_router's numba one and H == I, so both GEMM steps share one specialisation:
+    every numba compile costs ~0.5-2 s."""
+    from .test_dispatch import check_aligned
+    from .test_router import VARIANTS as ROUTER_VARIANTS
+    routing, k = ROUTER_VARIANTS[-1]
+    x, router, gate_up, down, _ = problem(T=21, H=64, I=64, E=8, seed=3)
+    want = ref.moe(x, router, gate_up, down, k, routing)
+    close(fused_moe(x, router, gate_up, down, k, routing, backend="numba"), want, np.float32)
+    close(unfused_moe(x, router, gate_up, down, k, routing, backend="numba"), want,
+          np.float32)
+    _, ids = ref.route(x, router, k, routing)
+    check_aligned(align(ids, 8, 16, backend="numba"), ids, 8, 16)
 
 
 @pytest.mark.parametrize("kw", [dict(shared_expert=True), dict(activation="gelu"),
@@ -120,3 +128,12 @@ def test_bad_input_names_the_argument(bad, exc, msg):
     extra = {k: v for k, v in bad.items() if k in ("activation", "routing")}
     with pytest.raises(exc, match=msg):
         fused_moe(**args, **extra, backend="reference")
+
+
+def test_precomputed_routing_is_checked():
+    x, _, gate_up, down, _ = problem(T=4, H=16, I=4, E=8)
+    w = np.full((4, 2), 0.5, np.float32)
+    with pytest.raises(ValueError, match=r"topk_ids must lie in \[0, 8\)"):
+        fused_experts(x, w, np.full((4, 2), 8, np.int32), gate_up, down)
+    with pytest.raises(ValueError, match="topk_weights must have topk_ids' shape"):
+        fused_experts(x, w[:, :1], np.zeros((4, 2), np.int32), gate_up, down)
