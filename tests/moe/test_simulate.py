@@ -62,3 +62,20 @@ def test_onchip_experts_on_the_coupled_part():
     close(out, ref.moe(x, router, gate_up, down, k, "qwen", shared_expert=shared),
           np.float32)
     assert all(r.cycles >= r.bound.cycles > 0 for _, r in reports)
+
+
+def test_split_lets_the_aic_load_by_a_loaded_index():
+    """sim/split.py: a GM -> L1 copy addressed by a Vector-loaded index (the expert id of a
+    grouped GEMM) stays on the AIC; the Cube computing on a Vector result still raises."""
+    import pytest
+
+    from npujit.sim.isa import copy, mmad
+    from npujit.sim.split import split_stream
+
+    expert_id = copy("GM_to_UB", 4, writes=[("UB.0", 0)])
+    weights = copy("GM_to_L1", 2048, reads=[("UB.0", 0)], writes=[("L1.0", 0)])
+    aic, aiv = split_stream([expert_id, weights], 0, ASCEND_910B_LIKE, {})
+    assert aic == [weights] and aiv == [expert_id]
+    with pytest.raises(NotImplementedError, match="a Vector result"):
+        split_stream([expert_id, mmad(16, 16, 16, reads=[("UB.0", 0)])], 0,
+                     ASCEND_910B_LIKE, {})
