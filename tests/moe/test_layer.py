@@ -87,12 +87,13 @@ def unfused_moe_from(x, w, ids, gate_up, down, cf):
 
 
 def test_skewed_routing():
-    """80 % of the token-choices to one expert: its segment spans several row blocks."""
+    """About 80 % of the token-choices (top-1) to one expert: its segment spans several
+    row blocks, most experts get one block or none."""
     x, _, gate_up, down, _ = problem(T=40, E=8, dtype=np.float16, seed=11)
     rng = np.random.default_rng(12)
-    ids = np.where(rng.random((40, 2)) < 0.8, 5, rng.integers(0, 8, (40, 2)))
-    ids[:, 1] = np.where(ids[:, 1] == ids[:, 0], (ids[:, 0] + 1) % 8, ids[:, 1])
-    w = rng.random((40, 2)).astype(np.float32)
+    ids = np.where(rng.random((40, 1)) < 0.8, 5, rng.integers(0, 8, (40, 1)))
+    assert (ids == 5).mean() > 0.7
+    w = rng.random((40, 1)).astype(np.float32)
     want = ref.moe_from_topk(x, w, ids, gate_up, down)
     for form in ("onchip", "workspace"):
         close(fused_experts(x, w, ids, gate_up, down, backend="reference", form=form), want,
