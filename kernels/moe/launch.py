@@ -6,8 +6,8 @@ is built, and the launches run in order.
 
 Example::
 
-    >>> steps = [KernelLaunch(add_kernel, (4,), (x, y, out, n), {"BLOCK": 256})]  # doctest: +SKIP
-    >>> run_all(steps, backend="reference")                                         # doctest: +SKIP
+    >>> steps = [KernelLaunch(add, (4,), (x, y, out, n), {"BLOCK": 256})]  # doctest: +SKIP
+    >>> run_all(steps, backend="reference")                                 # doctest: +SKIP
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from npujit import cdiv
 
 from . import combine as combine_mod
 from .checks import as_array, check_experts, check_layer, check_shared, check_topk
-from .dispatch import AlignedRouting, align, align_launches, max_rows, permute
+from .dispatch import AlignedRouting, align, align_launches, permute
 from .experts import ACTIVATIONS, act, experts_launches, grouped_gemm
 from .launch import run_all
 from .router import route_unfused, router_launch
@@ -197,4 +197,4 @@ def _ffn_steps(x, aligned: AlignedRouting, gate_up_proj, down_proj, activation, 
 
 
 __all__ = ["fused_moe", "fused_experts", "fused_plan", "experts_plan", "unfused_moe",
-           "expert_capacity", "max_rows"]
+           "expert_capacity"]

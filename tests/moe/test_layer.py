@@ -151,3 +151,11 @@ def test_precomputed_routing_is_checked():
         fused_experts(x, w, np.full((4, 2), 8, np.int32), gate_up, down)
     with pytest.raises(ValueError, match="topk_weights must have topk_ids' shape"):
         fused_experts(x, w[:, :1], np.zeros((4, 2), np.int32), gate_up, down)
+
+
+def test_torch_tensors_are_accepted():
+    torch = pytest.importorskip("torch")
+    x, router, gate_up, down, _ = problem(T=5, H=16, I=8, E=4)
+    got = fused_moe(torch.from_numpy(x), torch.from_numpy(router), torch.from_numpy(gate_up),
+                    torch.from_numpy(down), 2, backend="reference")
+    close(got, ref.moe(x, router, gate_up, down, 2), np.float32)
