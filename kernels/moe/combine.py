@@ -47,6 +47,18 @@ def cast_kernel(src_ptr, dst_ptr, n, BLOCK: nl.constexpr):
     nl.store(dst_ptr + offs, nl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
 
 
+def combine_launch(y, row_idx, topk_weights, out, shared=None, block_t: int = 16,
+                   block_h: int = 128) -> KernelLaunch:
+    """The launch of ``combine_kernel`` writing the combined rows into ``out``."""
+    T, k = topk_weights.shape
+    H = y.shape[1]
+    bh = max(16, min(block_h, next_power_of_2(H)))
+    return KernelLaunch(combine_kernel, (cdiv(max(T, 1), block_t), cdiv(H, bh)),
+                        (y, row_idx, topk_weights, shared, out, T, H),
+                        dict(TOP_K=k, HAS_SHARED=shared is not None, BLOCK_T=block_t,
+                             BLOCK_H=bh))
+
+
 def combine(y, row_idx, topk_weights, out_dtype, shared=None, backend: str | None = None,
             block_t: int = 16, block_h: int = 128) -> np.ndarray:
     """``out[t] = sum_j w[t, j] * y[row_idx[t*k + j]] (+ shared[t])`` in ``out_dtype``.
@@ -55,14 +67,8 @@ def combine(y, row_idx, topk_weights, out_dtype, shared=None, backend: str | Non
 
         out = combine(y, aligned.row_idx, topk_weights, x.dtype)
     """
-    T, k = topk_weights.shape
-    H = y.shape[1]
-    out = np.empty((T, H), out_dtype)
-    bh = max(16, min(block_h, next_power_of_2(H)))
-    kern = combine_kernel if backend is None else combine_kernel.with_options(backend=backend)
-    kern[(cdiv(max(T, 1), block_t), cdiv(H, bh))](
-        y, row_idx, topk_weights, shared, out, T, H, TOP_K=k, HAS_SHARED=shared is not None,
-        BLOCK_T=block_t, BLOCK_H=bh)
+    out = np.empty((topk_weights.shape[0], y.shape[1]), out_dtype)
+    combine_launch(y, row_idx, topk_weights, out, shared, block_t, block_h).run(backend)
     return out
 
 

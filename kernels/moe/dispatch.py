@@ -198,6 +198,16 @@ def align(topk_ids, num_experts: int, block_m: int = 16, capacity: int | None = 
     return aligned
 
 
+def permute_launch(x, aligned: AlignedRouting, out, block_h: int = 64) -> KernelLaunch:
+    """The launch of ``permute_kernel`` writing ``expanded_x`` into ``out``."""
+    H = x.shape[1]
+    return KernelLaunch(permute_kernel, (aligned.sorted_ids.size // aligned.block_m,),
+                        (x, aligned.sorted_ids, out, aligned.num_slots, H,
+                         x.strides[0] // x.itemsize),
+                        dict(TOP_K=aligned.top_k, BLOCK_M=aligned.block_m,
+                             BLOCK_H=min(block_h, next_power_of_2(H))))
+
+
 def permute(x, aligned: AlignedRouting, backend: str | None = None,
             block_h: int = 64) -> np.ndarray:
     """The explicit form: ``expanded_x [max_rows, H]``, row r holding the token of slot
@@ -207,12 +217,6 @@ def permute(x, aligned: AlignedRouting, backend: str | None = None,
 
         expanded = permute(x, align(topk_ids, E))
     """
-    T, H = x.shape
-    rows = aligned.sorted_ids.size
-    out = np.empty((rows, H), x.dtype)
-    k = permute_kernel if backend is None else permute_kernel.with_options(backend=backend)
-    k[(rows // aligned.block_m,)](x, aligned.sorted_ids, out, aligned.num_slots, H,
-                                 x.strides[0] // x.itemsize, TOP_K=aligned.top_k,
-                                 BLOCK_M=aligned.block_m,
-                                 BLOCK_H=min(block_h, next_power_of_2(H)))
+    out = np.empty((aligned.sorted_ids.size, x.shape[1]), x.dtype)
+    permute_launch(x, aligned, out, block_h).run(backend)
     return out

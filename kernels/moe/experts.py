@@ -255,25 +255,41 @@ def experts(x, aligned, topk_weights, gate_up_proj, down_proj, out=None,
     return out
 
 
+def grouped_gemm_launch(a, expert_ids, w, c, block_m: int, block_n: int = 64,
+                        block_k: int = 64, num_stages: int = 2) -> KernelLaunch:
+    """The launch of ``grouped_gemm_kernel`` writing ``a @ w[e].T`` per row block into
+    ``c``."""
+    R, K = a.shape
+    N = w.shape[1]
+    bn = tile(N, block_n)
+    return KernelLaunch(grouped_gemm_kernel, (R // block_m, cdiv(N, bn)),
+                        (a, expert_ids, w, c, N, K),
+                        dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=tile(K, block_k),
+                             NUM_STAGES=num_stages))
+
+
 def grouped_gemm(a, expert_ids, w, block_m: int, out_dtype=None,
-                 backend: str | None = None, block_n: int = 64, block_k: int = 64,
-                 num_stages: int = 2) -> np.ndarray:
+                 backend: str | None = None, **tiles) -> np.ndarray:
     """``c[r] = a[r] @ w[expert_ids[r // block_m]].T`` for ``a [R, K]``, ``w [E, N, K]``;
-    rows of blocks with expert id -1 are zeros.
+    rows of blocks with expert id -1 are zeros.  ``tiles``: ``block_n, block_k,
+    num_stages``.
 
     Example::
 
         h = grouped_gemm(expanded_x, aligned.expert_ids, gate_up_proj, aligned.block_m)
     """
-    R, K = a.shape
-    N = w.shape[1]
-    c = np.empty((R, N), out_dtype or a.dtype)
-    bn = tile(N, block_n)
-    k = grouped_gemm_kernel if backend is None else \
-        grouped_gemm_kernel.with_options(backend=backend)
-    k[(R // block_m, cdiv(N, bn))](a, expert_ids, w, c, N, K, BLOCK_M=block_m, BLOCK_N=bn,
-                                   BLOCK_K=tile(K, block_k), NUM_STAGES=num_stages)
+    c = np.empty((a.shape[0], w.shape[1]), out_dtype or a.dtype)
+    grouped_gemm_launch(a, expert_ids, w, c, block_m, **tiles).run(backend)
     return c
+
+
+def act_launch(h, out, activation: str = "silu", block_r: int = 16,
+               block_i: int = 64) -> KernelLaunch:
+    """The launch of ``act_kernel`` writing ``act(h[:, :I]) * h[:, I:]`` into ``out``."""
+    R, I = h.shape[0], h.shape[1] // 2
+    bi = tile(I, block_i)
+    return KernelLaunch(act_kernel, (cdiv(R, block_r), cdiv(I, bi)), (h, out, R, I),
+                        dict(GELU=activation == "gelu", BLOCK_R=block_r, BLOCK_I=bi))
 
 
 def act(h, activation: str = "silu", backend: str | None = None,
@@ -284,10 +300,6 @@ def act(h, activation: str = "silu", backend: str | None = None,
 
         a = act(grouped_gemm(expanded_x, expert_ids, gate_up_proj, 16))
     """
-    R, I = h.shape[0], h.shape[1] // 2
-    out = np.empty((R, I), h.dtype)
-    bi = tile(I, block_i)
-    k = act_kernel if backend is None else act_kernel.with_options(backend=backend)
-    k[(cdiv(R, block_r), cdiv(I, bi))](h, out, R, I, GELU=activation == "gelu",
-                                       BLOCK_R=block_r, BLOCK_I=bi)
+    out = np.empty((h.shape[0], h.shape[1] // 2), h.dtype)
+    act_launch(h, out, activation, block_r, block_i).run(backend)
     return out

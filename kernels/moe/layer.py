@@ -31,10 +31,10 @@ from npujit import cdiv
 
 from . import combine as combine_mod
 from .checks import as_array, check_experts, check_layer, check_shared, check_topk
-from .dispatch import AlignedRouting, align, align_launches, permute
-from .experts import ACTIVATIONS, act, experts_launches, grouped_gemm
+from .dispatch import AlignedRouting, align_launches, permute_launch
+from .experts import ACTIVATIONS, act_launch, experts_launches, grouped_gemm_launch
 from .launch import run_all
-from .router import route_unfused, router_launch
+from .router import route_unfused_launches, router_launch
 
 
 def expert_capacity(num_tokens: int, num_experts: int, top_k: int,
@@ -157,6 +157,34 @@ def fused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mi
     return out
 
 
+def unfused_plan(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
+                 activation: str = "silu", shared_expert=None,
+                 capacity_factor: float | None = None,
+                 block_m: int = 16) -> tuple[list, np.ndarray]:
+    """``(launches, out)`` of the baseline (see the module doc); ``out`` ([T, H], x's
+    dtype) holds the result once they ran."""
+    x = as_array(x, "x")
+    router_weight = as_array(router_weight, "router_weight")
+    gate_up_proj = as_array(gate_up_proj, "gate_up_proj")
+    down_proj = as_array(down_proj, "down_proj")
+    T, H, E, I = check_layer(x, router_weight, gate_up_proj, down_proj, top_k)
+    shared = check_shared(shared_expert, H)
+    _check_activation(activation)
+    launches, (w, ids) = route_unfused_launches(x, router_weight, top_k, routing)
+    cap = expert_capacity(T, E, top_k, capacity_factor)
+    steps, aligned = align_launches(ids, E, block_m, cap)
+    launches += steps
+    steps, y = _ffn_steps(x, aligned, gate_up_proj, down_proj, activation)
+    launches += steps
+    shared_y = None
+    if shared is not None:
+        steps, shared_y = _ffn_steps(x, dense_routing(T, block_m), shared[0][None],
+                                     shared[1][None], activation)
+        launches += steps
+    out = np.empty((T, H), x.dtype)
+    return launches + [combine_mod.combine_launch(y, aligned.row_idx, w, out, shared_y)], out
+
+
 def unfused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
                 activation: str = "silu", shared_expert=None,
                 capacity_factor: float | None = None, backend: str | None = None,
@@ -168,33 +196,26 @@ def unfused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="
 
         out = unfused_moe(x, router_weight, gate_up_proj, down_proj, 2)
     """
-    x = as_array(x, "x")
-    router_weight = as_array(router_weight, "router_weight")
-    gate_up_proj = as_array(gate_up_proj, "gate_up_proj")
-    down_proj = as_array(down_proj, "down_proj")
-    T, H, E, I = check_layer(x, router_weight, gate_up_proj, down_proj, top_k)
-    shared = check_shared(shared_expert, H)
-    _check_activation(activation)
-    w, ids = route_unfused(x, router_weight, top_k, routing, backend=backend)
-    cap = expert_capacity(T, E, top_k, capacity_factor)
-    aligned = align(ids, E, block_m, cap, backend=backend)
-    y = _ffn_steps(x, aligned, gate_up_proj, down_proj, activation, backend)
-    shared_y = None
-    if shared is not None:
-        dense = dense_routing(T, block_m)
-        shared_y = _ffn_steps(x, dense, shared[0][None], shared[1][None], activation,
-                              backend)[:T]
-    return combine_mod.combine(y, aligned.row_idx, w, x.dtype, shared_y, backend=backend)
+    launches, out = unfused_plan(x, router_weight, gate_up_proj, down_proj, top_k, routing,
+                                 activation, shared_expert, capacity_factor, block_m)
+    run_all(launches, backend)
+    return out
 
 
-def _ffn_steps(x, aligned: AlignedRouting, gate_up_proj, down_proj, activation, backend):
-    """permute -> GEMM1 -> activation -> GEMM2, each a kernel; ``[rows, H]`` in x's dtype."""
-    expanded = permute(x, aligned, backend=backend)
-    h = grouped_gemm(expanded, aligned.expert_ids, gate_up_proj, aligned.block_m,
-                     backend=backend)
-    a = act(h, activation, backend=backend)
-    return grouped_gemm(a, aligned.expert_ids, down_proj, aligned.block_m, backend=backend)
+def _ffn_steps(x, aligned: AlignedRouting, gate_up_proj, down_proj, activation):
+    """(launches, y): permute -> GEMM1 -> activation -> GEMM2, each a kernel with its
+    result in GM; ``y [rows, H]`` in x's dtype (a shared expert's rows are its tokens)."""
+    rows, H, I = aligned.sorted_ids.size, x.shape[1], gate_up_proj.shape[1] // 2
+    expanded = np.empty((rows, H), x.dtype)
+    h = np.empty((rows, 2 * I), x.dtype)
+    a = np.empty((rows, I), x.dtype)
+    y = np.empty((rows, H), x.dtype)
+    bm = aligned.block_m
+    return [permute_launch(x, aligned, expanded),
+            grouped_gemm_launch(expanded, aligned.expert_ids, gate_up_proj, h, bm),
+            act_launch(h, a, activation),
+            grouped_gemm_launch(a, aligned.expert_ids, down_proj, y, bm)], y
 
 
 __all__ = ["fused_moe", "fused_experts", "fused_plan", "experts_plan", "unfused_moe",
-           "expert_capacity"]
+           "unfused_plan", "expert_capacity"]

@@ -22,7 +22,7 @@ import npujit.language as nl
 from npujit import cdiv, next_power_of_2, npu_kernel
 
 from .checks import as_array, check_router
-from .launch import KernelLaunch
+from .launch import KernelLaunch, run_all
 from .routing import RENORM_EPS, resolve
 
 
@@ -157,6 +157,34 @@ def router_launch(x, router_weight, top_k: int, scoring="mixtral", block_t: int 
     return KernelLaunch(router_kernel, grid, args, meta), out
 
 
+def route_unfused_launches(x, router_weight, top_k: int, scoring="mixtral",
+                           block_t: int = 16):
+    """``(launches, (topk_weights, topk_ids))``: the baseline's router as three kernels
+    with the fp32 logits and scores in GM: router matmul (``kernels/matmul.py``), score,
+    top-k."""
+    from npujit.kernels.matmul import matmul_kernel
+
+    grid, args, meta, (weights, ids) = router_args(x, router_weight, top_k, scoring, block_t)
+    x, router_weight, bias, T, H, E = args[0], args[1], args[2], args[5], args[6], args[7]
+    logits = np.empty((T, E), np.float32)
+    scores = np.empty((T, E), np.float32)
+    w_t = router_weight.T                   # [H, E] view: the matmul's B operand
+    sx, sw = x.itemsize, router_weight.itemsize
+    be = meta["BLOCK_E"]
+    launches = [
+        KernelLaunch(matmul_kernel, (cdiv(max(T, 1), 16), cdiv(E, be)),
+                     (x, w_t, logits, T, E, H, x.strides[0] // sx, x.strides[1] // sx,
+                      w_t.strides[0] // sw, w_t.strides[1] // sw, E, 1),
+                     dict(BLOCK_M=16, BLOCK_N=be, BLOCK_K=64, NUM_STAGES=2, L0_BLOCK_K=0)),
+        KernelLaunch(score_kernel, grid, (logits, scores, T, E),
+                     dict(SIGMOID=meta["SIGMOID"], BLOCK_T=block_t, BLOCK_E=be)),
+        KernelLaunch(select_kernel, grid, (scores, bias, weights, ids, T, E, args[9]),
+                     {k: meta[k] for k in ("TOP_K", "RENORMALIZE", "N_GROUP", "TOPK_GROUP",
+                                           "GROUP_SIZE", "BLOCK_T", "BLOCK_E")}),
+    ]
+    return launches, (weights, ids)
+
+
 def route_unfused(x, router_weight, top_k: int, scoring="mixtral",
                   backend: str | None = None, block_t: int = 16):
     """``route`` as three kernels with the logits and scores in GM (the baseline):
@@ -166,22 +194,9 @@ def route_unfused(x, router_weight, top_k: int, scoring="mixtral",
 
         w, ids = route_unfused(x, router_weight, 2)
     """
-    from npujit.kernels.matmul import matmul
-
-    grid, args, meta, (weights, ids) = router_args(x, router_weight, top_k, scoring, block_t)
-    x, router_weight, bias, T, E = args[0], args[1], args[2], args[5], args[7]
-    logits = matmul(x, router_weight.T, block_m=16, block_n=meta["BLOCK_E"], block_k=64,
-                    backend=backend)
-    scores = np.empty_like(logits)
-    opt = {} if backend is None else {"backend": backend}
-    score_kernel.with_options(**opt)[grid](logits, scores, T, E, SIGMOID=meta["SIGMOID"],
-                                           BLOCK_T=block_t, BLOCK_E=meta["BLOCK_E"])
-    select_kernel.with_options(**opt)[grid](
-        scores, bias, weights, ids, T, E, args[9], TOP_K=meta["TOP_K"],
-        RENORMALIZE=meta["RENORMALIZE"], N_GROUP=meta["N_GROUP"],
-        TOPK_GROUP=meta["TOPK_GROUP"], GROUP_SIZE=meta["GROUP_SIZE"], BLOCK_T=block_t,
-        BLOCK_E=meta["BLOCK_E"])
-    return weights, ids
+    launches, out = route_unfused_launches(x, router_weight, top_k, scoring, block_t)
+    run_all(launches, backend)
+    return out
 
 
 def route(x, router_weight, top_k: int, scoring="mixtral", backend: str | None = None,

@@ -79,10 +79,12 @@ def unfused_moe_from(x, w, ids, gate_up, down, cf):
     """The unfused expert steps on fixed routing (dispatch, permute, GEMMs, combine)."""
     from npujit.kernels.moe.combine import combine
     from npujit.kernels.moe.dispatch import align
+    from npujit.kernels.moe.launch import run_all
     from npujit.kernels.moe.layer import _ffn_steps, expert_capacity
     (T, k), E = ids.shape, gate_up.shape[0]
     a = align(ids, E, 16, expert_capacity(T, E, k, cf), backend="reference")
-    y = _ffn_steps(x, a, gate_up, down, "silu", "reference")
+    launches, y = _ffn_steps(x, a, gate_up, down, "silu")
+    run_all(launches, "reference")
     return combine(y, a.row_idx, w, x.dtype, backend="reference")
 
 

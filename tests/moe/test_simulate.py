@@ -87,3 +87,24 @@ def test_split_lets_the_aic_load_by_a_loaded_index():
     with pytest.raises(NotImplementedError, match="a Vector result"):
         split_stream([expert_id, mmad(16, 16, 16, reads=[("UB.0", 0)])], 0,
                      ASCEND_910B_LIKE, {})
+
+
+def test_unfused_layer_on_910b_moves_more_hbm_bytes_than_fused():
+    """Every unfused step is Cube-only or Vector-only, so the baseline simulates on the
+    910B-like part as it is; its GM intermediates make it move more bytes than the fused
+    layer (workspace form) and take longer, and both give the reference's numbers."""
+    from npujit.kernels.moe.layer import unfused_plan
+
+    T, H, I, E, k = 24, 64, 32, 8, 2
+    x, router, gate_up, down, _ = problem(T=T, H=H, I=I, E=E, dtype=np.float16, seed=4)
+    want = ref.moe(x, router, gate_up, down, k, "mixtral")
+    totals = {}
+    for name, plan in (("fused", fused_plan(x, router, gate_up, down, k, form="workspace")),
+                       ("unfused", unfused_plan(x, router, gate_up, down, k))):
+        launches, out = plan
+        reports = [r for _, r in simulate_all(launches, ASCEND_910B_LIKE)]
+        close(out, want, np.float16)
+        totals[name] = (sum(r.hbm_read_bytes + r.hbm_write_bytes for r in reports),
+                        sum(r.cycles for r in reports))
+    assert totals["unfused"][0] > totals["fused"][0]
+    assert totals["unfused"][1] > totals["fused"][1]
