@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["routing", "reference", "checks", "dispatch", "combine", "router", "layer"]
+MODULES = ["routing", "reference", "checks", "dispatch", "combine", "router", "layer", "floors"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -113,3 +113,20 @@ def test_load_stats_balanced_and_skewed():
     skewed[:, 1] = 1
     s = ref.load_stats(skewed, 4, probs)
     assert s["load"].tolist() == [8, 8, 0, 0] and s["cv"] == pytest.approx(1.0)
+
+
+def test_floors_against_hand_counts():
+    from npujit.kernels.moe.floors import (expected_active_experts, layer_floor,
+                                           router_floor)
+    from npujit.sim.spec import ASCEND_910B_LIKE as spec
+
+    assert expected_active_experts(1, 8, 2) == pytest.approx(2.0)
+    assert expected_active_experts(64, 8, 2) == pytest.approx(8.0, abs=1e-6)
+    f = layer_floor(512, 4096, 14336, 8, 2, 2, spec, active=8)
+    expert = 3 * 4096 * 14336 * 2
+    assert f.weight_bytes == 8 * expert + 8 * 4096 * 2
+    assert f.bytes == f.weight_bytes + 2 * 512 * 4096 * 2 + 512 * 2 * 8
+    assert f.flops == 2 * 512 * (2 * 3 * 4096 * 14336 + 4096 * 8)
+    assert f.seconds == pytest.approx(f.bytes / 1.6e12) and f.bound == "hbm"
+    r = router_floor(2048, 4096, 8, 2, 2, spec)
+    assert r.bytes == 2048 * 4096 * 2 + 8 * 4096 * 2 + 2048 * 2 * 8
