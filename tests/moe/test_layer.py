@@ -161,3 +161,18 @@ def test_torch_tensors_are_accepted():
     got = fused_moe(torch.from_numpy(x), torch.from_numpy(router), torch.from_numpy(gate_up),
                     torch.from_numpy(down), 2, backend="reference")
     close(got, ref.moe(x, router, gate_up, down, 2), np.float32)
+
+
+def test_odd_shapes_strided_rows_and_all_experts():
+    """E = 6 (not a power of two), H = 40, I = 20 (not multiples of the tiles), x a
+    column slice of a wider array, top_k = E, and no tokens at all."""
+    x, router, gate_up, down, shared = problem(T=13, H=40, I=20, E=6, seed=1, shared_i=12)
+    wide = np.zeros((13, 64), np.float32)
+    wide[:, :40] = x
+    want = ref.moe(x, router, gate_up, down, 3, "qwen3", shared_expert=shared)
+    for layer in (fused_moe, unfused_moe):
+        close(layer(wide[:, :40], router, gate_up, down, 3, "qwen3", shared_expert=shared,
+                    backend="reference"), want, np.float32)
+    close(fused_moe(x, router, gate_up, down, 6, backend="reference"),
+          ref.moe(x, router, gate_up, down, 6), np.float32)
+    assert fused_moe(x[:0], router, gate_up, down, 2, backend="reference").shape == (0, 40)
