@@ -4,7 +4,10 @@ precomputed routing, as vLLM's ``fused_experts``) and ``unfused_moe`` (the basel
 Fused: the router kernel (logits stay on chip), the three small dispatch kernels
 (histogram, offsets, slot scatter: int32 metadata only), and one expert kernel that
 gathers token rows by index, runs gate/up, the activation and down on chip and adds the
-weighted result into the fp32 output; a cast kernel when x is not fp32.
+weighted result into the fp32 output (``form="workspace"``: two expert kernels with the
+activation in a GM workspace between them, for a separated AIC + AIV part); a cast
+kernel when x is not fp32.  ``fused_plan`` / ``unfused_plan`` give the launches as data
+(``launch.simulate_all`` runs them through the simulator).
 
 Unfused: every step its own kernel, its result in GM: router matmul (fp32 logits), score,
 top-k, dispatch, permute (``expanded_x``), GEMM1 (``[rows, 2I]``), activation
