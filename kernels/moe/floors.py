@@ -22,7 +22,14 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Floor:
-    """Bytes and FLOPs a launch cannot avoid, and the time they take at peak."""
+    """Bytes and FLOPs a launch cannot avoid, and the time they take at peak.
+
+    Example::
+
+        >>> from npujit.sim.spec import ASCEND_910B_LIKE
+        >>> router_floor(2048, 4096, 8, 2, 2, ASCEND_910B_LIKE).bound
+        'hbm'
+    """
 
     weight_bytes: float
     bytes: float
@@ -47,7 +54,13 @@ def _floor(weight_bytes, other_bytes, flops, spec) -> Floor:
 
 def expected_active_experts(num_tokens: int, num_experts: int, top_k: int) -> float:
     """Experts touched by T tokens routed uniformly at random (k distinct each):
-    ``E * (1 - ((E - k) / E) ** T)``."""
+    ``E * (1 - ((E - k) / E) ** T)``.
+
+    Example::
+
+        >>> round(expected_active_experts(4, 8, 2), 2)
+        5.47
+    """
     return num_experts * (1.0 - ((num_experts - top_k) / num_experts) ** num_tokens)
 
 
@@ -60,7 +73,15 @@ def layer_floor(T: int, H: int, I: int, E: int, top_k: int, itemsize: int, spec,
                 active: float | None = None, shared_i: int = 0) -> Floor:
     """The fused layer's floor: touched experts' weights (``active``, default the uniform
     expectation) and a shared expert of width ``shared_i`` read once, the router weight,
-    x read and y written once, the routing (fp32 weight + int32 id per slot) written."""
+    x read and y written once, the routing (fp32 weight + int32 id per slot) written.
+
+    Example::
+
+        >>> from npujit.sim.spec import ASCEND_910B_LIKE
+        >>> f = layer_floor(64, 4096, 14336, 8, 2, 2, ASCEND_910B_LIKE)
+        >>> f.bound, round(f.seconds * 1e3, 2)
+        ('hbm', 1.76)
+    """
     a = expected_active_experts(T, E, top_k) if active is None else active
     weights = (a * 3 * H * I + 3 * H * shared_i + E * H) * itemsize
     other = 2 * T * H * itemsize + T * top_k * 8

@@ -15,7 +15,12 @@ from typing import NamedTuple
 
 
 class KernelLaunch(NamedTuple):
-    """``kernel[grid](*args, **meta)``."""
+    """``kernel[grid](*args, **meta)``.
+
+    Example::
+
+        KernelLaunch(add_kernel, (4,), (x, y, out, n), {"BLOCK": 256}).run("numba")
+    """
 
     kernel: object
     grid: tuple
@@ -33,7 +38,12 @@ class KernelLaunch(NamedTuple):
 
 
 def run_all(launches, backend: str | None = None) -> None:
-    """Run the launches in order."""
+    """Run the launches in order.
+
+    Example::
+
+        run_all(fused_plan(x, router_weight, gate_up_proj, down_proj, 2)[0])
+    """
     for launch in launches:
         launch.run(backend)
 

@@ -43,7 +43,13 @@ from .router import route_unfused_launches, router_launch
 def expert_capacity(num_tokens: int, num_experts: int, top_k: int,
                     capacity_factor: float | None) -> int | None:
     """Slots per expert under ``capacity_factor`` (``ceil(T k / E * factor)``); None is
-    dropless."""
+    dropless.
+
+    Example::
+
+        >>> expert_capacity(512, 8, 2, 1.25), expert_capacity(512, 8, 2, None)
+        (160, None)
+    """
     if capacity_factor is None:
         return None
     if not capacity_factor > 0:
@@ -73,7 +79,13 @@ def experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj,
                  routed_later: bool = False, **tiles) -> tuple[list, np.ndarray]:
     """``(launches, out)``: dispatch, the expert kernels (and the shared expert's), the
     final cast; ``out`` ([T, H], x's dtype) holds the result once they ran.
-    ``routed_later``: the routing arrays are filled by an earlier launch (not checked)."""
+    ``routed_later``: the routing arrays are filled by an earlier launch (not checked).
+
+    Example::
+
+        launches, out = experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj)
+        run_all(launches)                     # out holds the layer's output now
+    """
     x = as_array(x, "x")
     gate_up_proj = as_array(gate_up_proj, "gate_up_proj")
     down_proj = as_array(down_proj, "down_proj")
@@ -165,7 +177,13 @@ def unfused_plan(x, router_weight, gate_up_proj, down_proj, top_k: int, routing=
                  capacity_factor: float | None = None,
                  block_m: int = 16) -> tuple[list, np.ndarray]:
     """``(launches, out)`` of the baseline (see the module doc); ``out`` ([T, H], x's
-    dtype) holds the result once they ran."""
+    dtype) holds the result once they ran.
+
+    Example::
+
+        launches, out = unfused_plan(x, router_weight, gate_up_proj, down_proj, 2)
+        reports = simulate_all(launches, ASCEND_910B_LIKE)
+    """
     x = as_array(x, "x")
     router_weight = as_array(router_weight, "router_weight")
     gate_up_proj = as_array(gate_up_proj, "gate_up_proj")

@@ -45,7 +45,13 @@ def sigmoid(z) -> np.ndarray:
 
 
 def topk(scores, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k largest per row, largest first; equal scores go to the lower index."""
+    """The k largest per row, largest first; equal scores go to the lower index.
+
+    Example::
+
+        >>> topk(np.array([[1.0, 3.0, 3.0, 2.0]]), 2)[1].tolist()
+        [[1, 2]]
+    """
     ids = np.argsort(-scores, axis=-1, kind="stable")[..., :k]
     return np.take_along_axis(scores, ids, axis=-1), ids
 
@@ -100,7 +106,13 @@ def slot_rank(topk_ids) -> np.ndarray:
 
 def kept(topk_ids, capacity: int | None = None) -> np.ndarray:
     """Bool [T, k]: the slot reaches its expert (the first ``capacity`` slots of each
-    expert in slot order are kept; None = dropless)."""
+    expert in slot order are kept; None = dropless).
+
+    Example::
+
+        >>> kept(np.array([[0, 1], [0, 1], [0, 2]]), capacity=2).tolist()
+        [[True, True], [True, True], [False, True]]
+    """
     if capacity is None:
         return np.ones(np.shape(topk_ids), bool)
     return slot_rank(topk_ids) < capacity
@@ -115,7 +127,14 @@ def expert_counts(topk_ids, num_experts: int, capacity: int | None = None) -> np
 def align_block_size(topk_ids, num_experts: int, block: int, capacity: int | None = None):
     """vLLM's ``moe_align_block_size``: ``(sorted_token_ids, expert_ids,
     num_tokens_post_padded)``.  Each expert's slots in slot order, its segment padded to a
-    multiple of ``block`` with the sentinel ``T*k``; one expert id per block."""
+    multiple of ``block`` with the sentinel ``T*k``; one expert id per block.
+
+    Example::
+
+        >>> ids, experts, n = align_block_size(np.array([[1, 0], [1, 2]]), 3, 2)
+        >>> ids.tolist(), experts.tolist(), n
+        ([1, 4, 0, 2, 3, 4], [0, 1, 2], 6)
+    """
     flat = np.asarray(topk_ids).ravel()
     keep = kept(topk_ids, capacity).ravel()
     pad = flat.size
@@ -212,7 +231,14 @@ def load_stats(topk_ids, num_experts: int, router_probs=None,
     """Per-expert ``load`` (slots chosen), ``cv`` (std / mean of load), ``dropped`` per
     expert under ``capacity``, and with ``router_probs [T, E]`` the Switch auxiliary loss
     ``E * sum_i f_i * P_i`` (f_i: fraction of slots to expert i, P_i: mean probability);
-    1.0 when perfectly balanced."""
+    1.0 when perfectly balanced.
+
+    Example::
+
+        >>> s = load_stats(np.array([[0, 1], [0, 2]]), 4, capacity=1)
+        >>> s["load"].tolist(), s["dropped"].tolist()
+        ([2, 1, 1, 0], [1, 0, 0, 0])
+    """
     ids = np.asarray(topk_ids)
     load = np.bincount(ids.ravel(), minlength=num_experts)
     stats = {"load": load, "cv": float(load.std() / load.mean()) if load.sum() else 0.0,
