@@ -1,0 +1,305 @@
+"""The expert FFN as a grouped GEMM over the dispatch's padded order (``dispatch.py``).
+
+``fused_experts_kernel`` is dispatch + expert FFN + combine in one kernel: a program takes
+``BLOCK_M`` rows of one expert (``expert_ids[pid]``), gathers their token rows of x by
+index (activations are never copied), runs gate and up in one pass over H (two
+accumulators on the Cube), ``act(gate) * up`` on the Vector unit, and the down GEMM chunk
+by chunk of ``BLOCK_I``, so the ``[rows, I]`` intermediate never leaves the chip; the
+result, scaled by the slot's routing weight, is added into the fp32 output row of its
+token with ``atomic_add`` (the k choices of a token meet there).  Grid: (row blocks,
+``cdiv(H, BLOCK_H)``): each H tile of the output recomputes gate/up, so ``BLOCK_H = H``
+(one tile) is the cheap choice when the accumulator fits L0C.  Blocks past the used rows
+(``expert_ids = -1``) run their loops zero times.
+
+``grouped_gemm_kernel`` is one step of the unfused baseline: ``c[r] = a[r] @ w[e].T`` for
+contiguous rows ``r`` of ``a`` (the permuted activations), ``w [E, N, K]``.
+
+Example::
+
+    >>> y = experts(x, aligned, topk_weights, gate_up_proj, down_proj)   # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import npujit.language as nl
+from npujit import cdiv, next_power_of_2, npu_kernel
+
+from .launch import KernelLaunch, run_all
+
+ACTIVATIONS = ("silu", "gelu")
+FORMS = ("onchip", "workspace")
+
+
+def activate(g, GELU):
+    """SiLU or GELU (erf form) of an fp32 tile, chosen at compile time."""
+    if GELU:
+        return nl.gelu(g)
+    return nl.silu(g)
+
+
+@npu_kernel
+def fused_experts_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gate_up_ptr,
+                         down_ptr, out_ptr, S, H, I, stride_xt,
+                         TOP_K: nl.constexpr, GELU: nl.constexpr, BLOCK_M: nl.constexpr,
+                         BLOCK_H: nl.constexpr, BLOCK_K: nl.constexpr,
+                         BLOCK_I: nl.constexpr, NUM_STAGES: nl.constexpr):
+    pid_m = nl.program_id(0)
+    pid_h = nl.program_id(1)
+    e = nl.load(expert_ids_ptr + pid_m)
+    live = (e >= 0).to(nl.int32)
+    e = e * live                                   # -1 (unused block) reads expert 0's
+    rows = pid_m * BLOCK_M + nl.arange(0, BLOCK_M)  # bounds but loops zero times
+    slot = nl.load(sorted_ids_ptr + rows)
+    valid = slot < S
+    tok = slot // TOP_K
+    w = nl.load(weights_ptr + slot, mask=valid, other=0.0)
+    acc = nl.zeros((BLOCK_M, BLOCK_H), dtype=nl.float32)
+    for i in nl.range(0, I * live, BLOCK_I):
+        gate = nl.zeros((BLOCK_M, BLOCK_I), dtype=nl.float32)
+        up = nl.zeros((BLOCK_M, BLOCK_I), dtype=nl.float32)
+        # gate_up_proj [E, 2I, H] read transposed: gate rows e*2I + [0, I), up rows + I.
+        g_blk = nl.make_block_ptr(gate_up_ptr, shape=(H, e * 2 * I + I), strides=(1, H),
+                                  offsets=(0, e * 2 * I + i), block_shape=(BLOCK_K, BLOCK_I))
+        u_blk = nl.make_block_ptr(gate_up_ptr, shape=(H, e * 2 * I + 2 * I), strides=(1, H),
+                                  offsets=(0, e * 2 * I + I + i),
+                                  block_shape=(BLOCK_K, BLOCK_I))
+        for k in nl.range(0, H, BLOCK_K, num_stages=NUM_STAGES):
+            cols = k + nl.arange(0, BLOCK_K)
+            xt = nl.load(x_ptr + tok[:, None] * stride_xt + cols[None, :],
+                         mask=valid[:, None] & (cols[None, :] < H))
+            gate = nl.dot(xt, nl.load(g_blk, boundary_check=(0, 1)), gate)
+            up = nl.dot(xt, nl.load(u_blk, boundary_check=(0, 1)), up)
+            g_blk = nl.advance(g_blk, (BLOCK_K, 0))
+            u_blk = nl.advance(u_blk, (BLOCK_K, 0))
+        a = (activate(gate, GELU) * up).to(x_ptr.dtype.element_ty)
+        # down_proj [E, H, I] read transposed: [I, H] rows of expert e.
+        d_blk = nl.make_block_ptr(down_ptr, shape=(I, e * H + H), strides=(1, I),
+                                  offsets=(i, e * H + pid_h * BLOCK_H),
+                                  block_shape=(BLOCK_I, BLOCK_H))
+        acc = nl.dot(a, nl.load(d_blk, boundary_check=(0, 1)), acc)
+    hs = pid_h * BLOCK_H + nl.arange(0, BLOCK_H)
+    nl.atomic_add(out_ptr + tok[:, None] * H + hs[None, :], acc * w[:, None],
+                  mask=valid[:, None] & (hs[None, :] < H))
+
+
+@npu_kernel
+def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, gate_up_ptr, act_ptr, S, H, I,
+                       stride_xt, TOP_K: nl.constexpr, GELU: nl.constexpr,
+                       BLOCK_M: nl.constexpr, BLOCK_K: nl.constexpr, BLOCK_I: nl.constexpr,
+                       NUM_STAGES: nl.constexpr):
+    """First half of the workspace form: gathered rows, gate and up in one pass,
+    ``act(gate) * up`` into the ``[rows, I]`` workspace (rows in the padded order)."""
+    pid_m = nl.program_id(0)
+    i = nl.program_id(1) * BLOCK_I
+    e = nl.load(expert_ids_ptr + pid_m)
+    live = (e >= 0).to(nl.int32)
+    e = e * live
+    rows = pid_m * BLOCK_M + nl.arange(0, BLOCK_M)
+    slot = nl.load(sorted_ids_ptr + rows)
+    valid = slot < S
+    tok = slot // TOP_K
+    gate = nl.zeros((BLOCK_M, BLOCK_I), dtype=nl.float32)
+    up = nl.zeros((BLOCK_M, BLOCK_I), dtype=nl.float32)
+    g_blk = nl.make_block_ptr(gate_up_ptr, shape=(H, e * 2 * I + I), strides=(1, H),
+                              offsets=(0, e * 2 * I + i), block_shape=(BLOCK_K, BLOCK_I))
+    u_blk = nl.make_block_ptr(gate_up_ptr, shape=(H, e * 2 * I + 2 * I), strides=(1, H),
+                              offsets=(0, e * 2 * I + I + i), block_shape=(BLOCK_K, BLOCK_I))
+    for k in nl.range(0, H * live, BLOCK_K, num_stages=NUM_STAGES):
+        cols = k + nl.arange(0, BLOCK_K)
+        xt = nl.load(x_ptr + tok[:, None] * stride_xt + cols[None, :],
+                     mask=valid[:, None] & (cols[None, :] < H))
+        gate = nl.dot(xt, nl.load(g_blk, boundary_check=(0, 1)), gate)
+        up = nl.dot(xt, nl.load(u_blk, boundary_check=(0, 1)), up)
+        g_blk = nl.advance(g_blk, (BLOCK_K, 0))
+        u_blk = nl.advance(u_blk, (BLOCK_K, 0))
+    a = activate(gate, GELU) * up
+    ii = i + nl.arange(0, BLOCK_I)
+    nl.store(act_ptr + rows[:, None] * I + ii[None, :], a, mask=ii[None, :] < I)
+
+
+@npu_kernel
+def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, down_ptr,
+                        out_ptr, S, H, I, TOP_K: nl.constexpr, BLOCK_M: nl.constexpr,
+                        BLOCK_H: nl.constexpr, BLOCK_I: nl.constexpr,
+                        NUM_STAGES: nl.constexpr):
+    """Second half of the workspace form: the down GEMM over the workspace rows, scaled
+    by the routing weight and added into the token's fp32 output row."""
+    pid_m = nl.program_id(0)
+    pid_h = nl.program_id(1)
+    e = nl.load(expert_ids_ptr + pid_m)
+    live = (e >= 0).to(nl.int32)
+    e = e * live
+    rows = pid_m * BLOCK_M + nl.arange(0, BLOCK_M)
+    slot = nl.load(sorted_ids_ptr + rows)
+    valid = slot < S
+    w = nl.load(weights_ptr + slot, mask=valid, other=0.0)
+    a_blk = nl.make_block_ptr(act_ptr, shape=(pid_m * BLOCK_M + BLOCK_M, I), strides=(I, 1),
+                              offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_I))
+    d_blk = nl.make_block_ptr(down_ptr, shape=(I, e * H + H), strides=(1, I),
+                              offsets=(0, e * H + pid_h * BLOCK_H),
+                              block_shape=(BLOCK_I, BLOCK_H))
+    acc = nl.zeros((BLOCK_M, BLOCK_H), dtype=nl.float32)
+    for i in nl.range(0, I * live, BLOCK_I, num_stages=NUM_STAGES):
+        acc = nl.dot(nl.load(a_blk, boundary_check=(1,)),
+                     nl.load(d_blk, boundary_check=(0, 1)), acc)
+        a_blk = nl.advance(a_blk, (0, BLOCK_I))
+        d_blk = nl.advance(d_blk, (BLOCK_I, 0))
+    hs = pid_h * BLOCK_H + nl.arange(0, BLOCK_H)
+    nl.atomic_add(out_ptr + (slot // TOP_K)[:, None] * H + hs[None, :], acc * w[:, None],
+                  mask=valid[:, None] & (hs[None, :] < H))
+
+
+@npu_kernel
+def grouped_gemm_kernel(a_ptr, expert_ids_ptr, w_ptr, c_ptr, N, K,
+                        BLOCK_M: nl.constexpr, BLOCK_N: nl.constexpr, BLOCK_K: nl.constexpr,
+                        NUM_STAGES: nl.constexpr):
+    pid_m = nl.program_id(0)
+    pid_n = nl.program_id(1)
+    e = nl.load(expert_ids_ptr + pid_m)
+    live = (e >= 0).to(nl.int32)
+    e = e * live
+    a_blk = nl.make_block_ptr(a_ptr, shape=(pid_m * BLOCK_M + BLOCK_M, K), strides=(K, 1),
+                              offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_K))
+    # w [E, N, K] read transposed: [K, N] columns of expert e.
+    w_blk = nl.make_block_ptr(w_ptr, shape=(K, e * N + N), strides=(1, K),
+                              offsets=(0, e * N + pid_n * BLOCK_N),
+                              block_shape=(BLOCK_K, BLOCK_N))
+    acc = nl.zeros((BLOCK_M, BLOCK_N), dtype=nl.float32)
+    for k in nl.range(0, K * live, BLOCK_K, num_stages=NUM_STAGES):
+        acc = nl.dot(nl.load(a_blk, boundary_check=(1,)),
+                     nl.load(w_blk, boundary_check=(0, 1)), acc)
+        a_blk = nl.advance(a_blk, (0, BLOCK_K))
+        w_blk = nl.advance(w_blk, (BLOCK_K, 0))
+    c_blk = nl.make_block_ptr(c_ptr, shape=(pid_m * BLOCK_M + BLOCK_M, N), strides=(N, 1),
+                              offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_M, BLOCK_N))
+    nl.store(c_blk, acc.to(c_ptr.dtype.element_ty), boundary_check=(1,))
+
+
+@npu_kernel
+def act_kernel(h_ptr, out_ptr, R, I, GELU: nl.constexpr, BLOCK_R: nl.constexpr,
+               BLOCK_I: nl.constexpr):
+    """The unfused baseline's activation step: ``h [R, 2I] -> act(gate) * up [R, I]``."""
+    rows = nl.program_id(0) * BLOCK_R + nl.arange(0, BLOCK_R)
+    cols = nl.program_id(1) * BLOCK_I + nl.arange(0, BLOCK_I)
+    inside = (rows[:, None] < R) & (cols[None, :] < I)
+    gate = nl.load(h_ptr + rows[:, None] * (2 * I) + cols[None, :], mask=inside)
+    up = nl.load(h_ptr + rows[:, None] * (2 * I) + I + cols[None, :], mask=inside)
+    a = activate(gate.to(nl.float32), GELU) * up.to(nl.float32)
+    nl.store(out_ptr + rows[:, None] * I + cols[None, :], a, mask=inside)
+
+
+def tile(n: int, cap: int) -> int:
+    """A power-of-two tile covering ``n`` up to ``cap`` (at least 16, the Cube's edge)."""
+    return max(16, min(cap, next_power_of_2(n)))
+
+
+def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
+                     activation: str = "silu", form: str = "onchip", block_h: int = 128,
+                     block_k: int = 64, block_i: int = 32, num_stages: int = 2) -> list:
+    """The expert launches (``KernelLaunch``) that add the routed FFN into ``out``:
+    ``form="onchip"``: ``fused_experts_kernel``; ``form="workspace"``: ``gate_up_act_kernel``
+    then ``down_combine_kernel`` with the ``[rows, I]`` activation (x's dtype) in a GM
+    workspace between them: what a separated (AIC + AIV) part needs, since the on-chip
+    form hands the Vector's activation back to the Cube (not lowered by the 910B
+    AIC/AIV split yet, sim/split.py)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    H = x.shape[1]
+    I = gate_up_proj.shape[1] // 2
+    rows, bm, S, k = aligned.sorted_ids.size, aligned.block_m, aligned.num_slots, aligned.top_k
+    bi, bh, bk = tile(I, block_i), tile(H, block_h), tile(H, block_k)
+    w = np.ascontiguousarray(topk_weights, dtype=np.float32)
+    sx = x.strides[0] // x.itemsize
+    gelu = activation == "gelu"
+    if form == "onchip":
+        return [KernelLaunch(
+            fused_experts_kernel, (rows // bm, cdiv(H, bh)),
+            (x, aligned.sorted_ids, aligned.expert_ids, w, gate_up_proj, down_proj, out, S,
+             H, I, sx),
+            dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, BLOCK_H=bh, BLOCK_K=bk, BLOCK_I=bi,
+                 NUM_STAGES=num_stages))]
+    work = np.empty((rows, I), x.dtype)
+    return [
+        KernelLaunch(gate_up_act_kernel, (rows // bm, cdiv(I, bi)),
+                     (x, aligned.sorted_ids, aligned.expert_ids, gate_up_proj, work, S, H,
+                      I, sx),
+                     dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, BLOCK_K=bk, BLOCK_I=bi,
+                          NUM_STAGES=num_stages)),
+        KernelLaunch(down_combine_kernel, (rows // bm, cdiv(H, bh)),
+                     (work, aligned.sorted_ids, aligned.expert_ids, w, down_proj, out, S, H,
+                      I),
+                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, BLOCK_I=bi,
+                          NUM_STAGES=num_stages)),
+    ]
+
+
+def experts(x, aligned, topk_weights, gate_up_proj, down_proj, out=None,
+            activation: str = "silu", backend: str | None = None, form: str = "onchip",
+            **tiles) -> np.ndarray:
+    """Add ``sum_j w[t, j] * FFN_{e(t, j)}(x[t])`` into ``out`` (fp32 [T, H], zeros when
+    None) for the slots ``aligned`` (``dispatch.align``) keeps; returns ``out``.
+    ``form`` and ``tiles`` (``block_h, block_k, block_i, num_stages``): see
+    ``experts_launches``.
+
+    Example::
+
+        out = experts(x, align(ids, E), w, gate_up_proj, down_proj)
+    """
+    out = np.zeros(x.shape, np.float32) if out is None else out
+    run_all(experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
+                             activation, form, **tiles), backend)
+    return out
+
+
+def grouped_gemm_launch(a, expert_ids, w, c, block_m: int, block_n: int = 64,
+                        block_k: int = 64, num_stages: int = 2) -> KernelLaunch:
+    """The launch of ``grouped_gemm_kernel`` writing ``a @ w[e].T`` per row block into
+    ``c``."""
+    R, K = a.shape
+    N = w.shape[1]
+    bn = tile(N, block_n)
+    return KernelLaunch(grouped_gemm_kernel, (R // block_m, cdiv(N, bn)),
+                        (a, expert_ids, w, c, N, K),
+                        dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=tile(K, block_k),
+                             NUM_STAGES=num_stages))
+
+
+def grouped_gemm(a, expert_ids, w, block_m: int, out_dtype=None,
+                 backend: str | None = None, **tiles) -> np.ndarray:
+    """``c[r] = a[r] @ w[expert_ids[r // block_m]].T`` for ``a [R, K]``, ``w [E, N, K]``;
+    rows of blocks with expert id -1 are zeros.  ``tiles``: ``block_n, block_k,
+    num_stages``.
+
+    Example::
+
+        h = grouped_gemm(expanded_x, aligned.expert_ids, gate_up_proj, aligned.block_m)
+    """
+    c = np.empty((a.shape[0], w.shape[1]), out_dtype or a.dtype)
+    grouped_gemm_launch(a, expert_ids, w, c, block_m, **tiles).run(backend)
+    return c
+
+
+def act_launch(h, out, activation: str = "silu", block_r: int = 16,
+               block_i: int = 64) -> KernelLaunch:
+    """The launch of ``act_kernel`` writing ``act(h[:, :I]) * h[:, I:]`` into ``out``."""
+    R, I = h.shape[0], h.shape[1] // 2
+    bi = tile(I, block_i)
+    return KernelLaunch(act_kernel, (cdiv(R, block_r), cdiv(I, bi)), (h, out, R, I),
+                        dict(GELU=activation == "gelu", BLOCK_R=block_r, BLOCK_I=bi))
+
+
+def act(h, activation: str = "silu", backend: str | None = None,
+        block_r: int = 16, block_i: int = 64) -> np.ndarray:
+    """``act(h[:, :I]) * h[:, I:]`` for ``h [R, 2I]``, in h's dtype.
+
+    Example::
+
+        a = act(grouped_gemm(expanded_x, expert_ids, gate_up_proj, 16))
+    """
+    out = np.empty((h.shape[0], h.shape[1] // 2), h.dtype)
+    act_launch(h, out, activation, block_r, block_i).run(backend)
+    return out

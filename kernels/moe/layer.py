@@ -1,0 +1,242 @@
+"""The MoE layer: ``fused_moe`` (the fused pipeline), ``fused_experts`` (the same from
+precomputed routing, as vLLM's ``fused_experts``) and ``unfused_moe`` (the baseline).
+
+Fused: the router kernel (logits stay on chip), the three small dispatch kernels
+(histogram, offsets, slot scatter: int32 metadata only), and one expert kernel that
+gathers token rows by index, runs gate/up, the activation and down on chip and adds the
+weighted result into the fp32 output (``form="workspace"``: two expert kernels with the
+activation in a GM workspace between them, for a separated AIC + AIV part); a cast
+kernel when x is not fp32.  ``fused_plan`` / ``unfused_plan`` give the launches as data
+(``launch.simulate_all`` runs them through the simulator).
+
+Unfused: every step its own kernel, its result in GM: router matmul (fp32 logits), score,
+top-k, dispatch, permute (``expanded_x``), GEMM1 (``[rows, 2I]``), activation
+(``[rows, I]``), GEMM2 (``[rows, H]``), unpermute + combine.
+
+Example::
+
+    >>> rng = np.random.default_rng(0)
+    >>> T, H, I, E = 6, 16, 16, 4
+    >>> x = rng.standard_normal((T, H)).astype(np.float32)
+    >>> out = fused_moe(x, rng.standard_normal((E, H)).astype(np.float32),
+    ...                 rng.standard_normal((E, 2 * I, H)).astype(np.float32),
+    ...                 rng.standard_normal((E, H, I)).astype(np.float32), 2)
+    >>> out.shape, out.dtype
+    ((6, 16), dtype('float32'))
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from npujit import cdiv
+
+from . import combine as combine_mod
+from .checks import as_array, check_experts, check_layer, check_shared, check_topk
+from .dispatch import AlignedRouting, align_launches, permute_launch
+from .experts import ACTIVATIONS, act_launch, experts_launches, grouped_gemm_launch
+from .launch import run_all
+from .router import route_unfused_launches, router_launch
+
+
+def expert_capacity(num_tokens: int, num_experts: int, top_k: int,
+                    capacity_factor: float | None) -> int | None:
+    """Slots per expert under ``capacity_factor`` (``ceil(T k / E * factor)``); None is
+    dropless.
+
+    Example::
+
+        >>> expert_capacity(512, 8, 2, 1.25), expert_capacity(512, 8, 2, None)
+        (160, None)
+    """
+    if capacity_factor is None:
+        return None
+    if not capacity_factor > 0:
+        raise ValueError(f"capacity_factor must be > 0 (or None for dropless), got "
+                         f"{capacity_factor!r}")
+    return math.ceil(num_tokens * top_k * capacity_factor / num_experts)
+
+
+def dense_routing(T: int, block_m: int) -> AlignedRouting:
+    """Metadata that sends every token to expert 0 with weight 1 (a shared expert)."""
+    rows = cdiv(max(T, 1), block_m) * block_m
+    sorted_ids = np.minimum(np.arange(rows, dtype=np.int32), T)
+    expert_ids = np.where(np.arange(rows // block_m) * block_m < T, 0, -1).astype(np.int32)
+    return AlignedRouting(np.array([T], np.int32), np.zeros(1, np.int32), sorted_ids,
+                          expert_ids, np.arange(T, dtype=np.int32),
+                          np.array([rows], np.int32), block_m, T, 1)
+
+
+def _check_activation(activation: str) -> None:
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+
+
+def experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj,
+                 activation: str = "silu", shared_expert=None,
+                 capacity_factor: float | None = None, block_m: int = 16,
+                 routed_later: bool = False, **tiles) -> tuple[list, np.ndarray]:
+    """``(launches, out)``: dispatch, the expert kernels (and the shared expert's), the
+    final cast; ``out`` ([T, H], x's dtype) holds the result once they ran.
+    ``routed_later``: the routing arrays are filled by an earlier launch (not checked).
+
+    Example::
+
+        launches, out = experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj)
+        run_all(launches)                     # out holds the layer's output now
+    """
+    x = as_array(x, "x")
+    gate_up_proj = as_array(gate_up_proj, "gate_up_proj")
+    down_proj = as_array(down_proj, "down_proj")
+    T, H, E, I = check_experts(x, gate_up_proj, down_proj)
+    shared = check_shared(shared_expert, H)
+    _check_activation(activation)
+    if routed_later:       # the router's output arrays, filled by an earlier launch
+        w, ids = topk_weights, topk_ids
+    else:
+        w, ids = check_topk(topk_weights, topk_ids, T, E)
+    cap = expert_capacity(T, E, ids.shape[1], capacity_factor)
+    launches, aligned = align_launches(ids, E, block_m, cap)
+    acc = np.zeros((T, H), np.float32)
+    launches += experts_launches(x, aligned, w, gate_up_proj, down_proj, acc, activation,
+                                 **tiles)
+    if shared is not None:
+        launches += experts_launches(x, dense_routing(T, block_m), np.ones(T, np.float32),
+                                     shared[0][None], shared[1][None], acc, activation,
+                                     **tiles)
+    if x.dtype == np.float32:
+        return launches, acc
+    out = np.empty((T, H), x.dtype)
+    return launches + [combine_mod.cast_launch(acc, out)], out
+
+
+def fused_plan(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
+               activation: str = "silu", shared_expert=None,
+               capacity_factor: float | None = None, **tiles) -> tuple[list, np.ndarray]:
+    """``(launches, out)`` of the whole fused layer: the router, then ``experts_plan``.
+
+    Example::
+
+        launches, out = fused_plan(x, router_weight, gate_up_proj, down_proj, 2)
+        reports = simulate_all(launches, ASCEND_910B_LIKE)    # out now holds the result
+    """
+    x = as_array(x, "x")
+    router_weight = as_array(router_weight, "router_weight")
+    check_layer(x, router_weight, as_array(gate_up_proj, "gate_up_proj"),
+                as_array(down_proj, "down_proj"), top_k)
+    router, (w, ids) = router_launch(x, router_weight, top_k, routing)
+    launches, out = experts_plan(x, w, ids, gate_up_proj, down_proj, activation,
+                                 shared_expert, capacity_factor, routed_later=True, **tiles)
+    return [router] + launches, out
+
+
+def fused_experts(x, topk_weights, topk_ids, gate_up_proj, down_proj,
+                  activation: str = "silu", shared_expert=None,
+                  capacity_factor: float | None = None, backend: str | None = None,
+                  **tiles) -> np.ndarray:
+    """Dispatch + expert FFN + combine from precomputed ``topk_weights / topk_ids
+    [T, k]``; ``[T, H]`` in x's dtype.  ``shared_expert = (gate_up [2I_s, H],
+    down [H, I_s])`` is added unweighted (DeepSeek).  ``tiles``: ``block_m, block_h,
+    block_k, block_i, num_stages`` and ``form`` (``"onchip"``: one expert kernel;
+    ``"workspace"``: two, the activation in GM between them; experts.py).
+
+    Example::
+
+        out = fused_experts(x, w, ids, gate_up_proj, down_proj)
+    """
+    launches, out = experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj,
+                                 activation, shared_expert, capacity_factor, **tiles)
+    run_all(launches, backend)
+    return out
+
+
+def fused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
+              activation: str = "silu", shared_expert=None,
+              capacity_factor: float | None = None, backend: str | None = None,
+              **tiles) -> np.ndarray:
+    """The fused MoE layer: ``[T, H]`` in x's dtype.  ``routing`` is a preset name
+    (``router.route``) or a ``Routing``; weight layouts as HF / vLLM hold them:
+    ``router_weight [E, H]``, ``gate_up_proj [E, 2I, H]`` (gate rows first),
+    ``down_proj [E, H, I]``.  ``capacity_factor`` drops the slots past
+    ``ceil(T k / E * factor)`` per expert (None: dropless).  ``tiles``: as
+    ``fused_experts``.
+
+    Example::
+
+        out = fused_moe(x, router_weight, gate_up_proj, down_proj, 2, routing="mixtral")
+    """
+    launches, out = fused_plan(x, router_weight, gate_up_proj, down_proj, top_k, routing,
+                               activation, shared_expert, capacity_factor, **tiles)
+    run_all(launches, backend)
+    return out
+
+
+def unfused_plan(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
+                 activation: str = "silu", shared_expert=None,
+                 capacity_factor: float | None = None,
+                 block_m: int = 16) -> tuple[list, np.ndarray]:
+    """``(launches, out)`` of the baseline (see the module doc); ``out`` ([T, H], x's
+    dtype) holds the result once they ran.
+
+    Example::
+
+        launches, out = unfused_plan(x, router_weight, gate_up_proj, down_proj, 2)
+        reports = simulate_all(launches, ASCEND_910B_LIKE)
+    """
+    x = as_array(x, "x")
+    router_weight = as_array(router_weight, "router_weight")
+    gate_up_proj = as_array(gate_up_proj, "gate_up_proj")
+    down_proj = as_array(down_proj, "down_proj")
+    T, H, E, I = check_layer(x, router_weight, gate_up_proj, down_proj, top_k)
+    shared = check_shared(shared_expert, H)
+    _check_activation(activation)
+    launches, (w, ids) = route_unfused_launches(x, router_weight, top_k, routing)
+    cap = expert_capacity(T, E, top_k, capacity_factor)
+    steps, aligned = align_launches(ids, E, block_m, cap)
+    launches += steps
+    steps, y = _ffn_steps(x, aligned, gate_up_proj, down_proj, activation)
+    launches += steps
+    shared_y = None
+    if shared is not None:
+        steps, shared_y = _ffn_steps(x, dense_routing(T, block_m), shared[0][None],
+                                     shared[1][None], activation)
+        launches += steps
+    out = np.empty((T, H), x.dtype)
+    return launches + [combine_mod.combine_launch(y, aligned.row_idx, w, out, shared_y)], out
+
+
+def unfused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mixtral",
+                activation: str = "silu", shared_expert=None,
+                capacity_factor: float | None = None, backend: str | None = None,
+                block_m: int = 16) -> np.ndarray:
+    """The baseline: the same layer as ``fused_moe``, every step its own kernel with its
+    intermediate in GM (see the module doc).
+
+    Example::
+
+        out = unfused_moe(x, router_weight, gate_up_proj, down_proj, 2)
+    """
+    launches, out = unfused_plan(x, router_weight, gate_up_proj, down_proj, top_k, routing,
+                                 activation, shared_expert, capacity_factor, block_m)
+    run_all(launches, backend)
+    return out
+
+
+def _ffn_steps(x, aligned: AlignedRouting, gate_up_proj, down_proj, activation):
+    """(launches, y): permute -> GEMM1 -> activation -> GEMM2, each a kernel with its
+    result in GM; ``y [rows, H]`` in x's dtype (a shared expert's rows are its tokens)."""
+    rows, H, I = aligned.sorted_ids.size, x.shape[1], gate_up_proj.shape[1] // 2
+    expanded = np.empty((rows, H), x.dtype)
+    h = np.empty((rows, 2 * I), x.dtype)
+    a = np.empty((rows, I), x.dtype)
+    y = np.empty((rows, H), x.dtype)
+    bm = aligned.block_m
+    return [permute_launch(x, aligned, expanded),
+            grouped_gemm_launch(expanded, aligned.expert_ids, gate_up_proj, h, bm),
+            act_launch(h, a, activation),
+            grouped_gemm_launch(a, aligned.expert_ids, down_proj, y, bm)], y
+
+
+__all__ = ["fused_moe", "fused_experts", "fused_plan", "experts_plan", "unfused_moe",
+           "unfused_plan", "expert_capacity"]
