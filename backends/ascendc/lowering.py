@@ -113,7 +113,8 @@ def raw_name(op, default: str) -> str:
     if op.results and any(u is not None and u.loc.line == op.loc.line and u.loc.file == op.loc.file
                           for u in _users(op)):
         return default
-    m = re.match(r"\s*([A-Za-z_]\w*)\s*(?:[-+*/]?=(?!=))", source_line(op))
+    # `name = ...` (a keyword argument `name=...` on a continuation line is not a name)
+    m = re.match(r"\s*([A-Za-z_]\w*)(?:\s+[-+*/]?=|\s*[-+*/]=)(?!=)", source_line(op))
     if m is None:
         m = re.match(r"\s*for\s+([A-Za-z_]\w*)\s+in\b", source_line(op))
     return m.group(1) if m else default

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from npujit.ir.schedule.model import CORE_ATTR, PIPE_ABBR, parse_flag
+from npujit.ir.schedule.model import loop_stages as enclosing_stages
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,12 @@ def buffers(op) -> list[BufferRef]:
 
 
 def operand_buffers(op) -> list[BufferRef]:
-    """A dot's staging buffers for its operands (L0A for a, L0B for b)."""
+    """A dot's staging buffers for its operands (L0A for a, L0B for b); they have the
+    stages of the loop around the dot."""
     names = op.attrs.get("operand_buffers", ())
     offsets = list(op.attrs.get("operand_offsets", ()))
     sizes = list(op.attrs.get("operand_bytes", ()))
-    stages = int(op.attrs.get("stages", 1))
+    stages = enclosing_stages(op)
     return [BufferRef(n, n.split(".")[0], offsets[i], sizes[i], stages) for i, n in enumerate(names)]
 
 
