@@ -64,13 +64,25 @@ def emit(fn, out_dir: str) -> list[str]:
 
 
 class AscendCTwinKernel:
-    """An emitted kernel built against the twin: ``kernel(grid, args)`` runs it."""
+    """An emitted kernel built against the twin: ``kernel(grid, args)`` runs it.
 
-    def __init__(self, fn, options: dict):
+    ``source`` replaces the emitted kernel .cpp, to run a hand-edited version of it.
+
+    Example::
+
+        >>> edited = kernel.source.replace("xQue_.FreeTensor(x);", "")    # doctest: +SKIP
+        >>> AscendCTwinKernel(kernel.fn, {}, source=edited)(grid, args)    # doctest: +SKIP
+        TwinDeviceError: ... missing FreeTensor ...
+    """
+
+    def __init__(self, fn, options: dict, source: str | None = None):
         from npujit.jit.compiler import resolve_spec
         self.fn = fn
         self.name = fn.name
+        self.options = dict(options)
         self.files, self.info = emit_files(fn)
+        if source is not None:
+            self.files[f"{self.info.entry}.cpp"] = source
         self.source = self.files[f"{self.info.entry}.cpp"]
         spec = resolve_spec(options.get("spec"))
         self.capacity = (ctypes.c_uint32 * 5)(*(int(spec.capacity.get(s, 0)) for s in _SCOPES))
