@@ -12,7 +12,7 @@ from npujit.ir.ops import Kind
 from npujit.ir.types import float32, int32
 
 from . import schedule_view as sv
-from .lowering import (CMP_MODES, CMP_SWAPPED, NOT_LOWERED, STRUCTURAL, VECTOR_BINARY,
+from .lowering import (CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY,
                        VECTOR_UNARY, cpp_type, not_lowered, raw_name, round_mode)
 from .values import Bits, Index, Mask, Scalar, Splat, Tile
 
@@ -63,8 +63,7 @@ class VectorLowering:
     # --- one op ------------------------------------------------------------------------
     def emit_elementwise(self, op, operands, result, top: bool, dest=None):
         k = op.kind
-        if k in NOT_LOWERED or (k not in VECTOR_BINARY and k not in VECTOR_UNARY
-                                and k not in STRUCTURAL and k not in (Kind.AND, Kind.OR, Kind.XOR)):
+        if k not in LOWERED:
             raise not_lowered(op)
         if top and dest is None:
             bufs = sv.buffers(op)

@@ -50,7 +50,8 @@ CMP_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne":
 STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.YIELD, Kind.FUSED, Kind.CONSTANT, Kind.PROGRAM_ID,
               Kind.NUM_PROGRAMS, Kind.ARANGE, Kind.CMP, Kind.SELECT, Kind.NEG, Kind.CAST,
               Kind.SPLAT, Kind.REDUCE, Kind.DOT, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
-              Kind.BLOCK_STORE, Kind.FLOORDIV, Kind.REM}
+              Kind.BLOCK_STORE, Kind.FLOORDIV, Kind.REM,
+              Kind.AND, Kind.OR, Kind.XOR}   # and/or/xor: scalars, and `&` of two masks
 
 # What the emitter cannot lower yet, and why: the one place to look.
 NOT_LOWERED = {
@@ -77,6 +78,9 @@ NOT_LOWERED = {
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",
 }
+
+
+LOWERED = set(VECTOR_BINARY) | set(VECTOR_UNARY) | STRUCTURAL
 
 
 def not_lowered(op, why: str | None = None) -> NotImplementedError:
