@@ -128,7 +128,8 @@ class MemoryLowering:
             var = hint
             self.line(f"AscendC::LocalTensor<{t}> {var} = {m.name}.AllocTensor<{t}>();")
             if mask is not None:
-                self.line(f"AscendC::Duplicate({var}, {fill}, {n});   // masked-off lanes read `other`")
+                why = "`other`" if other is not None else "0"
+                self.line(f"AscendC::Duplicate({var}, {fill}, {n});   // masked-off lanes read {why}")
                 self.line("AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(0);")
                 self.line("AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(0);")
             if whole:

@@ -59,6 +59,8 @@ NOT_LOWERED = {
     Kind.SHL: "shifts are not emitted yet",
     Kind.SHR: "shifts are not emitted yet",
     Kind.NOT: "bitwise/logical not is not emitted yet",
+    Kind.EXP2: "no Exp2 in the emitted vector API subset",
+    Kind.LOG2: "no Log2 in the emitted vector API subset",
     Kind.SIN: "no Sin in the emitted vector API subset",
     Kind.COS: "no Cos in the emitted vector API subset",
     Kind.FLOOR: "floor/ceil tiles are not emitted yet",
