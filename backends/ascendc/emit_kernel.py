@@ -269,9 +269,13 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
             return self.emit_ub_transfer(op)
         if k in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT) or sv.scope(op) in ("L0C", "L1"):
             return self.emit_cube_op(op)
+        self.emit_flags(op, "wait_flags")
         if k is Kind.FUSED:
-            return self.emit_fused(op)
-        return self.emit_elementwise(op, op.operands, op.results[0], top=True)
+            self.emit_fused(op)
+        else:
+            self.emit_elementwise(op, op.operands, op.results[0], top=True)
+        self.emit_flags(op, "set_flags")
+        return None
 
     def sym(self, v):
         try:
@@ -295,11 +299,16 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
             helper = "floordiv" if k is Kind.FLOORDIV else "floormod"
             self.helpers.add(helper)
             expr = f"{'FloorDiv' if k is Kind.FLOORDIV else 'FloorMod'}<{t}>({args[0].expr}, {args[1].expr})"
+        elif k in (Kind.MAXIMUM, Kind.MINIMUM) and args[0].expr == args[1].expr:
+            expr = args[0].expr
+        elif k is Kind.CMP and args[0].expr == args[1].expr and not args[0].dtype.is_float:
+            # g++ rejects an int compared with itself (-Werror=tautological-compare)
+            expr = "true" if op.attrs["predicate"] in ("eq", "le", "ge") else "false"
         elif k in (Kind.MAXIMUM, Kind.MINIMUM):
             cmp = ">" if k is Kind.MAXIMUM else "<"
             expr = f"({args[0].expr} {cmp} {args[1].expr} ? {args[0].expr} : {args[1].expr})"
         elif k is Kind.NEG:
-            expr = f"-{args[0].expr}"
+            expr = f"-({args[0].expr})"
         elif k is Kind.CAST:
             src = args[0].dtype
             if src.is_float and dt.is_bool:

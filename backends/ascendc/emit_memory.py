@@ -13,7 +13,7 @@ from npujit.ir.ops import Kind
 
 from . import schedule_view as sv
 from .lowering import cpp_type, not_lowered
-from .values import Index, Mask, Scalar, Splat, Tile
+from .values import Index, Mask, Scalar, Splat, Tile, scalar_arg
 
 
 class MemoryLowering:
@@ -97,6 +97,11 @@ class MemoryLowering:
 
     # --- loads and stores --------------------------------------------------------------
     def emit_ub_transfer(self, op) -> None:
+        self.emit_flags(op, "wait_flags")
+        self.ub_transfer(op)
+        self.emit_flags(op, "set_flags")
+
+    def ub_transfer(self, op) -> None:
         load = op.kind is Kind.LOAD
         ptr = op.operands[0]
         gm = self.gm_members[id(ptr)]
@@ -118,10 +123,12 @@ class MemoryLowering:
         n = offs.length
         count = mask.count if mask is not None else str(n)
         whole = mask is None and n * dt.itemsize % 32 == 0
+        if load and not self.uses.get(id(op.result)):
+            return None                  # a load nobody reads moves nothing
         if load:
             if other is not None and not isinstance(other, Splat):
                 raise not_lowered(op, "`other=` must be a scalar for the emitter")
-            fill = other.value.expr if other is not None else _zero(dt)
+            fill = scalar_arg(other.value, dt) if other is not None else _zero(dt)
             buf = sv.buffers(op)[0]
             hint = self.user_name(op, "x")
             m = self.member(buf, "TQue", "VECIN", hint)
@@ -208,4 +215,4 @@ class MemoryLowering:
 def _zero(dtype) -> str:
     if dtype.is_float:
         return "0.0f" if dtype.name == "f32" else f"{cpp_type(dtype)}(0.0f)"
-    return "0"
+    return "0" if dtype.name in ("i32", "i64") else f"static_cast<{cpp_type(dtype)}>(0)"

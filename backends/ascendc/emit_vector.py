@@ -12,9 +12,9 @@ from npujit.ir.ops import Kind
 from npujit.ir.types import float32, int32
 
 from . import schedule_view as sv
-from .lowering import (CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY,
+from .lowering import (CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY, VECTOR_DTYPES,
                        VECTOR_UNARY, cpp_type, not_lowered, raw_name, round_mode)
-from .values import Bits, Index, Mask, Scalar, Splat, Tile
+from .values import Bits, Index, Mask, Scalar, Splat, Tile, scalar_arg
 
 
 class VectorLowering:
@@ -86,6 +86,13 @@ class VectorLowering:
             if not isinstance(args[0], Scalar):
                 raise not_lowered(op, "a splat of a tile")
             return Splat(args[0], rt.numel)
+        if k is Kind.RESHAPE:
+            src = op.operands[0].type
+            if isinstance(args[0], Scalar) and rt.numel == 1:
+                return Splat(args[0], 1)
+            if src.rank == 1 and rt.rank == 1:
+                return args[0]
+            raise not_lowered(op, "2-D vector tiles are not emitted yet")
         if rt.is_scalar:
             if k is Kind.REDUCE:
                 return self.reduce(op, args[0], result)
@@ -102,6 +109,10 @@ class VectorLowering:
             raise not_lowered(op, "a vector result without a buffer in the schedule")
         if k is Kind.CAST:
             return self.cast(op, args[0], rt.dtype, dest)
+        if k in VECTOR_BINARY or k in VECTOR_UNARY or k is Kind.NEG:
+            if rt.dtype.name not in VECTOR_DTYPES:
+                raise not_lowered(op, f"{rt.dtype} arithmetic on tiles (the vector unit computes "
+                                      f"on {', '.join(VECTOR_DTYPES)})")
         if k in VECTOR_BINARY:
             return self.binary(op, args, dest)
         if k in VECTOR_UNARY:
@@ -180,7 +191,7 @@ class VectorLowering:
 
     def materialize_splat(self, s: Splat, dtype, hint: str) -> Tile:
         t = self.scratch(dtype, s.length, hint)
-        self.line(f"AscendC::Duplicate({t.var}, {_arg(s.value, dtype)}, {s.length});")
+        self.line(f"AscendC::Duplicate({t.var}, {scalar_arg(s.value, dtype)}, {s.length});")
         return t
 
     def binary(self, op, args, dest) -> Tile:
@@ -194,9 +205,9 @@ class VectorLowering:
             src = self.use_tile(a)
             out = dest()
             if k is Kind.SUB:                 # x - s == x + (-s) exactly
-                self.line(f"AscendC::Adds({out.var}, {src.var}, static_cast<{cpp_type(dt)}>(-{b.value.expr}), {out.length});")
+                self.line(f"AscendC::Adds({out.var}, {src.var}, static_cast<{cpp_type(dt)}>(-({b.value.expr})), {out.length});")
             else:
-                self.line(f"AscendC::{scalar_api}({out.var}, {src.var}, {_arg(b.value, dt)}, {out.length});")
+                self.line(f"AscendC::{scalar_api}({out.var}, {src.var}, {scalar_arg(b.value, dt)}, {out.length});")
             return out
         ta = self.as_tile(a, dt)
         tb = self.as_tile(b, dt)
@@ -241,7 +252,7 @@ class VectorLowering:
         ta = self.as_tile(a, dt)
         bits = self.scratch(_U8, ta.length, "cmp")
         if isinstance(b, Splat):
-            self.line(f"AscendC::Compares({bits.var}, {ta.var}, {_arg(b.value, dt)}, "
+            self.line(f"AscendC::Compares({bits.var}, {ta.var}, {scalar_arg(b.value, dt)}, "
                       f"AscendC::CMPMODE::{CMP_MODES[pred]}, {ta.length});")
         else:
             tb = self.as_tile(b, dt)
@@ -262,7 +273,7 @@ class VectorLowering:
         ta = self.as_tile(a, dt)
         out = dest()
         if isinstance(b, Splat):
-            self.line(f"AscendC::Select({out.var}, {cond.var}, {ta.var}, {_arg(b.value, dt)}, "
+            self.line(f"AscendC::Select({out.var}, {cond.var}, {ta.var}, {scalar_arg(b.value, dt)}, "
                       f"AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, {out.length});")
         else:
             tb = self.as_tile(b, dt)
@@ -303,7 +314,7 @@ class VectorLowering:
         """A transcendental of one scalar: the scalar unit has none, so 8 lanes of UB."""
         dt = result.type.dtype
         t = self.scratch(dt, 8, "lanes")
-        self.line(f"AscendC::Duplicate({t.var}, {_arg(s, dt)}, 8);")
+        self.line(f"AscendC::Duplicate({t.var}, {scalar_arg(s, dt)}, 8);")
         self.line(f"AscendC::{VECTOR_UNARY[op.kind]}({t.var}, {t.var}, 8);")
         self.line("AscendC::SetFlag<AscendC::HardEvent::V_S>(0);")
         self.line("AscendC::WaitFlag<AscendC::HardEvent::V_S>(0);")
@@ -345,15 +356,8 @@ def _short(op) -> str:
 
 def _sum(a: str, sign: str, b: str) -> str:
     if a == "0":
-        return b if sign == "+" else f"-{b}"
+        return b if sign == "+" else f"-({b})"
     return f"{a} {sign} {b}"
-
-
-def _arg(s: Scalar, dtype) -> str:
-    """A scalar as the ``const T&`` argument of a vector API on ``dtype`` tiles."""
-    if s.dtype == dtype and s.expr.isidentifier():
-        return s.expr
-    return f"static_cast<{cpp_type(dtype)}>({s.expr})"
 
 
 def _scalar(v, dtype) -> str:

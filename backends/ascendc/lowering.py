@@ -51,7 +51,13 @@ STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.YIELD, Kind.FUSED, Kind.CONSTANT, Kind
               Kind.NUM_PROGRAMS, Kind.ARANGE, Kind.CMP, Kind.SELECT, Kind.NEG, Kind.CAST,
               Kind.SPLAT, Kind.REDUCE, Kind.DOT, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
               Kind.BLOCK_STORE, Kind.FLOORDIV, Kind.REM,
-              Kind.AND, Kind.OR, Kind.XOR}   # and/or/xor: scalars, and `&` of two masks
+              Kind.AND, Kind.OR, Kind.XOR,   # and/or/xor: scalars, and `&` of two masks
+              Kind.RESHAPE}                  # 1-D to 1-D, and a scalar to one lane
+
+# Element types the vector unit computes on (2201 architecture): anything else is only
+# moved and cast.  bf16 arithmetic is emitted on f32 copies (one rounding, as the
+# reference does).
+VECTOR_DTYPES = ("f32", "f16", "i16", "i32")
 
 # What the emitter cannot lower yet, and why: the one place to look.
 NOT_LOWERED = {
@@ -71,7 +77,6 @@ NOT_LOWERED = {
     Kind.GELU: "activation functions are not emitted yet",
     Kind.SILU: "activation functions are not emitted yet",
     Kind.BROADCAST: "2-D vector tiles are not emitted yet",
-    Kind.RESHAPE: "2-D vector tiles are not emitted yet",
     Kind.TRANS: "2-D vector tiles are not emitted yet",
     Kind.SCAN: "cumsum is not emitted yet",
     Kind.SORT: "sort is not emitted yet",

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from npujit.ir.types import DType
 
+from .lowering import cpp_type
+
 
 @dataclass
 class Scalar:
@@ -72,3 +74,11 @@ class Bits:
 
     var: str
     length: int
+
+
+def scalar_arg(s: Scalar, dtype: DType) -> str:
+    """A scalar as the ``const T&`` argument of a vector API on ``dtype`` tiles (the
+    API's template parameter comes from the tensors, so the scalar must match exactly)."""
+    if s.dtype == dtype and s.expr.isidentifier():
+        return s.expr
+    return f"static_cast<{cpp_type(dtype)}>({s.expr})"

@@ -169,7 +169,7 @@ NPUJIT_TWIN_SCALAR(Mins, twin_detail::nan_min(a, s))
   }
 NPUJIT_TWIN_UNARY(Exp, std::exp(a))
 NPUJIT_TWIN_UNARY(Ln, std::log(a))
-NPUJIT_TWIN_UNARY(Abs, a < 0 ? -a : a)
+NPUJIT_TWIN_UNARY(Abs, std::abs(a))   // abs(-0.0) is +0.0
 NPUJIT_TWIN_UNARY(Sqrt, std::sqrt(a))
 NPUJIT_TWIN_UNARY(Rsqrt, 1.0f / std::sqrt(a))
 NPUJIT_TWIN_UNARY(Reciprocal, 1.0f / a)
