@@ -25,7 +25,10 @@ def assert_matches(got: np.ndarray, want: np.ndarray, what: str) -> None:
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
-def compiled(kernel):
-    """The one compiled specialisation of a kernel variant (its scheduled IR and runner)."""
-    (c,) = kernel.cache.values()
-    return c
+def compiled(kernel, **constexprs):
+    """The compiled specialisation of a kernel variant with these constexpr values (its
+    scheduled IR and its runner); other tests may have compiled other ones."""
+    found = [c for c in kernel.cache.values()
+             if all(c.sigs[kernel.params.index(k)] == ("C", v) for k, v in constexprs.items())]
+    assert len(found) == 1, f"{len(found)} specialisations of {kernel.name} match {constexprs}"
+    return found[0]
