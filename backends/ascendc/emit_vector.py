@@ -110,26 +110,51 @@ class VectorLowering:
         if k is Kind.CAST:
             return self.cast(op, args[0], rt.dtype, dest)
         if k in VECTOR_BINARY or k in VECTOR_UNARY or k is Kind.NEG:
+            if rt.dtype.name == "bf16":
+                return self.on_f32_copies(op, args, rt, dest)
             if rt.dtype.name not in VECTOR_DTYPES:
                 raise not_lowered(op, f"{rt.dtype} arithmetic on tiles (the vector unit computes "
                                       f"on {', '.join(VECTOR_DTYPES)})")
-        if k in VECTOR_BINARY:
-            return self.binary(op, args, dest)
-        if k in VECTOR_UNARY:
-            src = self.as_tile(args[0], rt.dtype)
-            out = dest()
-            self.line(f"AscendC::{VECTOR_UNARY[k]}({out.var}, {src.var}, {out.length});")
-            return out
-        if k is Kind.NEG:
-            src = self.as_tile(args[0], rt.dtype)
-            out = dest()
-            self.line(f"AscendC::Muls({out.var}, {src.var}, {_scalar(-1, rt.dtype)}, {out.length});")
-            return out
+            return self.arithmetic(op, args, rt.dtype, dest)
         if k is Kind.CMP:
             return self.compare(op, args)
         if k is Kind.SELECT:
             return self.select(op, args, rt.dtype, dest)
         raise not_lowered(op)
+
+    def arithmetic(self, op, args, dt, dest) -> Tile:
+        k = op.kind
+        if k in VECTOR_BINARY:
+            return self.binary(op, args, dest, dt)
+        src = self.as_tile(args[0], dt)
+        out = dest()
+        if k is Kind.NEG:
+            self.line(f"AscendC::Muls({out.var}, {src.var}, {_scalar(-1, dt)}, {out.length});")
+        else:
+            self.line(f"AscendC::{VECTOR_UNARY[k]}({out.var}, {src.var}, {out.length});")
+        if src is not args[0]:
+            self.release(src)
+        return out
+
+    def on_f32_copies(self, op, args, rt, dest) -> Tile:
+        """bf16 arithmetic: the vector unit has none, so widen to f32 (exact), compute, and
+        round once back to bf16 -- the reference's rule for half floats."""
+        wide = []
+        for a in args:
+            if isinstance(a, Tile):
+                w = self.scratch(float32, a.length, "wide")
+                self.line(f"AscendC::Cast({w.var}, {self.use_tile(a).var}, AscendC::RoundMode::CAST_NONE, {a.length});")
+                wide.append(w)
+            elif isinstance(a, Splat):
+                wide.append(Splat(Scalar(f"static_cast<float>({a.value.expr})", float32), a.length))
+            else:
+                raise not_lowered(op, "bf16 arithmetic on an index tile")
+        result = self.arithmetic(op, wide, float32, lambda: self.scratch(float32, rt.numel, "wide"))
+        out = dest()
+        self.line(f"AscendC::Cast({out.var}, {result.var}, AscendC::RoundMode::CAST_RINT, {out.length});")
+        for t in wide + [result]:
+            self.release(t)
+        return out
 
     # --- index and mask arithmetic -----------------------------------------------------
     def symbolic(self, op, args, rt):
@@ -194,9 +219,8 @@ class VectorLowering:
         self.line(f"AscendC::Duplicate({t.var}, {scalar_arg(s.value, dtype)}, {s.length});")
         return t
 
-    def binary(self, op, args, dest) -> Tile:
+    def binary(self, op, args, dest, dt) -> Tile:
         k = op.kind
-        dt = op.results[0].type.dtype
         a, b = args
         tile_api, scalar_api = VECTOR_BINARY[k]
         if isinstance(a, Splat) and k in (Kind.ADD, Kind.MUL, Kind.MAXIMUM, Kind.MINIMUM):
@@ -291,8 +315,11 @@ class VectorLowering:
         if kind not in ("sum", "max", "min") or not isinstance(s, Tile):
             raise not_lowered(op, f"a {kind} reduction is not emitted yet")
         dt = result.type.dtype
+        if not s.dtype.is_float or dt != s.dtype:
+            raise not_lowered(op, f"a reduction of {s.dtype} to {dt} (ReduceSum/Max/Min take f16 and f32)")
         src = self.use_tile(s)
-        if kind == "sum" and dt.is_half:        # sums accumulate in f32 (docs/semantics.md)
+        if dt.name == "bf16" or (kind == "sum" and dt.is_half):
+            # sums accumulate in f32 (docs/semantics.md); bf16 reduces on f32 copies (exact)
             wide = self.scratch(float32, src.length, "widened")
             self.line(f"AscendC::Cast({wide.var}, {src.var}, AscendC::RoundMode::CAST_NONE, {src.length});")
             src, work_dt = wide, float32
