@@ -57,7 +57,8 @@ class VectorLowering:
 
     def copy_tile(self, s: Tile, res, buf) -> Tile:
         out = self.result_tile(res, buf, "copy")
-        self.line(f"AscendC::Adds({out.var}, {self.use_tile(s).var}, static_cast<{cpp_type(s.dtype)}>(0), {s.length});")
+        # x * 1 is x exactly (-0.0 and NaN included), where x + 0 would turn -0.0 into +0.0
+        self.line(f"AscendC::Muls({out.var}, {self.use_tile(s).var}, static_cast<{cpp_type(s.dtype)}>(1), {s.length});")
         return out
 
     # --- one op ------------------------------------------------------------------------
