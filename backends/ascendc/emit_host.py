@@ -50,7 +50,7 @@ def host_launcher(info: KernelInfo) -> str:
         "        if ((call) != ACL_SUCCESS) return -1;                \\",
         "    } while (0)",
         "",
-        f"// Returns 0 on success, -1 when an ACL call fails, -2 when a stride the kernel assumes",
+        "// Returns 0 on success, -1 when an ACL call fails, -2 when a stride the kernel assumes",
         "// to be 1 is not.",
         f'extern "C" int Launch{info.class_name}(const {tiling}* tiling, uint32_t blockDim{params})',
         "{",

@@ -27,7 +27,7 @@ from .emit_cube import CubeLowering
 from .emit_memory import MemoryLowering
 from .emit_vector import VectorLowering
 from .lowering import CMP_CPP, SCALAR_BINARY, cpp_type, not_lowered, raw_name, source_line
-from .values import Index, Mask, Scalar, Splat, Tile
+from .values import Scalar
 
 _CPP_KEYWORDS = {"int", "float", "double", "char", "auto", "new", "delete", "class", "struct",
                  "template", "this", "default", "register", "union", "operator", "private",
@@ -321,7 +321,11 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
             expr = f"{args[0].expr} ? {args[1].expr} : {args[2].expr}"
         else:
             return None
-        name = self.user_name(op, "s")
+        default = "s"
+        src = args[0].expr.removeprefix("tiling_.") if args else ""
+        if k is Kind.CAST and src.isidentifier():
+            default = f"{src}_{dt.name}"          # row -> row_i64
+        name = self.user_name(op, default)
         self.line(f"const {t} {name} = {expr};")
         return Scalar(name, dt)
 

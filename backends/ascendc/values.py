@@ -79,6 +79,6 @@ class Bits:
 def scalar_arg(s: Scalar, dtype: DType) -> str:
     """A scalar as the ``const T&`` argument of a vector API on ``dtype`` tiles (the
     API's template parameter comes from the tensors, so the scalar must match exactly)."""
-    if s.dtype == dtype and s.expr.isidentifier():
-        return s.expr
+    if s.dtype == dtype and (s.expr.isidentifier() or dtype.is_float or dtype.name == "i32"):
+        return s.expr              # already a T (float literals and half(...) are typed)
     return f"static_cast<{cpp_type(dtype)}>({s.expr})"

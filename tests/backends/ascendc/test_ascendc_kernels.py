@@ -10,8 +10,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import npujit.language as nl
+from npujit import npu_kernel
 from npujit.kernels import elementwise, layernorm, matmul, softmax
-from npujit.kernels.elementwise import add_kernel, add_stream_kernel
+from npujit.kernels.elementwise import add_stream_kernel
 
 from ascendc_support import TWIN, assert_matches
 
@@ -100,10 +102,6 @@ def test_half_rounding_matches_numpy_bit_for_bit():
         with np.errstate(over="ignore"):          # 65520 -> inf is the point
             want = x.astype(dtype)
         np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
-
-
-import npujit.language as nl  # noqa: E402
-from npujit import npu_kernel  # noqa: E402
 
 
 @npu_kernel
