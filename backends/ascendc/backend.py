@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 
 from npujit.backends.reference.backend import bind_args, normalize_grid
 from npujit.jit.errors import NPUJitError
@@ -27,6 +28,12 @@ from .emit_kernel import KernelWriter
 _SCOPES = ("UB", "L1", "L0A", "L0B", "L0C")
 _CTYPES = {"float": ctypes.c_float, "int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32,
            "int16_t": ctypes.c_int16, "int8_t": ctypes.c_int8, "bool": ctypes.c_bool}
+
+
+# The twin keeps its device state in globals of each built library, and ctypes releases the
+# GIL during a call: launches of one library from several threads take turns.
+_LIBRARY_LOCKS: dict = {}
+_LOCKS_LOCK = threading.Lock()
 
 
 class TwinDeviceError(NPUJitError, RuntimeError):
@@ -103,6 +110,8 @@ class AscendCTwinKernel:
                                  ctypes.POINTER(ctypes.c_char_p), ctypes.c_void_p, ctypes.c_int64,
                                  ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p, ctypes.c_size_t]
         self._lib = lib                    # keep the library loaded while the kernel lives
+        with _LOCKS_LOCK:
+            self._lock = _LIBRARY_LOCKS.setdefault(self.library, threading.Lock())
 
     def __call__(self, grid, args) -> None:
         grid = normalize_grid(grid)
@@ -125,8 +134,9 @@ class AscendCTwinKernel:
         names = (ctypes.c_char_p * max(n, 1))(*(name.encode() for name, _ in self.info.gm_args))
         programs = grid[0] * grid[1] * grid[2]
         error = ctypes.create_string_buffer(4096)
-        rc = self._launch(ptrs, sizes, names, ctypes.addressof(tiling), min(programs, self.cores),
-                          self.capacity, error, len(error))
+        with self._lock:
+            rc = self._launch(ptrs, sizes, names, ctypes.addressof(tiling), min(programs, self.cores),
+                              self.capacity, error, len(error))
         if rc != 0:
             raise TwinDeviceError(f"kernel '{self.name}' failed on the Ascend C CPU twin, "
                                   f"{error.value.decode(errors='replace')}")
