@@ -37,11 +37,14 @@ class Backend(Protocol):
 
 
 def get_backend(name: str) -> Backend:
-    """The backend called ``name`` ("reference" or "numba")."""
+    """The backend called ``name`` ("reference", "numba" or "ascendc-twin")."""
     if name == "reference":
         from .reference import ReferenceBackend
         return ReferenceBackend()
     if name == "numba":
         from .numba import NumbaBackend
         return NumbaBackend()
-    raise ValueError(f"unknown backend {name!r}; choose 'reference' or 'numba'")
+    if name == "ascendc-twin":
+        from .ascendc import AscendCTwinBackend
+        return AscendCTwinBackend()
+    raise ValueError(f"unknown backend {name!r}; choose 'reference', 'numba' or 'ascendc-twin'")

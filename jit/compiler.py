@@ -22,7 +22,7 @@ from npujit.ir.printer import print_function
 from npujit.ir.verifier import VerifyError
 from npujit.language.core import pointer, tensor
 from npujit.language.tracing import TraceContext, tracing
-from npujit.target import ASCEND_910B_LIKE, PRESETS, NPUSpec
+from npujit.target import SpecError, find_spec
 
 from . import loops as loop_runtime
 from .access import stored_arguments
@@ -104,15 +104,10 @@ def resolve_spec(spec):
         >>> resolve_spec("TINY").name
         'TINY'
     """
-    if spec is None:
-        return ASCEND_910B_LIKE
-    if isinstance(spec, NPUSpec):
-        return spec
-    for key, preset in PRESETS.items():
-        if spec in (key, preset.name):
-            return preset
-    raise CompilationError(f"unknown NPU spec {spec!r}; use an npujit.target.NPUSpec or one of "
-                           f"{sorted(PRESETS)}")
+    try:
+        return find_spec(spec)
+    except SpecError as e:
+        raise CompilationError(str(e)) from None
 
 
 def compile_specialization(kernel, sigs: tuple, constexprs: dict,

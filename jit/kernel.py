@@ -257,6 +257,32 @@ class NPUKernel:
                                backend=backend)
 
     # --- introspection -----------------------------------------------------------------
+    def emit(self, target: str, out_dir: str, *args, **kwargs) -> list:
+        """Write this kernel as source for another toolchain; returns the paths written.
+        ``target="ascendc"``: the Ascend C kernel, tiling header, host launcher and
+        CMakeLists.txt for CANN (backends/ascendc).  With arguments, for their
+        specialisation; without, for the one specialisation launched so far.
+
+        Example::
+
+            add.emit("ascendc", "out/add", x, y, out, n, BLOCK=1024)
+        """
+        if target != "ascendc":
+            raise ValueError(f"unknown emit target {target!r}; the only one is 'ascendc'")
+        from npujit.backends.ascendc import emit
+        if args or kwargs:
+            fn = self.with_options(backend="reference").compile(*args, **kwargs).ir
+        else:
+            done = list(self.cache.values()) + [c for k in self._variants.values()
+                                                for c in k.cache.values()]
+            specs = {c.ir_text: c for c in done}
+            if len(specs) != 1:
+                raise LaunchError(f"kernel '{self.name}' has {len(specs)} compiled "
+                                  "specialisations; pass the launch arguments to emit(), e.g. "
+                                  f"{self.name}.emit('ascendc', out_dir, *args, **constexprs)")
+            fn = next(iter(specs.values())).ir
+        return emit(fn, out_dir)
+
     def inspect(self, *args, **kwargs) -> dict:
         """Every compile stage's artifact for these arguments: ``trace`` (IR as traced),
         ``ir`` (after passes), ``schedule`` (the scheduled IR), ``buffers`` (a table of the

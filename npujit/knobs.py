@@ -3,7 +3,8 @@
 ``NPUJIT_CACHE_DIR``      where compiled kernels are kept (default: the per-user cache dir)
 ``NPUJIT_DISABLE_CACHE``  1 = never read or write the disk cache
 ``NPUJIT_DUMP_IR``        ``all`` or ``after:<pass>[,<pass>...]``: print the IR after passes
-``NPUJIT_BACKEND``        default backend for launches: ``numba`` (default) or ``reference``
+``NPUJIT_BACKEND``        default backend for launches: ``numba`` (default), ``reference`` or
+                          ``ascendc-twin`` (the emitted Ascend C, built against the CPU twin)
 ``NPUJIT_DEBUG``          1 = bounds-check every GM access, run nl.device_assert, check int32
                           index arithmetic for wrap-around (both backends)
 ``NPUJIT_NUM_THREADS``    threads for the numba backend's grid loop (0 = numba's default)

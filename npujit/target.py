@@ -557,3 +557,23 @@ TINY = NPUSpec(
 )
 
 PRESETS = {s.name: s for s in (ASCEND_910B_LIKE, ASCEND_910_LIKE, TINY)}
+
+
+def find_spec(spec) -> NPUSpec:
+    """The NPU spec a ``spec=`` option names: an ``NPUSpec``, a preset's key or name, or
+    None for the 910B-like default; raises ``SpecError`` for anything else.
+
+    Example::
+
+        >>> find_spec("TINY").name, find_spec(None) is ASCEND_910B_LIKE
+        ('TINY', True)
+    """
+    if spec is None:
+        return ASCEND_910B_LIKE
+    if isinstance(spec, NPUSpec):
+        return spec
+    for key, preset in PRESETS.items():
+        if spec in (key, preset.name):
+            return preset
+    raise SpecError(f"unknown NPU spec {spec!r}; use an npujit.target.NPUSpec or one of "
+                    f"{sorted(PRESETS)}")

@@ -100,6 +100,12 @@ def run_numba(kernel, args):
     kernel.with_options(backend="numba")[GRID](*args)
 
 
+def run_twin(kernel, args):
+    """The emitted Ascend C on the CPU twin (tests/fuzz/test_twin.py picks the
+    sub-kernels the emitter can lower)."""
+    kernel.with_options(backend="ascendc-twin")[GRID](*args)
+
+
 def simulation_spec(sub) -> str | None:
     """The NPU preset the scheduled path of ``sub`` runs on, or None when no preset can.
 
@@ -147,8 +153,9 @@ def run(kernel, tier: str, args: list, subs=None, outs=None) -> list:
     if tier == "simulated":
         return run_simulated(subs, args, outs)
     args = fresh(args)
+    runner = {"reference": run_reference, "numba": run_numba, "ascendc-twin": run_twin}[tier]
     with np.errstate(all="ignore"):
-        (run_reference if tier == "reference" else run_numba)(kernel, args)
+        runner(kernel, args)
     return args
 
 

@@ -1,0 +1,236 @@
+"""The Cube path of ``nl.dot`` (separated architecture, ascend-npu §3.4 as summarised in
+docs/ascendc.md): block loads GM (ND) -> L1 (NZ) with ``DataCopy`` + ``Nd2NzParams``,
+``LoadData`` L1 -> L0A / L0B (B transposed into its ZN layout), ``Mmad`` accumulating in
+L0C in f32, ``Fixpipe`` L0C -> GM (NZ -> ND, with the cast to f16/bf16 when the kernel
+stores a narrower tile).  The schedule's flags between MTE2, MTE1, M and FIX become
+``SetFlag`` / ``WaitFlag``, with event ids rotating over the buffer slots.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from npujit.ir.ops import Kind
+
+from . import schedule_view as sv
+from .lowering import cpp_type, not_lowered
+from .values import Scalar
+
+FRACTAL = 16       # rows and columns of a 2-byte fractal (512 B)
+_QUANT = {"f16": "F322F16", "bf16": "F322BF16"}
+
+
+@dataclass
+class CubeTile:
+    """A tile in L1 (``scope == "L1"``) or the f32 accumulator in L0C (``"L0C"``)."""
+
+    var: str
+    dtype: object
+    shape: tuple
+    scope: str
+    fresh_flag: str | None = None   # L0C: the bool that says "the next Mmad starts from zero"
+    out_dtype: object = None        # L0C: the dtype Fixpipe writes (a folded cast)
+
+
+def _pad(n: int) -> int:
+    return (n + FRACTAL - 1) // FRACTAL * FRACTAL
+
+
+class CubeLowering:
+    """Mixin of ``KernelWriter``: block loads to L1, dot, Fixpipe stores."""
+
+    def carries_in_place(self, s) -> bool:
+        return isinstance(s, CubeTile) and s.scope == "L0C"
+
+    def emit_cube_op(self, op) -> None:
+        k = op.kind
+        if k is Kind.SPLAT and sv.scope(op) == "L0C":
+            return self.cube_accumulator(op)
+        if k is Kind.BLOCK_LOAD and sv.scope(op) == "L1":
+            return self.block_load_l1(op)
+        if k is Kind.DOT:
+            return self.mmad(op)
+        if k is Kind.CAST and sv.scope(op) == "L0C":
+            s = self.sym(op.operands[0])
+            self.syms[id(op.result)] = CubeTile(s.var, s.dtype, s.shape, "L0C", s.fresh_flag,
+                                                op.result.type.dtype)
+            return None
+        if k is Kind.BLOCK_STORE and isinstance(self.sym(op.operands[-1]), CubeTile):
+            return self.fixpipe_store(op)
+        raise not_lowered(op, "block pointers on the vector unit are not emitted yet"
+                          if k in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE) else None)
+
+    def cube_member(self, buf, position: str, hint: str):
+        from .emit_kernel import Member
+        m = self.members.get(buf.name)
+        if m is None:
+            m = Member(self.fresh(hint + "Buf_"), "TBuf", position, buf.stages, buf.bytes)
+            self.members[buf.name] = m
+        return m
+
+    def slot_view(self, m, dtype, hint: str) -> str:
+        """A local variable for the current slot of a (multi-slot) Cube buffer."""
+        t = cpp_type(dtype)
+        name = self.fresh(hint)
+        at = ""
+        if m.depth > 1:
+            at = f"[{self.slot(m.depth)} * {m.bytes // dtype.itemsize}]"
+        self.line(f"AscendC::LocalTensor<{t}> {name} = {m.name}.Get<{t}>(){at};")
+        return name
+
+    def cube_accumulator(self, op) -> None:
+        value = self.sym(op.operands[0])
+        if not (isinstance(value, Scalar) and value.expr in ("0.0f", "0")):
+            raise not_lowered(op, "an accumulator that does not start at zero")
+        buf = sv.buffers(op)[0]
+        shape = op.result.type.shape
+        if any(d % FRACTAL for d in shape):
+            raise not_lowered(op, f"a dot tile of shape {shape}: the Cube path needs multiples of 16")
+        name = self.user_name(op, "acc")
+        m = self.cube_member(buf, "CO1", name)
+        self.line(f"AscendC::LocalTensor<float> {name} = {m.name}.Get<float>();")
+        fresh = self.fresh(name + "_empty")
+        self.line(f"bool {fresh} = true;   // the first Mmad starts from zero (cmatrixInitVal)")
+        self.syms[id(op.result)] = CubeTile(name, op.result.type.dtype, shape, "L0C", fresh)
+
+    def gm_extent(self, op, shape_vals, offsets, block_shape, axis: int) -> str:
+        """The rows (axis 0) or columns (axis 1) of a block that are in bounds."""
+        checked = axis in tuple(op.attrs.get("boundary_check", ()))
+        if not checked:
+            return str(block_shape[axis])
+        self.helpers.add("clamp")
+        n = f"{shape_vals[axis].expr} - {offsets[axis].expr}"
+        name = self.fresh(("rows" if axis == 0 else "cols") + "_in_bounds")
+        self.line(f"const uint32_t {name} = LanesInBounds({n}, {block_shape[axis]});")
+        return name
+
+    def unit_stride(self, op, stride) -> None:
+        """The Cube path copies rows of contiguous elements: the inner stride must be 1."""
+        if stride.expr == "1":
+            return
+        arg = next((a for a in self.fn.args if self.syms.get(id(a)) is stride), None)
+        if arg is None:
+            raise not_lowered(op, "a block pointer whose inner stride is computed in the kernel")
+        if arg.name not in self.info.unit_stride_args:
+            self.info.unit_stride_args.append(arg.name)
+
+    def block_load_l1(self, op) -> None:
+        ptr = op.operands[0]
+        shape_vals = [self.sym(v) for v in op.operands[1:3]]
+        strides = [self.sym(v) for v in op.operands[3:5]]
+        offsets = [self.sym(v) for v in op.operands[5:7]]
+        dt = op.result.type.dtype
+        if dt.itemsize != 2:
+            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16 and bf16")
+        rows, cols = op.attrs["block_shape"]
+        if rows % FRACTAL or cols % FRACTAL:
+            raise not_lowered(op, f"a block of {rows}x{cols}: the Cube path needs multiples of 16")
+        if op.attrs.get("padding", "zero") != "zero":
+            raise not_lowered(op, "block loads that pad with anything but zero")
+        self.unit_stride(op, strides[1])
+        users = self.uses.get(id(op.result), [])
+        side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result for u in users) else "B1"
+        buf = sv.buffers(op)[0]
+        hint = self.user_name(op, "a" if side == "A1" else "b")
+        m = self.cube_member(buf, side, hint + "L1")
+        self.emit_flags(op, "wait_flags")
+        tile = self.slot_view(m, dt, hint)
+        n_rows = self.gm_extent(op, shape_vals, offsets, (rows, cols), 0)
+        n_cols = self.gm_extent(op, shape_vals, offsets, (rows, cols), 1)
+        t = cpp_type(dt)
+        if (n_rows, n_cols) != (str(rows), str(cols)):
+            self.line(f"if ({n_rows} < {rows} || {n_cols} < {cols}) {{   // zero the padding of an edge tile")
+            self.line(f"    AscendC::InitConstValue({tile}, {{1, {rows * cols * dt.itemsize // 32}, 0, {t}(0.0f)}});")
+            self.line("}")
+        gm = self.gm_members[id(ptr)]
+        params = self.fresh(hint + "_nd2nz")
+        self.line(f"AscendC::Nd2NzParams {params};   // ND rows in GM -> NZ fractals in L1")
+        self.line(f"{params}.nValue = {n_rows};")
+        self.line(f"{params}.dValue = {n_cols};")
+        self.line(f"{params}.srcDValue = {strides[0].expr};")
+        self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
+        self.line(f"if ({n_rows} > 0 && {n_cols} > 0) {{")
+        self.line(f"    AscendC::DataCopy({tile}, {gm}[{offsets[0].expr} * {strides[0].expr} + {offsets[1].expr}], {params});")
+        self.line("}")
+        self.emit_flags(op, "set_flags")
+        self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1")
+
+    def mmad(self, op) -> None:
+        if sv.k_chunk(op) is not None:
+            raise not_lowered(op, "a dot split into L0 K-chunks (L0_BLOCK_K) is not emitted yet")
+        a, b = self.sym(op.operands[0]), self.sym(op.operands[1])
+        if len(op.operands) < 3:
+            raise not_lowered(op, "a dot without an accumulator (write acc = nl.dot(a, b, acc))")
+        acc = self.sym(op.operands[2])
+        if not (isinstance(a, CubeTile) and isinstance(b, CubeTile) and a.scope == b.scope == "L1"
+                and isinstance(acc, CubeTile) and acc.scope == "L0C"):
+            raise not_lowered(op, "a dot whose operands are not block loads into L1")
+        (M, K), (_, N) = a.shape, b.shape
+        m1, k1, n1 = M // FRACTAL, K // FRACTAL, N // FRACTAL
+        l0a, l0b = sv.operand_buffers(op)
+        self.emit_flags(op, "wait_flags", pipes={"MTE1"})
+        a0 = self.slot_view(self.cube_member(l0a, "A2", "aL0"), a.dtype, a.var + "L0")
+        b0 = self.slot_view(self.cube_member(l0b, "B2", "bL0"), b.dtype, b.var + "L0")
+        self.line(f"// L1 -> L0A: one row of {k1} fractals per {FRACTAL} rows of the A tile")
+        self.line(f"for (uint16_t i = 0; i < {m1}; ++i) {{")
+        self.line("    AscendC::LoadData2DParams load;")
+        self.line("    load.startIndex = i;")
+        self.line(f"    load.repeatTimes = {k1};")
+        self.line(f"    load.srcStride = {m1};")
+        self.line(f"    AscendC::LoadData({a0}[i * {k1 * FRACTAL * FRACTAL}], {a.var}, load);")
+        self.line("}")
+        self.line(f"// L1 -> L0B: B's NZ fractals transposed into ZN, {n1} per {FRACTAL} rows of K")
+        self.line(f"for (uint16_t i = 0; i < {k1}; ++i) {{")
+        self.line("    AscendC::LoadData2DParams load;")
+        self.line("    load.startIndex = i;")
+        self.line(f"    load.repeatTimes = {n1};")
+        self.line(f"    load.srcStride = {k1};")
+        self.line("    load.ifTranspose = true;")
+        self.line(f"    AscendC::LoadData({b0}[i * {n1 * FRACTAL * FRACTAL}], {b.var}, load);")
+        self.line("}")
+        self.emit_flags(op, "set_flags", pipes={"MTE1"})
+        self.emit_flags(op, "wait_flags", pipes={"CUBE"})
+        params = self.fresh("mmad")
+        self.line(f"AscendC::MmadParams {params};")
+        self.line(f"{params}.m = {M};")
+        self.line(f"{params}.n = {N};")
+        self.line(f"{params}.k = {K};")
+        self.line(f"{params}.cmatrixInitVal = {acc.fresh_flag};")
+        self.line(f"AscendC::Mmad({acc.var}, {a0}, {b0}, {params});   // f32 accumulate in L0C")
+        self.line(f"{acc.fresh_flag} = false;")
+        self.emit_flags(op, "set_flags", pipes={"CUBE"})
+        self.syms[id(op.result)] = acc
+
+    def fixpipe_store(self, op) -> None:
+        ptr = op.operands[0]
+        shape_vals = [self.sym(v) for v in op.operands[1:3]]
+        strides = [self.sym(v) for v in op.operands[3:5]]
+        offsets = [self.sym(v) for v in op.operands[5:7]]
+        acc = self.sym(op.operands[-1])
+        out_dt = ptr.type.dtype
+        if (acc.out_dtype or acc.dtype) != out_dt:
+            raise not_lowered(op, f"storing a {acc.out_dtype or acc.dtype} tile to a {out_dt} array")
+        if out_dt.name not in ("f32",) + tuple(_QUANT):
+            raise not_lowered(op, f"a {out_dt} matmul result (Fixpipe writes f32, f16 or bf16)")
+        self.unit_stride(op, strides[1])
+        rows, cols = op.attrs["block_shape"]
+        self.emit_flags(op, "wait_flags")
+        n_rows = self.gm_extent(op, shape_vals, offsets, (rows, cols), 0)
+        n_cols = self.gm_extent(op, shape_vals, offsets, (rows, cols), 1)
+        gm = self.gm_members[id(ptr)]
+        fix = self.fresh("fixpipe")
+        self.line(f"if ({n_rows} > 0 && {n_cols} > 0) {{")
+        with self.indented():
+            self.line(f"AscendC::FixpipeParamsV220 {fix};   // L0C (NZ, f32) -> GM (ND)")
+            self.line(f"{fix}.mSize = {n_rows};")
+            self.line(f"{fix}.nSize = {n_cols};")
+            self.line(f"{fix}.srcStride = {_pad(rows)};")
+            self.line(f"{fix}.dstStride = {strides[0].expr};")
+            if out_dt.name in _QUANT:
+                self.line(f"{fix}.quantPre = AscendC::QuantMode_t::{_QUANT[out_dt.name]};")
+            self.line(f"AscendC::Fixpipe<{cpp_type(out_dt)}, float, AscendC::CFG_ROW_MAJOR>("
+                      f"{gm}[{offsets[0].expr} * {strides[0].expr} + {offsets[1].expr}], {acc.var}, {fix});")
+        self.line("}")
+        self.emit_flags(op, "set_flags")
+        self.line("// the next program's Mmad reuses L0C: wait for the Fixpipe to drain it")
+        self.line("AscendC::SetFlag<AscendC::HardEvent::FIX_M>(0);")
+        self.line("AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(0);")

@@ -1,0 +1,82 @@
+// The CPU twin's device state: errors, the target's memory sizes, the current block, and
+// the hardware event flags.  Everything an emitted kernel does wrong ends in twin_fail(),
+// which throws npujit_twin::DeviceError; the launcher (launch.h) turns it into a message
+// the Python runner reads back, so a broken kernel never aborts the process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace npujit_twin {
+
+struct DeviceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] inline void twin_fail(const std::string& message) { throw DeviceError(message); }
+
+// An error found where throwing is not allowed (a destructor): kept until the block ends.
+inline std::string& deferred_error() {
+  static std::string message;
+  return message;
+}
+
+inline void defer_error(const std::string& message) {
+  if (deferred_error().empty()) deferred_error() = message;
+}
+
+// On-chip capacities in bytes, set by the launcher from the NPU preset the kernel was
+// scheduled for (the defaults are the 910B-like preset's).
+struct Target {
+  uint32_t ub = 196608, l1 = 524288, l0a = 65536, l0b = 65536, l0c = 131072;
+};
+
+inline Target& target() {
+  static Target t;
+  return t;
+}
+
+// GM ranges the launcher registered (one per array argument): DataCopy checks against them.
+struct GmRange {
+  const uint8_t* base;
+  size_t bytes;
+  std::string name;
+};
+
+inline std::vector<GmRange>& gm_ranges() {
+  static std::vector<GmRange> ranges;
+  return ranges;
+}
+
+inline void check_gm(const void* p, size_t bytes, const char* what) {
+  auto* q = static_cast<const uint8_t*>(p);
+  for (const GmRange& r : gm_ranges()) {
+    if (q >= r.base && q + bytes <= r.base + r.bytes) return;
+  }
+  std::ostringstream s;
+  s << what << " touches " << bytes << " B of GM outside every array argument";
+  for (const GmRange& r : gm_ranges()) {
+    if (q >= r.base && q < r.base + r.bytes) {
+      s << " (starts at element byte " << (q - r.base) << " of '" << r.name << "', which has "
+        << r.bytes << " B)";
+    }
+  }
+  twin_fail(s.str());
+}
+
+struct Block {
+  int64_t idx = 0;
+  int64_t num = 1;
+};
+
+inline Block& block() {
+  static Block b;
+  return b;
+}
+
+}  // namespace npujit_twin

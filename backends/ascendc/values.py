@@ -1,0 +1,84 @@
+"""What an IR value is while the emitter writes C++: a scalar expression, an index or
+mask pattern still held symbolically, a splat not yet materialised, or a tile in a
+``LocalTensor`` variable.
+
+Index and mask tiles are the addresses of a load or store: ``base + arange`` lanes and
+``lane < bound`` masks become a GM offset and a count of leading valid lanes (one
+``DataCopyPad``), not vectors; only a mask used as data (``nl.where``) is materialised.
+
+Example::
+
+    >>> Index("row * 128", 128).offset()
+    'row * 128'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from npujit.ir.types import DType
+
+from .lowering import cpp_type
+
+
+@dataclass
+class Scalar:
+    """A C++ expression (usually a variable name) of a scalar value."""
+
+    expr: str
+    dtype: DType
+
+
+@dataclass
+class Index:
+    """A 1-D tile whose lane ``i`` is ``base + i`` (``base`` a C++ int64 expression)."""
+
+    base: str
+    length: int
+
+    def offset(self) -> str:
+        return self.base
+
+
+@dataclass
+class Mask:
+    """A 1-D i1 tile whose first ``count`` lanes are true and the rest false;
+    ``count`` is a C++ variable already clamped to ``[0, length]``."""
+
+    count: str
+    length: int
+
+
+@dataclass
+class Splat:
+    """A tile with every lane equal to a scalar, kept as the scalar until an API needs
+    a tensor (``Adds``/``Muls`` take the scalar; ``Div`` needs a ``Duplicate``)."""
+
+    value: Scalar
+    length: int
+
+
+@dataclass
+class Tile:
+    """A tile in a ``LocalTensor<T>`` variable ``var``; ``home`` is the queue or buffer
+    member it lives in (``None`` for scratch)."""
+
+    var: str
+    dtype: DType
+    length: int
+    home: object = None
+
+
+@dataclass
+class Bits:
+    """A compare result as a bit mask in UB (a ``LocalTensor<uint8_t>``)."""
+
+    var: str
+    length: int
+
+
+def scalar_arg(s: Scalar, dtype: DType) -> str:
+    """A scalar as the ``const T&`` argument of a vector API on ``dtype`` tiles (the
+    API's template parameter comes from the tensors, so the scalar must match exactly)."""
+    if s.dtype == dtype and (s.expr.isidentifier() or dtype.is_float or dtype.name == "i32"):
+        return s.expr              # already a T (float literals and half(...) are typed)
+    return f"static_cast<{cpp_type(dtype)}>({s.expr})"

@@ -1,0 +1,112 @@
+"""Every shipped kernel emitted as Ascend C, built with g++ against the CPU twin, and
+compared with the reference backend: several shapes each, ragged tails included, grids
+larger than the core count (the per-core program loop), 1 to 3 pipeline stages.
+
+Run: NPUJIT_CACHE_DIR=/tmp/c python -m pytest -n 0 -q tests/backends/ascendc
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import npujit.language as nl
+from npujit import npu_kernel
+from npujit.kernels import elementwise, layernorm, matmul, softmax
+from npujit.kernels.elementwise import add_stream_kernel
+
+from ascendc_support import TWIN, assert_matches
+
+rng = np.random.default_rng(13)
+FLOATS = [np.float32, np.float16, ml_dtypes.bfloat16]
+
+
+def _data(shape, dtype):
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-2**31, 2**31 - 1, size=shape, dtype=np.int64).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float16])
+def test_vector_add(dtype):
+    # 50 programs of 32 lanes: more programs than the 48 AIV cores, a ragged last block
+    for n in (1590, 32, 5):
+        x, y = _data(n, dtype), _data(n, dtype)
+        want = elementwise.add(x, y, block=32, backend="reference")
+        got = elementwise.add(x, y, block=32, backend=TWIN)
+        assert_matches(got, want, f"add n={n} {np.dtype(dtype)}")
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_streaming_add(stages):
+    n = 1000
+    x, y = _data(n, np.float32), _data(n, np.float32)
+    outs = {}
+    for backend in ("reference", TWIN):
+        out = np.zeros(n, np.float32)
+        add_stream_kernel.with_options(backend=backend)[(3,)](
+            x, y, out, n, 334, BLOCK=64, NUM_STAGES=stages)
+        outs[backend] = out
+    assert_matches(outs[TWIN], outs["reference"], f"streaming add, {stages} stages")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax(dtype):
+    for shape in ((5, 100), (3, 128), (2, 7)):
+        x = _data(shape, dtype)
+        want = softmax.softmax(x, backend="reference")
+        got = softmax.softmax(x, backend=TWIN)
+        assert_matches(got, want, f"softmax {shape}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_layernorm_and_rmsnorm(dtype):
+    for shape in ((4, 100), (2, 128)):
+        x, w, b = _data(shape, dtype), _data(shape[1], dtype), _data(shape[1], dtype)
+        assert_matches(layernorm.layernorm(x, w, b, backend=TWIN),
+                       layernorm.layernorm(x, w, b, backend="reference"), f"layernorm {shape}")
+        assert_matches(layernorm.rmsnorm(x, w, backend=TWIN),
+                       layernorm.rmsnorm(x, w, backend="reference"), f"rmsnorm {shape}")
+
+
+@pytest.mark.parametrize("stages,in_dtype,out_dtype", [
+    (1, np.float16, np.float16), (2, np.float16, np.float32), (3, ml_dtypes.bfloat16, np.float32)])
+def test_matmul_cube_path(stages, in_dtype, out_dtype):
+    for M, N, K in ((64, 64, 64), (70, 50, 40), (33, 17, 9)):
+        a, b = _data((M, K), in_dtype), _data((K, N), in_dtype)
+        kw = dict(out_dtype=out_dtype, block_m=32, block_n=32, block_k=16, num_stages=stages)
+        want = matmul.matmul(a, b, backend="reference", **kw)
+        got = matmul.matmul(a, b, backend=TWIN, **kw)
+        assert_matches(got, want, f"matmul {M}x{N}x{K}, {stages} stages")
+    # and against an independent f32 product, so reference and twin cannot share a bug
+    f32 = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(got.astype(np.float32), f32, rtol=1e-2, atol=1e-2 * np.abs(f32).max())
+
+
+def test_matmul_with_a_transposed_operand_says_what_to_do():
+    a = _data((32, 32), np.float16).T          # inner stride 32: not a contiguous row copy
+    b = _data((32, 32), np.float16)
+    with pytest.raises(NotImplementedError, match="stride_ak"):
+        matmul.matmul(a, b, block_m=32, block_n=32, block_k=16, backend=TWIN)
+
+
+def test_half_rounding_matches_numpy_bit_for_bit():
+    # f32 -> f16 and f32 -> bf16 casts over ordinary, tiny (subnormal), huge and tie values
+    x = np.concatenate([rng.standard_normal(1000) * 10.0 ** rng.integers(-9, 6, 1000),
+                        [65504.0, 65519.0, 65520.0, 1e-8, 5.96e-8, 2.98e-8, -0.0, np.inf, -np.inf],
+                        np.float32(1.0) + np.arange(8) * np.float32(2.0 ** -11)]).astype(np.float32)
+    n = x.size
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        out = np.zeros(n, dtype)
+        _cast_kernel.with_options(backend=TWIN)[(1,)](x, out, n, BLOCK=1024)
+        with np.errstate(over="ignore"):          # 65520 -> inf is the point
+            want = x.astype(dtype)
+        np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+
+
+@npu_kernel
+def _cast_kernel(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    mask = offs < n
+    x = nl.load(x_ptr + offs, mask=mask)
+    nl.store(out_ptr + offs, x.to(out_ptr.dtype.element_ty), mask=mask)
