@@ -11,7 +11,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PAGES = ["README.md", "docs/getting-started.md", "docs/testing.md",
          "docs/troubleshooting.md", "docs/coming-from-triton.md", "docs/knobs.md",
          "docs/npu-model.md", "docs/tutorials/01-vector-add.md",
-         "docs/tutorials/02-softmax.md", "docs/tutorials/03-matmul.md", "docs/runtime.md"]
+         "docs/tutorials/02-softmax.md", "docs/tutorials/03-matmul.md", "docs/runtime.md",
+         "docs/ascendc.md", "docs/moe.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)
