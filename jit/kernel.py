@@ -30,7 +30,7 @@ from .compiler import compile_specialization
 from .errors import LaunchError
 from .fastpath import SLOW, make_binder, make_plan
 
-_OPTION_NAMES = ("backend", "parallel", "debug", "spec")
+_OPTION_NAMES = ("backend", "parallel", "debug", "spec", "bounds_check")
 
 
 class NPUKernel:
@@ -143,6 +143,7 @@ class NPUKernel:
         opts = dict(self.options)
         opts.setdefault("backend", knobs.backend())
         opts.setdefault("debug", knobs.debug())
+        opts.setdefault("bounds_check", knobs.bounds_check())
         return opts
 
     def _specialize(self, bound: dict):
