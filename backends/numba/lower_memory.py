@@ -41,7 +41,7 @@ from npujit.ir.ops import Kind
 
 from . import lower_scalar as ls
 from . import range_check
-from .range_check import checking, site
+from .range_check import FIX, argument, checking, site
 from .values import Nest, Val, linear, row_major
 
 
@@ -51,7 +51,7 @@ def _address(cg, op, ptr: str, index: str) -> str:
         with cg.w.block(f"if {index} >= u64({ptr}.shape[0]):"):
             cg.w.line(f"raise OutOfBoundsError({site(cg, op)} + "
                       f'"offset " + str(i64({index})) + ", outside [0, " + '
-                      f'str({ptr}.shape[0]) + ") of argument \'{ptr}\'")')
+                      f'str({ptr}.shape[0]) + ") of {argument(op)}; {FIX}")')
     return f"{ptr}[{index}]"
 
 

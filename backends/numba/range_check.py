@@ -27,9 +27,14 @@ Example (a store of 128 affine lanes under a mask)::
 """
 from __future__ import annotations
 
+from npujit.ir.slice import INT32_REACH, narrow_offsets, narrow_offsets_message
+
 from .values import Nest
 
-_HINT = "; rerun with NPUJIT_DEBUG=1 to find the exact lane"
+# The debug mode's advice, the reference interpreter's text (backends/reference/memory.py).
+FIX = "mask the lane off or fix its offset"
+_HINT = ("; mask the access or fix its offsets (rerun with NPUJIT_DEBUG=1 to find the "
+         "exact lane)")
 
 
 def checking(cg) -> str | None:
@@ -64,6 +69,19 @@ def _raise_if_outside(cg, op, ptr: str, lo: str, hi: str, what: str) -> None:
         w.line(f'raise OutOfBoundsError({site(cg, op)} + "{what} [" + str({lo}) + ", " + '
                f'str({hi}) + "], outside [0, " + str({ptr}.shape[0]) + ") of '
                f'{argument(op)}{_HINT}")')
+
+
+def launch_checks(cg) -> list[str]:
+    """Lines run once per launch, before any program: an argument longer than int32
+    offsets reach is refused (``ir.slice.narrow_offsets``), with a ``LaunchError``."""
+    lines = []
+    for i, loc in sorted(narrow_offsets(cg.fn).items()):
+        a = cg.fn.args[i]
+        ptr = cg.val(a).name
+        head, tail = narrow_offsets_message(cg.fn.name, a.name, loc, "\0").split("\0")
+        lines.append(f"if {ptr}.shape[0] > {INT32_REACH + 1}:")
+        lines.append(f"    raise LaunchError({head!r} + str({ptr}.shape[0]) + {tail!r})")
+    return lines
 
 
 def scalar(cg, op, ptr: str, offs, mask) -> None:
