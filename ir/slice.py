@@ -34,6 +34,40 @@ def addressing(op: Op) -> list[Value]:
     return []
 
 
+# The largest element offset an int32 offset tile can hold.
+INT32_REACH = 2**31 - 1
+
+
+def narrow_offsets(fn) -> dict:
+    """``{argument index: Loc}`` for the pointer arguments ``fn`` addresses with offsets
+    narrower than 64 bits (the first such access), by load / store / atomic_add.  Such an
+    argument with more than ``INT32_REACH + 1`` elements is refused at launch: its far
+    elements are out of the offsets' reach, and wrapped offsets would alias near ones.
+
+    Example::
+
+        >>> narrow_offsets(add_fn)          # offs = pid * BLOCK + arange: i32 # doctest: +SKIP
+        {0: Loc('add.py', 23), 1: Loc('add.py', 24), 2: Loc('add.py', 25)}
+    """
+    index = {id(a): i for i, a in enumerate(fn.args)}
+    out: dict = {}
+    for op in fn.body.walk():
+        if op.kind in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD) and id(op.operands[0]) in index:
+            dtype = op.operands[1].type.dtype
+            if dtype.is_int and dtype.bits < 64:
+                out.setdefault(index[id(op.operands[0])], op.loc)
+    return out
+
+
+def narrow_offsets_message(kernel: str, arg: str, loc, size: str) -> str:
+    """The LaunchError text for ``narrow_offsets`` (``size``: the element count, as text
+    so that generated code can splice in its own expression)."""
+    return (f"argument '{arg}' has {size} elements, but kernel '{kernel}' addresses it with "
+            f"int32 offsets at {loc.file}:{loc.line}, which reach element 2**31 - 1 at most; "
+            "compute the offsets in int64 (e.g. nl.program_id(0).to(nl.int64) * BLOCK) or "
+            "pass the array in pieces")
+
+
 def backward_slice(roots, stop=frozenset()) -> tuple[list[Op], list[Value]]:
     """``(ops, arguments)``: the ops that compute ``roots`` (each once, in no particular
     order; ``stop`` kinds included but not followed) and the function arguments reached."""

@@ -2,14 +2,18 @@
 validate it with a message that names it, and turn it into what a backend runs on.
 
 Arrays (numpy, anything with ``__array__`` or DLPack such as torch CPU tensors) become
-flat 1-D views (``!npu.ptr<T>`` in the IR); ints become i64 scalars, floats f32, bools i1;
-``None`` is passed through to the traced function (part of the key); constexprs are values.
+flat 1-D views (``!npu.ptr<T>`` in the IR); ints become i32 scalars when they fit in
+32 bits and i64 otherwise (Triton's rule: offsets computed from them are then 4 B per
+lane in UB, not 8), floats f32, bools i1; the width is part of the specialisation key, so
+a launch with ``n = 2**31`` compiles an i64 variant.  ``None`` is passed through to the
+traced function (part of the key); constexprs are values.
 
 Example::
 
-    >>> sig = arg_signature("x", np.zeros((4, 8), np.float16))
-    >>> sig
+    >>> arg_signature("x", np.zeros((4, 8), np.float16))
     ('A', 'f16', 2, True)
+    >>> arg_signature("n", 4096), arg_signature("n", 2**31)
+    (('S', 'i32'), ('S', 'i64'))
 """
 from __future__ import annotations
 
@@ -66,7 +70,7 @@ def arg_signature(name: str, value):
         v = int(value)
         if not -2**63 <= v < 2**63:
             raise LaunchError(f"argument '{name}': integer {v} does not fit in 64 bits")
-        return ("S", "i64")
+        return ("S", "i32") if -2**31 <= v < 2**31 else ("S", "i64")
     if isinstance(value, numbers.Real):
         return ("S", "f32")
     if isinstance(value, numbers.Complex):
@@ -127,7 +131,7 @@ def runtime_value(sig, value, name: str):
         return flat_view(a, name)
     if sig[1] == "i1":
         return bool(value)
-    if sig[1] == "i64":
+    if sig[1] in ("i32", "i64"):
         return int(value)
     return float(value)
 

@@ -3,7 +3,9 @@ argument plans, so a cached launch costs a few microseconds of Python.
 
 The binder is a generated function with the kernel's own parameter list, so Python binds
 positional and keyword arguments; it returns a cheap key (array dtype/rank/contiguity/alignment/writeability,
-scalar types, constexpr values) and the values in parameter order.  Anything unusual
+scalar types -- an int as ``int`` when it fits in 32 bits, ``WIDE_INT`` otherwise, as the
+specialisation key types it i32 or i64 --, constexpr values) and the values in parameter
+order.  Anything unusual
 (a torch tensor, a bad argument, a first launch) takes the slow path in ``kernel.py``,
 which validates with clear messages and fills the fast table.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 SLOW = object()   # a key part that never matches: forces the slow path
+WIDE_INT = object()   # the key part of an int outside int32 (an i64 argument)
 _NODEFAULT = object()
 _ndarray = np.ndarray
 
@@ -27,7 +30,9 @@ def array_key(a):
     if t is _ndarray:
         f = a.flags      # misaligned and read-only arrays get keys of their own (checked)
         return (a.dtype, a.ndim, f.c_contiguous, f.aligned, f.writeable)
-    if t is int or t is float or t is bool or a is None:
+    if t is int:
+        return t if -2147483648 <= a <= 2147483647 else WIDE_INT
+    if t is float or t is bool or a is None:
         return t
     return SLOW
 
@@ -65,6 +70,8 @@ def make_plan(sigs, runtime_index):
             conv = _ravel if s[3] else None   # strided arrays go through binder.flat_view
         elif s[1] == "i64":
             conv = _int64
+        elif s[1] == "i32":
+            conv = int        # the key already says it fits
         elif s[1] == "i1":
             conv = bool
         else:

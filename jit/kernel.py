@@ -37,7 +37,7 @@ from .hooks import CompileEvent
 from .kernel_globals import find_global_reads
 from .signature import KernelSignature
 
-_OPTION_NAMES = ("backend", "parallel", "debug", "spec")
+_OPTION_NAMES = ("backend", "parallel", "debug", "spec", "bounds_check")
 
 
 class NPUKernel:
@@ -144,6 +144,7 @@ class NPUKernel:
         opts = dict(self.options)
         opts.setdefault("backend", knobs.backend())
         opts.setdefault("debug", knobs.debug())
+        opts.setdefault("bounds_check", knobs.bounds_check())
         return opts
 
     def _compiled(self, bound: dict, build: bool = False) -> CompiledKernel:
@@ -205,7 +206,7 @@ class NPUKernel:
     def run(self, grid, args, kwargs):
         try:
             key, vals = self._binder(*args, **kwargs)
-            entry = self._fast.get((key, knobs.backend(), knobs.debug()))
+            entry = self._fast.get((key, knobs.backend(), knobs.debug(), knobs.bounds_check()))
         except Exception:       # bad arguments: the slow path says what is wrong
             entry = None
         if entry is not None:
@@ -238,7 +239,7 @@ class NPUKernel:
             return
         if any(k is SLOW for k in key):
             return
-        self._fast[(key, knobs.backend(), knobs.debug())] = (
+        self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = (
             c, c.runnable(), make_plan(c.sigs, c.runtime_index))
 
     def simulate(self, *args, grid, spec=None, debug=None, backend=None, **kwargs):

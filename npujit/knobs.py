@@ -7,6 +7,8 @@
                           ``ascendc-twin`` (the emitted Ascend C, built against the CPU twin)
 ``NPUJIT_DEBUG``          1 = bounds-check every GM access, run nl.device_assert, check int32
                           index arithmetic for wrap-around (both backends)
+``NPUJIT_BOUNDS_CHECK``   0 = skip the default range check of every GM access (numba
+                          backend; for benchmarks only: a bad offset then corrupts memory)
 ``NPUJIT_NUM_THREADS``    threads for the numba backend's grid loop (0 = numba's default)
 
 Example::
@@ -65,6 +67,11 @@ def backend() -> str:
 
 def debug() -> bool:
     return env_bool("NPUJIT_DEBUG")
+
+
+def bounds_check() -> bool:
+    """The default of the ``bounds_check`` kernel option (``NPUJIT_BOUNDS_CHECK``, on)."""
+    return env_bool("NPUJIT_BOUNDS_CHECK", True)
 
 
 def num_threads() -> int:

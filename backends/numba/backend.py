@@ -6,7 +6,9 @@ Options (all optional):
   always run one program at a time);
 * ``num_threads``: threads for a parallel launch (default ``NPUJIT_NUM_THREADS`` or the
   CPU count);
-* ``debug``: bounds-check every GM access (default ``NPUJIT_DEBUG``);
+* ``debug``: bounds-check every GM access, per element (default ``NPUJIT_DEBUG``);
+* ``bounds_check``: outside debug mode, check the range of each access's active offsets
+  against its argument (default ``NPUJIT_BOUNDS_CHECK``, on; off only for benchmarks);
 * ``cache``: use the on-disk cache (default: unless ``NPUJIT_DISABLE_CACHE``).
 
 Example::
@@ -36,8 +38,10 @@ class NumbaBackend:
         """``run(grid, args)`` for ``fn`` (calling convention in ``backends/base.py``)."""
         opts = dict(options or {})
         opts.setdefault("debug", knobs.debug())
+        opts.setdefault("bounds_check", knobs.bounds_check())
         opts.setdefault("cache", not knobs.cache_disabled())
-        header = f"backend {backend_hash()}; debug={bool(opts['debug'])}\n"
+        header = (f"backend {backend_hash()}; debug={bool(opts['debug'])}; "
+                  f"bounds_check={bool(opts['bounds_check'])}\n")
         ksrc = generate(fn, opts, header)
         module = import_source(ksrc.text, cache=bool(opts["cache"]))
         return Launcher(module, ksrc, fn, opts)

@@ -33,7 +33,8 @@ from npujit.ir.core import Function, Op, Value
 from npujit.ir.ops import Kind
 from npujit.ir.types import PtrType
 
-from . import lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile, record
+from . import (lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile,
+               range_check, record)
 from .values import Nest, Val, Writer, np_type, numel
 
 LOWER = {}
@@ -51,7 +52,8 @@ from npujit.backends.numba import record as rc
 from npujit.backends.numba import reduce_lib as rl
 from npujit.backends.numba import scalar_lib as sl
 from npujit.backends.numba import select_lib as tl
-from npujit.errors import DeviceAssertionError, IndexOverflowError, OutOfBoundsError
+from npujit.errors import (DeviceAssertionError, IndexOverflowError, LaunchError,
+                           OutOfBoundsError)
 
 # short names for the compute types (generated code casts a lot)
 f32, i8, i16, i32, i64, u64, b1 = (np.float32, np.int8, np.int16, np.int32, np.int64,
@@ -238,6 +240,7 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
     for n in loop_names:
         cg.w.fresh(n)
     params, conversions = _arguments(cg)
+    conversions += range_check.launch_checks(cg)
     recording = bool(options.get("record"))
     if recording:       # events for the simulator (record.py): rec grows, rec_n counts
         for n in ("rec", "rec_n"):

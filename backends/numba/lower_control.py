@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from npujit.ir.ops import Kind
 
-from .lower_memory import site
+from .range_check import site
 from .record import emit_event
 from .values import Val, np_type
 

@@ -3,10 +3,19 @@
 Every lane branches on its own mask bit, so a masked-off lane never forms an address
 (docs/semantics.md: it must not touch memory, whatever its offset).  Offsets index the
 1-D argument array through ``np.uint64``: a negative offset becomes huge instead of
-silently wrapping to the array's end.  With ``options['debug']`` (``NPUJIT_DEBUG=1``)
-every access is bounds-checked and raises ``OutOfBoundsError`` with the message the
-reference interpreter gives (kernel, op, source line, program id, offset, argument).
-Half floats are stored as uint16 bits and converted with ``halfprec``.
+silently wrapping to the array's end.  Half floats are stored as uint16 bits and
+converted with ``halfprec``.
+
+Three checking modes (``checking(cg)``), all respecting masks as the reference does:
+
+* ``debug`` (``NPUJIT_DEBUG=1``): every access of an active lane is checked and raises
+  ``OutOfBoundsError`` with the reference interpreter's message (kernel, op, source
+  line, program id, offset, argument);
+* ``range`` (the default): before an access, the range of the active lanes' offsets is
+  checked against the argument's extent (``range_check.py``): O(1) for affine offsets
+  whose whole tile lies inside, a scan of offsets and mask otherwise; the error names
+  the kernel, line, argument and the offending range, and points at the debug mode;
+* off (``bounds_check=False`` / ``NPUJIT_BOUNDS_CHECK=0``): no check, for benchmarks.
 
 Offsets that are affine in the lanes (``pid * B + arange``, row offsets + columns ...)
 become ``base + i`` so LLVM sees contiguous accesses; the mask is still evaluated per
@@ -14,9 +23,10 @@ lane, exactly.  Block pointers take a check-free contiguous path for rows that h
 unit stride and lie in bounds.
 
 Example (``x = load(x_ptr + offs, mask=offs < n)`` on 128 f16 lanes, with
-``offs = pid * 128 + arange(0, 128)`` inlined where it is read)::
+``offs = pid * 128 + arange(0, 128)`` inlined where it is read, range check elided)::
 
-    base = u64(i64(mul))
+    sbase = i64(mul)
+    base = u64(sbase)
     for i in range(u64(128)):
         if (i32(mul + i32(i64(i))) < n):
             load[i] = hp.f16_bits_to_f32(x_ptr[base + i])
@@ -30,28 +40,19 @@ import re
 from npujit.ir.ops import Kind
 
 from . import lower_scalar as ls
+from . import range_check
+from .range_check import FIX, argument, checking, site
 from .values import Nest, Val, linear, row_major
 
 
 def _address(cg, op, ptr: str, index: str) -> str:
     """``ptr[index]`` (``index`` unsigned), preceded in debug mode by a bounds check."""
-    if cg.options.get("debug"):
+    if checking(cg) == "debug":
         with cg.w.block(f"if {index} >= u64({ptr}.shape[0]):"):
             cg.w.line(f"raise OutOfBoundsError({site(cg, op)} + "
                       f'"offset " + str(i64({index})) + ", outside [0, " + '
-                      f'str({ptr}.shape[0]) + ") of argument \'{ptr}\'")')
+                      f'str({ptr}.shape[0]) + ") of {argument(op)}; {FIX}")')
     return f"{ptr}[{index}]"
-
-
-def site(cg, op, what: str | None = None) -> str:
-    """A numba string expression: ``kernel 'k', npu.load at k.py:9, program (p, q, r): ``,
-    the head of the reference interpreter's messages for the same op."""
-    return (f'"kernel \'{cg.fn.name}\', {what or op.kind.value} at {_where(op)}, program (" + '
-            'str(pid0) + ", " + str(pid1) + ", " + str(pid2) + "): "')
-
-
-def _where(op) -> str:
-    return str(op.loc).replace("\\", "/").replace('"', "'")
 
 
 _INT_LITERAL = re.compile(r"^i(?:8|16|32|64)\((-?\d+)\)$")
@@ -109,22 +110,36 @@ class _Index:
 
     def __init__(self, cg, offs: Val, shape):
         self.offs = offs
-        self.base = None
+        self.shape = tuple(shape)
+        self.base = self.signed_base = None
         self.leaves = [offs]
-        if shape == () or cg.options.get("debug"):
+        if shape == () or checking(cg) == "debug":
             return
         aff = affine(offs.broadcast_to(shape))
         if aff is not None and any(aff[1]) and min(aff[1]) >= 0:
+            self.signed_base = cg.w.fresh("sbase")
             self.base = cg.w.fresh("base")
             base = aff[0] if ls.is_call(aff[0], "i64") else f"i64({aff[0]})"
-            cg.w.line(f"{self.base} = u64({base})")  # via int64: -1 wraps, in numpy too
+            cg.w.line(f"{self.signed_base} = {base}")
+            cg.w.line(f"{self.base} = u64({self.signed_base})")  # -1 wraps, in numpy too
             self.idx = Val("index", "", tuple(shape), offs.dtype, tuple(aff[1]))
             self.leaves = [self.idx]
+
+    @property
+    def span(self) -> int:
+        """Affine offsets: the last lane's offset minus the first's (strides >= 0)."""
+        return sum(c * (n - 1) for c, n in zip(self.idx.strides, self.shape))
 
     def at(self, nest) -> str:
         if self.base is not None:
             return f"{self.base} + {nest.at(self.idx)}"
         return f"u64({nest.at(self.offs)})"
+
+    def signed_at(self, nest) -> str:
+        """The lane's offset as an int64 (negative offsets stay negative)."""
+        if self.base is not None:
+            return f"{self.signed_base} + i64({nest.at(self.idx)})"
+        return f"i64({nest.at(self.offs)})"
 
 
 def _operands(cg, op, names):
@@ -141,18 +156,22 @@ def lower_load(cg, op) -> None:
     w = cg.w
     if shape == ():
         name = w.fresh("load")
-        read = ls.decode(d, _address(cg, op, ptr, f"u64({offs.name})"))
+        range_check.scalar(cg, op, ptr, offs, mask)
+
+        def read():     # the debug check goes where the read is: under the mask
+            return ls.decode(d, _address(cg, op, ptr, f"u64({offs.name})"))
         if mask is None:
-            w.line(f"{name} = {read}")
+            w.line(f"{name} = {read()}")
         else:
             with w.block(f"if {mask.name}:"):
-                w.line(f"{name} = {read}")
+                w.line(f"{name} = {read()}")
             with w.block("else:"):
                 w.line(f"{name} = {other.name if other is not None else ls.zero(d)}")
         cg.bind(op.result, Val.scalar(name, d))
         return
     out = cg.new_array(cg.hint(op.result), shape, d)
     index = _Index(cg, offs, shape)
+    range_check.tile(cg, op, ptr, index, mask)
     walked = index.leaves + [v for v in (mask, other) if v is not None]
     with Nest(w, shape, walked) as nest:
         dst = f"{out.name}[{nest.out}]"
@@ -173,7 +192,11 @@ def lower_store(cg, op) -> None:
     offs, value, mask = vals["offs"], vals["value"], vals.get("mask")
     shape = tuple(op.operands[1].type.shape)
     w = cg.w
+    if shape == ():
+        range_check.scalar(cg, op, ptr, offs, mask)
     index = _Index(cg, offs, shape)
+    if shape != ():
+        range_check.tile(cg, op, ptr, index, mask)
     walked = index.leaves + [v for v in (value, mask) if v is not None]
     with Nest(w, shape, walked) as nest:
         def write():
@@ -202,6 +225,10 @@ def lower_atomic_add(cg, op) -> None:
     else:
         out = cg.new_array("old", shape, d)
     index = _Index(cg, offs, shape)
+    if shape == ():
+        range_check.scalar(cg, op, ptr, offs, mask)
+    else:
+        range_check.tile(cg, op, ptr, index, mask)
     walked = index.leaves + [v for v in (value, mask) if v is not None]
     with Nest(w, shape, walked) as nest:
         dst = out.name if shape == () else f"{out.name}[{nest.out}]"
@@ -247,8 +274,10 @@ def _block_loops(cg, op, bs, names, body) -> None:
     is in bounds: a contiguous loop without per-element checks, which LLVM vectorises
     (matmul tiles, row blocks); other rows check every element."""
     w = cg.w
-    debug = cg.options.get("debug")
+    debug = checking(cg) == "debug"
     checked = set(op.attrs.get("boundary_check", ()))
+    if checking(cg) == "range":
+        range_check.block(cg, op, bs, names, checked)
     r = len(bs)
     idx, oks, coords = [], [], []
     opened = 0

@@ -157,8 +157,10 @@ def cast(src: DType, dst: DType, a: str) -> str:
         # int -> float goes via f32 (RNE); float -> half rounds once from f32
         return result(dst, f"f32({a})" if not src.is_float else a)
     if src.is_float:
-        # truncation toward zero; NaN / out-of-range results are unspecified
-        return f"{np_type(dst)}({a})"
+        # truncation toward zero, saturating; NaN -> 0 (scalar_lib.float_to_int)
+        b = dst.bits
+        return (f"{np_type(dst)}(sl.float_to_int({a}, {-(2.0 ** (b - 1)) - 1.0!r}, "
+                f"{2.0 ** (b - 1)!r}, {1 - (1 << (b - 1))} - 1, {(1 << (b - 1)) - 1}))")
     return result(dst, a)  # int/bool -> int: wraps; bool gives 0 or 1
 
 

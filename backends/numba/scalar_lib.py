@@ -43,6 +43,22 @@ def irem(a, b):
 
 
 @njit(**_JIT)
+def float_to_int(x, below, above, lo, hi):
+    """Saturating float -> int (docs/semantics.md, "Casts"): NaN -> 0, ``x`` truncated
+    toward zero, values ``<= below`` -> ``lo`` and ``>= above`` -> ``hi``, where ``below``
+    and ``above`` are the first floats outside the type's range (-2**(b-1) - 1 and
+    2**(b-1); passed as f64 so that every f32 compares exactly).  Returns int64."""
+    f = np.float64(x)
+    if f != f:
+        return np.int64(0)
+    if f >= above:
+        return np.int64(hi)
+    if f <= below:
+        return np.int64(lo)
+    return np.int64(f)
+
+
+@njit(**_JIT)
 def fmod_floor(a, b):
     """np.mod on float32: fmod, moved to the sign of the divisor; ``x mod 0`` is NaN."""
     a = np.float32(a)

@@ -27,7 +27,9 @@ import numbers
 
 import numpy as np
 
+from npujit.errors import LaunchError
 from npujit.ir.core import Function
+from npujit.ir.slice import INT32_REACH, narrow_offsets, narrow_offsets_message
 from npujit.ir.types import PtrType, TensorType
 
 from .interpreter import Plan
@@ -43,9 +45,15 @@ class ReferenceKernel:
         self.name = fn.name
         self.options = dict(options or {})
         self.plan = Plan(fn)
+        self.narrow = narrow_offsets(fn)
 
     def __call__(self, grid, args) -> None:
-        self.plan.run(normalize_grid(grid), bind_args(self.fn, args))
+        args = bind_args(self.fn, args)
+        for i, loc in self.narrow.items():     # int32 offsets cannot reach past 2**31 - 1
+            if args[i].shape[0] > INT32_REACH + 1:
+                raise LaunchError(narrow_offsets_message(self.name, self.fn.args[i].name, loc,
+                                                         str(args[i].shape[0])))
+        self.plan.run(normalize_grid(grid), args)
 
     def __repr__(self) -> str:
         return f"<ReferenceKernel {self.name}>"

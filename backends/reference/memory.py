@@ -33,6 +33,10 @@ import numpy as np
 from npujit.errors import OutOfBoundsError  # noqa: F401  (re-exported)
 
 
+# What to do about an out-of-bounds lane, at the end of every such message.
+FIX = "mask the lane off or fix its offset"
+
+
 @dataclass(frozen=True)
 class AccessSite:
     """Who is accessing memory, for error messages: kernel, op, source line, program."""
@@ -68,7 +72,7 @@ def check_offsets(offsets: np.ndarray, active: np.ndarray | None, size: int,
     if bad.any():
         lane = tuple(int(i) for i in np.argwhere(bad)[0])
         raise where.error(f"lane {lane} accesses offset {int(off[lane])}, outside "
-                          f"[0, {size}) of {where.argument}")
+                          f"[0, {size}) of {where.argument}; {FIX}")
 
 
 def gather(mem: np.ndarray, offsets: np.ndarray, mask: np.ndarray | None,

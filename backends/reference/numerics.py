@@ -4,7 +4,8 @@ docs/semantics.md, "Half floats": every arithmetic op on f16/bf16 upcasts its in
 f32, computes in f32 and rounds the f32 result back to the half type (round to nearest
 even, which is what numpy's and ml_dtypes' ``astype`` do).  f32 ops stay in f32 and
 integer ops wrap in their own width (numpy's array arithmetic already does both; the
-interpreter silences numpy's overflow warnings for the whole launch).
+interpreter silences numpy's overflow warnings for the whole launch).  Float -> int
+conversion saturates (``float_to_int``; docs/semantics.md, "Casts").
 
 Example::
 
@@ -95,3 +96,27 @@ def fits_int(value: int, dt: np.dtype) -> bool:
     """
     info = np.iinfo(dt)
     return info.min <= value <= info.max
+
+
+def float_to_int(x: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """Saturating float -> int conversion (docs/semantics.md, "Casts"): truncate toward
+    zero; NaN gives 0; +inf and values above the range give the type's maximum, -inf and
+    values below it the minimum.  Halves convert from their exact f32 value.
+
+    Example::
+
+        >>> x = np.array([np.nan, np.inf, -np.inf, 300.7, -2.9], np.float32)
+        >>> float_to_int(x, np.dtype(np.int8))
+        array([   0,  127, -128,  127,   -2], dtype=int8)
+    """
+    info = np.iinfo(dst)
+    f = widen(x).astype(np.float64)         # exact: every f32 is an f64
+    with np.errstate(invalid="ignore"):
+        t = np.trunc(f)
+        top = t >= 2.0 ** (info.bits - 1)   # the first value above the range, exactly
+        bottom = t < -(2.0 ** (info.bits - 1))
+        nan = np.isnan(f)
+        out = np.where(top | bottom | nan, 0.0, t).astype(dst)
+    out[top] = info.max
+    out[bottom] = info.min
+    return out

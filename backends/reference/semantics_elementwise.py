@@ -23,7 +23,7 @@ import numpy as np
 
 from npujit.ir import Kind
 
-from .numerics import BOOL, F32, arith, erf, is_float, widen
+from .numerics import BOOL, F32, arith, erf, float_to_int, is_float, widen
 
 _ONE = np.float32(1.0)
 _HALF = np.float32(0.5)
@@ -139,9 +139,7 @@ def cast_array(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     if is_float(src) and is_float(dst):
         return widen(x).astype(dst)             # f16 -> f32 is exact, so one RNE rounding
     if is_float(src):
-        # Truncate toward zero.  NaN / out of range is unspecified by the doc; going via
-        # i64 then wrapping makes it at least the same on every platform.
-        return np.trunc(widen(x)).astype(np.int64).astype(dst)
+        return float_to_int(x, dst)             # truncate toward zero, saturating
     if is_float(dst):
         return x.astype(F32).astype(dst)        # int / i1 -> float: via f32, RNE
     return x.astype(dst)                        # int -> int wraps; i1 -> int is 0 or 1

@@ -2,8 +2,8 @@
 
 Every rewrite is one pattern (one fact) and is exact: the folded value is bit-for-bit what
 the backends compute at run time under ``docs/semantics.md`` (f16/bf16 computed in f32 and
-rounded, ints wrapping).  Float operations whose runtime result could differ (transcendentals,
-pow, float rem, NaN/out-of-range float->int casts) are never folded.  A folded op is removed;
+rounded, ints wrapping, float->int casts saturating).  Float operations whose runtime result
+could differ (transcendentals, pow, float rem) are never folded.  A folded op is removed;
 the constants it read are left for ``dce``.
 
 Example::
@@ -184,11 +184,13 @@ def _cast(a, src: DType, dst: DType):
         return _round(a, dst)
     if src.is_int:
         return wrap(a, dst)
-    if not math.isfinite(a):
-        return _NO  # NaN / inf -> int is unspecified
-    t = math.trunc(a)
+    # float -> int saturates (docs/semantics.md, "Casts"): NaN -> 0, clamp to the range
     lo, hi = _int_range(dst)
-    return t if lo <= t <= hi else _NO
+    if math.isnan(a):
+        return 0
+    if math.isinf(a):
+        return hi if a > 0 else lo
+    return min(max(math.trunc(a), lo), hi)
 
 
 def evaluate(op: Op):

@@ -174,6 +174,27 @@ def _cast_case(dst):
 CASTS = [_cast_case(d) for d in ("f32", "f16", "bf16", "i8", "i32", "i64", "i1")]
 
 
+def saturate(x, to) -> np.ndarray:
+    """The float -> int rule of docs/semantics.md ("Casts"), computed independently with
+    Python ints: NaN -> 0, truncate toward zero, clamp to the type's range."""
+    info = np.iinfo(to)
+    out = [0 if math.isnan(v) else
+           info.max if v == math.inf else
+           info.min if v == -math.inf else
+           min(max(math.trunc(v), info.min), info.max)
+           for v in f32(x).astype(np.float64).ravel().tolist()]
+    return np.array(out, dtype=to).reshape(np.shape(x))
+
+
+def _saturating_cast_case(dst):
+    return Case(f"cast_saturates_to_{dst}", lambda x, y: x.to(NL[dst]),
+                lambda x, y: saturate(x, NP[dst]), FLOATS, "cast_edge")
+
+
+# NaN, +-inf and values outside every int type (make_input's "cast_edge" pool).
+CASTS += [_saturating_cast_case(d) for d in ("i8", "i16", "i32", "i64")]
+
+
 def _red(kind):
     def oracle(x, y, axis):
         xf = f32(x) if isfloat(x) else x
@@ -301,6 +322,14 @@ def make_input(domain: str, dtype: str, seed: int):
         vals = rng.uniform(0.1, 4.0, (2,) + SHAPE)
     elif domain == "cast":
         vals = rng.uniform(-100, 100, (2,) + SHAPE)
+    elif domain == "cast_edge":
+        # NaN, +-inf, just inside / outside each int type, beyond i64, fractions
+        pool = np.array([np.nan, np.inf, -np.inf, 127.9, 128.0, -128.9, -129.0, 300.5,
+                         32767.5, 32768.0, -32769.0, 65504.0, -65504.0, 2.0 ** 31, -2.0 ** 31,
+                         -2.0 ** 31 - 512, 3e9, -3e9, 2.0 ** 63, -2.0 ** 63, 1e19, -1e30,
+                         1e30, 0.5, -0.5, -7.9, 0.0, -0.0], np.float64)
+        vals = rng.choice(pool, (2,) + SHAPE)
+        vals[0].ravel()[:pool.size] = pool          # every edge at least once
     elif domain == "special":
         pool = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -3e-39, 6e-8, 1.0, -2.5,
                          65504.0, 1e30], np.float64)

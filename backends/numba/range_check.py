@@ -1,0 +1,165 @@
+"""The default mode's memory-safety check: before a GM access, the range of offsets its
+active lanes touch is compared with the argument's extent, and an access that would
+leave the argument raises ``OutOfBoundsError`` naming the kernel, the source line, the
+argument and the offending range (rerun with ``NPUJIT_DEBUG=1`` for the exact lane).
+
+Why a range and not every lane: the common tile is affine (``pid * B + arange``), so its
+offsets span ``[base, base + span]`` and one comparison per access proves all of them
+in bounds; only when that fails (the tail tile of a masked kernel, or a real overflow)
+is the tile scanned for the minimum and maximum offset of its *active* lanes, exactly
+the lanes the reference interpreter would check.  Gathers (non-affine offsets) are
+always scanned: one extra pass over the offsets, cheap next to the gather itself.
+Block pointers are checked on the box of coordinates they address (a checked axis
+clipped to its declared shape): the extremes of an affine map over a box lie at its
+corners, so the range is exact and costs O(rank).
+
+Example (a store of 128 affine lanes under a mask)::
+
+    if sbase < 0 or sbase + 127 >= i64(out_ptr.shape[0]):
+        lo = i64(9223372036854775807)
+        hi = i64(-9223372036854775808)
+        for i in range(u64(128)):
+            if mask_expr:
+                o = sbase + i64(i)
+                ...lo = min(lo, o); hi = max(hi, o)
+        if lo <= hi and (lo < 0 or hi >= i64(out_ptr.shape[0])):
+            raise OutOfBoundsError(...)
+"""
+from __future__ import annotations
+
+from npujit.ir.slice import INT32_REACH, narrow_offsets, narrow_offsets_message
+
+from .values import Nest
+
+# The debug mode's advice, the reference interpreter's text (backends/reference/memory.py).
+FIX = "mask the lane off or fix its offset"
+_HINT = ("; mask the access or fix its offsets (rerun with NPUJIT_DEBUG=1 to find the "
+         "exact lane)")
+
+
+def checking(cg) -> str | None:
+    """The bounds-checking mode of a compile: "debug" (every element, ``NPUJIT_DEBUG=1``),
+    "range" (the default) or None (``bounds_check=False``)."""
+    if cg.options.get("debug"):
+        return "debug"
+    return "range" if cg.options.get("bounds_check", True) else None
+
+
+def site(cg, op, what: str | None = None) -> str:
+    """A numba string expression: ``kernel 'k', npu.load at k.py:9, program (p, q, r): ``,
+    the head of the reference interpreter's messages for the same op."""
+    return (f'"kernel \'{cg.fn.name}\', {what or op.kind.value} at {_where(op)}, program (" + '
+            'str(pid0) + ", " + str(pid1) + ", " + str(pid2) + "): "')
+
+
+def _where(op) -> str:
+    return str(op.loc).replace("\\", "/").replace('"', "'")
+
+
+def argument(op) -> str:
+    """The kernel argument an access goes through (its IR name), for messages."""
+    name = getattr(op.operands[0], "name", None)
+    return f"argument '{name}'" if name else "the pointer argument"
+
+
+def _raise_if_outside(cg, op, ptr: str, lo: str, hi: str, what: str) -> None:
+    """Raise when ``[lo, hi]`` (int64, non-empty) is not inside ``[0, len(ptr))``."""
+    w = cg.w
+    with w.block(f"if {lo} < 0 or {hi} >= i64({ptr}.shape[0]):"):
+        w.line(f'raise OutOfBoundsError({site(cg, op)} + "{what} [" + str({lo}) + ", " + '
+               f'str({hi}) + "], outside [0, " + str({ptr}.shape[0]) + ") of '
+               f'{argument(op)}{_HINT}")')
+
+
+def launch_checks(cg) -> list[str]:
+    """Lines run once per launch, before any program: an argument longer than int32
+    offsets reach is refused (``ir.slice.narrow_offsets``), with a ``LaunchError``."""
+    lines = []
+    for i, loc in sorted(narrow_offsets(cg.fn).items()):
+        a = cg.fn.args[i]
+        ptr = cg.val(a).name
+        head, tail = narrow_offsets_message(cg.fn.name, a.name, loc, "\0").split("\0")
+        lines.append(f"if {ptr}.shape[0] > {INT32_REACH + 1}:")
+        lines.append(f"    raise LaunchError({head!r} + str({ptr}.shape[0]) + {tail!r})")
+    return lines
+
+
+def scalar(cg, op, ptr: str, offs, mask) -> None:
+    """A rank-0 access: its one offset, checked only when its mask is on."""
+    if checking(cg) != "range":
+        return
+    w = cg.w
+    o = w.fresh("o")
+    w.line(f"{o} = i64({offs.name})")
+    if mask is None:
+        _raise_if_outside(cg, op, ptr, o, o, "offset range")
+        return
+    with w.block(f"if {mask.name}:"):
+        _raise_if_outside(cg, op, ptr, o, o, "offset range")
+
+
+def tile(cg, op, ptr: str, index, mask) -> None:
+    """A tile access through ``index`` (lower_memory._Index), lanes on where ``mask``."""
+    if checking(cg) != "range":
+        return
+    w = cg.w
+    if index.base is not None:
+        last = f"{index.signed_base} + {index.span}"
+        if mask is None:        # every lane is active: the affine range is exact
+            _raise_if_outside(cg, op, ptr, index.signed_base, last, "offsets span")
+            return
+        with w.block(f"if {index.signed_base} < 0 or {last} >= i64({ptr}.shape[0]):"):
+            _scan(cg, op, ptr, index, mask)
+        return
+    _scan(cg, op, ptr, index, mask)
+
+
+def _scan(cg, op, ptr: str, index, mask) -> None:
+    """Minimum and maximum offset of the active lanes, then the check."""
+    w = cg.w
+    lo, hi, o = w.fresh("lo"), w.fresh("hi"), w.fresh("o")
+    w.line(f"{lo} = i64(9223372036854775807)")
+    w.line(f"{hi} = i64(-9223372036854775808)")
+    walked = index.leaves + ([mask] if mask is not None else [])
+    with Nest(w, index.shape, walked, "s") as nest:
+        def update():
+            w.line(f"{o} = {index.signed_at(nest)}")
+            with w.block(f"if {o} < {lo}:"):
+                w.line(f"{lo} = {o}")
+            with w.block(f"if {o} > {hi}:"):
+                w.line(f"{hi} = {o}")
+        if mask is None:
+            update()
+        else:
+            with w.block(f"if {nest.at(mask)}:"):
+                update()
+    what = "offsets of the active lanes span" if mask is not None else "offsets span"
+    with w.block(f"if {lo} <= {hi}:"):
+        _raise_if_outside(cg, op, ptr, lo, hi, what)
+
+
+def block(cg, op, bs, names, checked) -> None:
+    """A block-pointer access: the address range of the box of coordinates it touches
+    (axes in ``checked`` clipped to the declared shape; elements outside are padding and
+    never addressed).  ``names`` are lower_memory._block_prologue's int64 copies."""
+    w = cg.w
+    lo, hi, empty = w.fresh("blo"), w.fresh("bhi"), w.fresh("bempty")
+    w.line(f"{lo} = i64(0)")
+    w.line(f"{hi} = i64(0)")
+    w.line(f"{empty} = False")
+    for d, n in enumerate(bs):
+        c0, c1, a, b = (w.fresh(f"{x}{d}") for x in ("clo", "chi", "alo", "ahi"))
+        off, stride = names["off", d], names["stride", d]
+        w.line(f"{c0} = {off}")
+        w.line(f"{c1} = {off} + {n - 1}")
+        if d in checked:
+            w.line(f"{c0} = max({c0}, i64(0))")
+            w.line(f"{c1} = min({c1}, {names['shape', d]} - 1)")
+        with w.block(f"if {c0} > {c1}:"):
+            w.line(f"{empty} = True")
+        w.line(f"{a} = {c0} * {stride}")
+        w.line(f"{b} = {c1} * {stride}")
+        w.line(f"{lo} += min({a}, {b})")
+        w.line(f"{hi} += max({a}, {b})")
+    with w.block(f"if not {empty}:"):
+        _raise_if_outside(cg, op, cg.val(op.operands[0]).name, lo, hi, "block addresses span")

@@ -1,0 +1,170 @@
+"""The bad-input table for memory safety and integer widths (issue 11, items 4-8): each
+reproducer, on both backends in their default mode, raises an error that names the
+source line or the argument and says what to do -- none silent, none a crash.
+
+A row is ``(id, launch(backend), error type, pattern)``; the pattern is searched in the
+message.  Kernels take their bad values at run time where they can, so the table costs
+one compile per kernel and backend.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+import npujit.language as nl
+from npujit import LaunchError, OutOfBoundsError, npu_kernel
+from npujit.kernels.elementwise import add_kernel
+
+HERE = re.escape(__file__.replace("\\", "/"))
+
+
+def _line(kernel, text: str) -> int:
+    lines, first = inspect.getsourcelines(kernel.fn)
+    return first + next(i for i, t in enumerate(lines) if text in t)
+
+
+@npu_kernel
+def fill(out_ptr, shift, BLOCK: nl.constexpr):
+    offs = nl.program_id(0) * BLOCK + nl.arange(0, BLOCK) + shift
+    nl.store(out_ptr + offs, nl.full((BLOCK,), 1.0, nl.float32))
+
+
+@npu_kernel
+def far_programs(out_ptr, BLOCK: nl.constexpr):
+    offs = nl.program_id(0) * (1 << 30) + nl.arange(0, BLOCK)    # wraps int32 at pid 2
+    nl.store(out_ptr + offs, nl.full((BLOCK,), 1.0, nl.float32))
+
+
+@npu_kernel
+def copy_rows(x_ptr, out_ptr, stride_r, stride_c, R: nl.constexpr, C: nl.constexpr):
+    r = nl.arange(0, R)[:, None]
+    c = nl.arange(0, C)[None, :]
+    nl.store(out_ptr + r * C + c, nl.load(x_ptr + r * stride_r + c * stride_c))
+
+
+@npu_kernel
+def gather(x_ptr, idx_ptr, out_ptr, BLOCK: nl.constexpr):
+    lanes = nl.arange(0, BLOCK)
+    nl.store(out_ptr + lanes, nl.load(x_ptr + nl.load(idx_ptr + lanes)))
+
+
+@npu_kernel
+def block_tile(x_ptr, out_ptr, rows, cols, BLOCK: nl.constexpr):
+    src = nl.make_block_ptr(x_ptr, shape=(rows, cols), strides=(cols, 1), offsets=(0, 0),
+                            block_shape=(BLOCK, BLOCK))
+    tile = nl.load(src, boundary_check=(0, 1))
+    lanes = nl.arange(0, BLOCK)
+    nl.store(out_ptr + lanes[:, None] * BLOCK + lanes[None, :], tile)
+
+
+def _oob(kernel, text: str, arg: str, size: int) -> str:
+    """An out-of-bounds message: kernel, op line, the argument and its extent, a fix."""
+    return (rf"kernel '{kernel.name}', npu\.\w+ at {HERE}:{_line(kernel, text)}, "
+            rf"program .*outside \[0, {size}\) of argument '{arg}'; mask the")
+
+
+def store_past_the_end(backend):
+    parent = np.zeros(64, np.float32)           # `out` is a view: 24 floats follow it
+    try:
+        fill.with_options(backend=backend)[(2,)](parent[:40], 0, BLOCK=32)
+    finally:
+        assert not parent[40:].any(), "wrote past the end of the argument"
+
+
+def store_far_away(backend):
+    fill.with_options(backend=backend)[(1,)](np.zeros(40, np.float32), 10**9, BLOCK=32)
+
+
+def store_at_a_negative_offset(backend):
+    fill.with_options(backend=backend)[(1,)](np.zeros(40, np.float32), -5, BLOCK=32)
+
+
+def int32_offsets_wrap(backend):
+    far_programs.with_options(backend=backend)[(3,)](np.zeros(64, np.float32), BLOCK=16)
+
+
+def numpy_byte_strides(backend):
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    copy_rows.with_options(backend=backend)[(1,)](x, np.zeros(16, np.float32),
+                                                  x.strides[0], x.strides[1], R=4, C=4)
+
+
+def gathered_index_out_of_range(backend):
+    idx = np.array([0, 3, 99, 1], np.int32)
+    gather.with_options(backend=backend)[(1,)](np.zeros(8, np.float32), idx,
+                                               np.zeros(4, np.float32), BLOCK=4)
+
+
+def block_shape_larger_than_the_array(backend):
+    block_tile.with_options(backend=backend)[(1,)](np.zeros(12, np.float32),
+                                                   np.zeros(16, np.float32), 4, 4, BLOCK=4)
+
+
+def int8_array_past_int32_offsets(backend):
+    """The bundled add on an int8 array of 2**31 + 8 elements, faked without memory: a
+    zero-stride view.  The launch check runs before any program, so no element is read."""
+    k = add_kernel.with_options(backend=backend)
+    small = np.zeros(8, np.int8)
+    # The compiled specialisation, fed the fake straight through its backend's run: the
+    # launch layer would (rightly) refuse a zero-stride view before the backend saw it.
+    c = k.compile(small, small, small, 8, BLOCK=8)
+    big = np.lib.stride_tricks.as_strided(small, shape=(2**31 + 8,), strides=(0,))
+    c.launch((1, 1, 1), [big, small, small, 8])
+
+
+def int_argument_wider_than_64_bits(backend):
+    fill.with_options(backend=backend)[(1,)](np.zeros(40, np.float32), 2**64, BLOCK=32)
+
+
+ADD_LINE = _line(add_kernel, "x = nl.load(x_ptr")
+
+TABLE = [
+    ("store past the end of a view (item 4)", store_past_the_end, OutOfBoundsError,
+     _oob(fill, "nl.store(", "out_ptr", 40)),
+    ("store 10**9 elements past the end (item 4)", store_far_away, OutOfBoundsError,
+     _oob(fill, "nl.store(", "out_ptr", 40)),
+    ("negative offset (item 4)", store_at_a_negative_offset, OutOfBoundsError,
+     _oob(fill, "nl.store(", "out_ptr", 40)),
+    ("pid * 2**30 wraps int32 (item 4)", int32_offsets_wrap, OutOfBoundsError,
+     _oob(far_programs, "nl.store(", "out_ptr", 64)),
+    ("numpy byte strides as element strides (item 4)", numpy_byte_strides, OutOfBoundsError,
+     _oob(copy_rows, "nl.store(", "x_ptr", 16)),
+    ("gathered index out of range (item 4)", gathered_index_out_of_range, OutOfBoundsError,
+     _oob(gather, "nl.store(", "x_ptr", 8)),
+    ("block shape larger than the array (item 4)", block_shape_larger_than_the_array,
+     OutOfBoundsError, _oob(block_tile, "nl.load(src", "x_ptr", 12)),
+    ("add on an int8 array of 2**31 + 8 elements (item 4)", int8_array_past_int32_offsets,
+     LaunchError, rf"argument 'x_ptr' has 2147483656 elements, but kernel 'add_kernel' "
+                  rf"addresses it with int32 offsets at .*elementwise.py:{ADD_LINE}, .*"
+                  r"compute the offsets in int64"),
+    ("int argument wider than 64 bits (item 7)", int_argument_wider_than_64_bits,
+     LaunchError, r"argument 'shift': integer 18446744073709551616 does not fit in 64 bits"),
+]
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+@pytest.mark.parametrize("launch,error,pattern", [pytest.param(*row[1:], id=row[0])
+                                                  for row in TABLE])
+def test_bad_input_raises_a_clear_error(launch, error, pattern, backend):
+    with pytest.raises(error) as e:
+        launch(backend)
+    assert re.search(pattern, str(e.value)), str(e.value)
+
+
+def test_the_numba_range_check_points_at_the_debug_mode():
+    with pytest.raises(OutOfBoundsError, match=r"offsets span \[40, 71\], outside \[0, 40\) "
+                                               r".*rerun with NPUJIT_DEBUG=1"):
+        fill.with_options(backend="numba")[(1,)](np.zeros(40, np.float32), 40, BLOCK=32)
+
+
+def test_turning_the_range_check_off_skips_it():
+    # With the check off an in-bounds launch still runs; the out-of-bounds one is not
+    # launched here (it would write outside the argument: that is what "off" means).
+    out = np.zeros(64, np.float32)
+    fill.with_options(backend="numba", bounds_check=False)[(2,)](out, 0, BLOCK=32)
+    np.testing.assert_array_equal(out, np.ones(64, np.float32))
+    assert "raise OutOfBoundsError" not in fill.with_options(
+        backend="numba", bounds_check=False).inspect(out, 0, BLOCK=32)["backend"]
