@@ -2,8 +2,9 @@
 
 A spec is a frozen, hashable value; the presets below are instances, and a user builds
 their own with ``NPUSpec(...)`` or ``spec.replace(...)``.  Every constant in a preset says
-where it came from: a section of ``/work/shared/reference/ascend-npu.md`` (``§2.1``, tags
-[O] official / [D] derived / [U] uncertain as in that file) or "assumed" when we chose it.
+where it came from: a section of ``docs/npu-facts.md`` (``§A3``), which paraphrases the
+fact and names its public source (tags [O] official / [D] derived / [U] uncertain as on that
+page), or "assumed" when we chose it.
 The model is calibrated to public figures, not validated on silicon.
 
 Example::
@@ -98,7 +99,7 @@ class Scope(str, enum.Enum):
 
 PIPES = tuple(p.value for p in Pipe)
 SCOPES = tuple(s.value for s in Scope)
-# Core kinds: AIC = Cube core, AIV = Vector core (§1.2).  A coupled core is an AIC with Vector.
+# Core kinds: AIC = Cube core, AIV = Vector core (§A2).  A coupled core is an AIC with Vector.
 CORE_KINDS = ("AIC", "AIV")
 ARCHES = ("separated", "coupled")
 
@@ -402,11 +403,11 @@ def _kb(n: int) -> int:
 
 # --- Presets --------------------------------------------------------------------------------
 # Vector op classes -> cycles per 256-byte repeat.  Only "elementwise" = 1 is sourced (one
-# repeat of 8 x 32 B blocks per cycle, §2.3 [O], cycle-per-repeat [U] §6); the rest are assumed
+# repeat of 8 x 32 B blocks per cycle, §A5 [O], cycle-per-repeat [U] §A10); the rest are assumed
 # relative costs (transcendentals as a short polynomial/table sequence, gather/sort as
 # multi-pass), to be calibrated.
 _VECTOR_OP_COST = {
-    "elementwise": 1,      # add/sub/mul/max/min/abs/cmp/select/copy: §2.3 [O], §6 [U]
+    "elementwise": 1,      # add/sub/mul/max/min/abs/cmp/select/copy: §A5 [O], §A10 [U]
     "cast": 1,             # assumed: one pass per repeat
     "div": 2,              # assumed: reciprocal + multiply
     "transcendental": 4,   # assumed: exp/ln/sqrt/rsqrt/tanh/sigmoid ("x4")
@@ -416,105 +417,105 @@ _VECTOR_OP_COST = {
 }
 
 _CUBE_RATE = {
-    "f16": 1.0,    # 16x16x16 MAC per cycle: §2.3 [O]
-    "bf16": 1.0,   # same as f16: §2.3 [O]
-    "i8": 2.0,     # K0 = 32, 8192 MAC/cycle: §2.3 [O]
-    "f32": 0.25,   # 1/4 of half on 2201: §2.3 [O]
+    "f16": 1.0,    # 16x16x16 MAC per cycle: §A5 [O]
+    "bf16": 1.0,   # same as f16: §A5 [O]
+    "i8": 2.0,     # K0 = 32, 8192 MAC/cycle: §A5 [O]
+    "f32": 0.25,   # 1/4 of half on 2201: §A5 [O]
 }
 
-# 910B-like (arch 2201, separated).  Copy-port rates are the INI memory-rate section (§2.2,
+# 910B-like (arch 2201, separated).  Copy-port rates are the INI memory-rate section (§A4,
 # units probably bytes/cycle/core [U]); GM reads use l2_rate (all GM traffic passes L2, and the
-# measured effective GM->L1 rate 3406 GB/s / 20 cores / 1.8 GHz = 95 B/cycle agrees, §2.3).
+# measured effective GM->L1 rate 3406 GB/s / 20 cores / 1.8 GHz = 95 B/cycle agrees, §A5).
 # GM-path issue latency 32: assumed, chosen so one 16 KB copy loses <= ~20 % to it ("a single
-# DMA >= 16 KB reaches best bandwidth", §2.4 [O]); the HBM latency itself is paid on landing
+# DMA >= 16 KB reaches best bandwidth", §A6 [O]); the HBM latency itself is paid on landing
 # and overlaps the next copy (hbm_latency_cycles).
 _910B_PATHS = {
-    "GM_to_L1": PathSpec("MTE2", 110, 32),     # rate l2_rate read 110 §2.2 [U]; latency see above
-    "GM_to_L0A": PathSpec("MTE2", 110, 32),    # same port as GM_to_L1 §1.1 [O]
-    "GM_to_L0B": PathSpec("MTE2", 110, 32),    # same port as GM_to_L1 §1.1 [O]
-    "GM_to_UB": PathSpec("MTE2", 110, 32),     # rate l2_rate read 110 §2.2 [U]; latency see above
-    "UB_to_GM": PathSpec("MTE3", 64, 32),      # rate ub_to_l2_rate 64 §2.2 [U]; latency see above
-    "L1_to_L0A": PathSpec("MTE1", 512, 16),    # l1_to_l0_a_rate 512 §2.2/§6 [U]; latency assumed
-    "L1_to_L0B": PathSpec("MTE1", 256, 16),    # l1_to_l0_b_rate 256 §2.2/§6 [U]; latency assumed
-    "L0C_to_GM": PathSpec("FIXP", 86, 32),     # L2 write rate 86 §2.2 [U]; latency assumed
-    "L0C_to_L1": PathSpec("FIXP", 256, 32),    # l0_c_to_ub_rate as L0C out §6 [U]; lat. assumed
+    "GM_to_L1": PathSpec("MTE2", 110, 32),     # rate l2_rate read 110 §A4 [U]; latency see above
+    "GM_to_L0A": PathSpec("MTE2", 110, 32),    # same port as GM_to_L1 §A1 [O]
+    "GM_to_L0B": PathSpec("MTE2", 110, 32),    # same port as GM_to_L1 §A1 [O]
+    "GM_to_UB": PathSpec("MTE2", 110, 32),     # rate l2_rate read 110 §A4 [U]; latency see above
+    "UB_to_GM": PathSpec("MTE3", 64, 32),      # rate ub_to_l2_rate 64 §A4 [U]; latency see above
+    "L1_to_L0A": PathSpec("MTE1", 512, 16),    # l1_to_l0_a_rate 512 §A4/§A10 [U]; latency assumed
+    "L1_to_L0B": PathSpec("MTE1", 256, 16),    # l1_to_l0_b_rate 256 §A4/§A10 [U]; latency assumed
+    "L0C_to_GM": PathSpec("FIXP", 86, 32),     # L2 write rate 86 §A4 [U]; latency assumed
+    "L0C_to_L1": PathSpec("FIXP", 256, 32),    # l0_c_to_ub_rate as L0C out §A10 [U]; lat. assumed
 }
 
 ASCEND_910B_LIKE = NPUSpec(
     name="ascend-910b-like",
-    arch="separated",                  # 2201: AIC + 2 AIV per AI core §1.2 [O]
-    aic_cores=24,                      # INI Ascend910B2C §2.2 [O]
-    aiv_cores=48,                      # INI Ascend910B2C §2.2 [O]
-    clock_hz=1.8e9,                    # cube_freq 1800 MHz §2.2 [O]
+    arch="separated",                  # 2201: AIC + 2 AIV per AI core §A2 [O]
+    aic_cores=24,                      # INI Ascend910B2C §A4 [O]
+    aiv_cores=48,                      # INI Ascend910B2C §A4 [O]
+    clock_hz=1.8e9,                    # cube_freq 1800 MHz §A4 [O]
     pipes={
-        "AIC": ("SCALAR", "MTE1", "MTE2", "CUBE", "FIXP"),   # §1.2 [O]
-        "AIV": ("SCALAR", "MTE2", "VECTOR", "MTE3"),         # §1.2 [O]
+        "AIC": ("SCALAR", "MTE1", "MTE2", "CUBE", "FIXP"),   # §A2 [O]
+        "AIV": ("SCALAR", "MTE2", "VECTOR", "MTE3"),         # §A2 [O]
     },
-    scopes={"AIC": ("L1", "L0A", "L0B", "L0C"), "AIV": ("UB",)},   # §1.2 [O]
-    # §2.1 [O]
+    scopes={"AIC": ("L1", "L0A", "L0B", "L0C"), "AIV": ("UB",)},   # §A2 [O]
+    # §A3 [O]
     capacity={"UB": _kb(192), "L1": _kb(512), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(128)},
-    # §2.4 [O]; GM rounds to one 32 B DataBlock (L2 line effects not modelled)
+    # §A6 [O]; GM rounds to one 32 B DataBlock (L2 line effects not modelled)
     alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
-    cube_fractal=16,                   # cube_m/n/k_size 16 §2.2 [O]
+    cube_fractal=16,                   # cube_m/n/k_size 16 §A4 [O]
     cube_rate=_CUBE_RATE,
     cube_startup_cycles=8,             # assumed: pipeline fill of one Mmad
-    vector_bytes_per_cycle=256,        # 8 DataBlocks x 32 B per repeat §2.3 [O]
+    vector_bytes_per_cycle=256,        # 8 DataBlocks x 32 B per repeat §A5 [O]
     vector_startup_cycles=8,           # assumed: issue + pipeline fill of one vector instr
     vector_op_cost=_VECTOR_OP_COST,
     paths=_910B_PATHS,
-    hbm_bytes_per_s=1.6e12,            # 1.6-1.8 TB/s §2.3/§6 [U]; low end chosen
+    hbm_bytes_per_s=1.6e12,            # 1.6-1.8 TB/s §A5/§A10 [U]; low end chosen
     hbm_latency_cycles=500,            # assumed: ~280 ns HBM + L2 round trip, paid on landing
-    event_ids=8,                       # QUE_MAX_EVENT = 8 on 2201 §2.4 [O]
+    event_ids=8,                       # QUE_MAX_EVENT = 8 on 2201 §A6 [O]
     sync_cycles=1,                     # assumed: set/wait/barrier issue cost
-    l2_bytes=192 * 1024 * 1024,        # L2 192 MB, INI Ascend910B2C §2.2 [O]
+    l2_bytes=192 * 1024 * 1024,        # L2 192 MB, INI Ascend910B2C §A4 [O]
     # assumed: the 24 AIC ports at the INI l2_rate at once (24 x 110 B/cycle x 1.8 GHz =
     # 4.75 TB/s); above the measured effective 3.4 TB/s GM->L1 of a 20-core A2 that includes
-    # L2 hits (§2.3 [O]), which a 20-core part at the same port rate would cap at 3.96 TB/s
+    # L2 hits (§A5 [O]), which a 20-core part at the same port rate would cap at 3.96 TB/s
     l2_bytes_per_s=24 * 110 * 1.8e9,
     l2_latency_cycles=200,             # assumed: ~110 ns L2 round trip, under hbm_latency
 )
 
 # 910-like (arch 1001, coupled): one core has Cube and Vector; no FixPipe, so L0C leaves
-# through the Vector unit into UB (§1.2 [O]) and UB/L1 are linked by MTE1/MTE3.
+# through the Vector unit into UB (§A2 [O]) and UB/L1 are linked by MTE1/MTE3.
 _910_PATHS = {
-    "GM_to_L1": PathSpec("MTE2", 110, 32),     # INI rates = 910B's §2.2 [U]; latency as 910B
-    "GM_to_L0A": PathSpec("MTE2", 110, 32),    # §1.1 [O] path; rate/latency as GM_to_L1
-    "GM_to_L0B": PathSpec("MTE2", 110, 32),    # §1.1 [O] path; rate/latency as GM_to_L1
-    "GM_to_UB": PathSpec("MTE2", 110, 32),     # l2_rate 110 §2.2 [U]; latency as 910B
-    "UB_to_GM": PathSpec("MTE3", 64, 32),      # ub_to_l2_rate 64 §2.2 [U]; latency as 910B
-    "L1_to_L0A": PathSpec("MTE1", 512, 16),    # l1_to_l0_a_rate §2.2 [U]; latency assumed
-    "L1_to_L0B": PathSpec("MTE1", 256, 16),    # l1_to_l0_b_rate §2.2 [U]; latency assumed
-    "L1_to_UB": PathSpec("MTE1", 128, 16),     # l1_to_ub_rate 128 §2.2 [U]; coupled path §1.1 [O]
-    "UB_to_L1": PathSpec("MTE3", 128, 16),     # ub_to_l1_rate 128 §2.2 [U]; coupled path §1.1 [O]
-    "L0C_to_UB": PathSpec("VECTOR", 256, 16),  # l0_c_to_ub_rate 256 §2.2 [U]; via Vector §1.2 [O]
+    "GM_to_L1": PathSpec("MTE2", 110, 32),     # INI rates = 910B's §A4 [U]; latency as 910B
+    "GM_to_L0A": PathSpec("MTE2", 110, 32),    # §A1 [O] path; rate/latency as GM_to_L1
+    "GM_to_L0B": PathSpec("MTE2", 110, 32),    # §A1 [O] path; rate/latency as GM_to_L1
+    "GM_to_UB": PathSpec("MTE2", 110, 32),     # l2_rate 110 §A4 [U]; latency as 910B
+    "UB_to_GM": PathSpec("MTE3", 64, 32),      # ub_to_l2_rate 64 §A4 [U]; latency as 910B
+    "L1_to_L0A": PathSpec("MTE1", 512, 16),    # l1_to_l0_a_rate §A4 [U]; latency assumed
+    "L1_to_L0B": PathSpec("MTE1", 256, 16),    # l1_to_l0_b_rate §A4 [U]; latency assumed
+    "L1_to_UB": PathSpec("MTE1", 128, 16),     # l1_to_ub_rate 128 §A4 [U]; coupled path §A1 [O]
+    "UB_to_L1": PathSpec("MTE3", 128, 16),     # ub_to_l1_rate 128 §A4 [U]; coupled path §A1 [O]
+    "L0C_to_UB": PathSpec("VECTOR", 256, 16),  # l0_c_to_ub_rate 256 §A4 [U]; via Vector §A2 [O]
 }
 
 ASCEND_910_LIKE = NPUSpec(
     name="ascend-910-like",
-    arch="coupled",                    # arch 1001 §1.2 [O]
-    aic_cores=32,                      # INI Ascend910A, 32 AI cores §2.2 [O]
-    aiv_cores=0,                       # coupled: Vector lives in the AI core §1.2 [O]
-    clock_hz=1.0e9,                    # cube_freq 1000 MHz §2.2 [O]
-    pipes={"AIC": ("SCALAR", "MTE1", "MTE2", "MTE3", "CUBE", "VECTOR")},  # no FIXP: §1.2 [O]
-    scopes={"AIC": ("L1", "L0A", "L0B", "L0C", "UB")},      # UB and L1 in one core §1.2 [O]
-    # §2.1 [O]
+    arch="coupled",                    # arch 1001 §A2 [O]
+    aic_cores=32,                      # INI Ascend910A, 32 AI cores §A4 [O]
+    aiv_cores=0,                       # coupled: Vector lives in the AI core §A2 [O]
+    clock_hz=1.0e9,                    # cube_freq 1000 MHz §A4 [O]
+    pipes={"AIC": ("SCALAR", "MTE1", "MTE2", "MTE3", "CUBE", "VECTOR")},  # no FIXP: §A2 [O]
+    scopes={"AIC": ("L1", "L0A", "L0B", "L0C", "UB")},      # UB and L1 in one core §A2 [O]
+    # §A3 [O]
     capacity={"UB": _kb(256), "L1": _kb(1024), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(256)},
-    # §2.4 [O] gives the 2201 rules; assumed the same on 1001
+    # §A6 [O] gives the 2201 rules; assumed the same on 1001
     alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
-    cube_fractal=16,                   # §2.3 [O]
-    # f16 / i8 §2.3 [O]; no bf16 on 910A (assumed); f32 at 1/4 assumed as on 2201
+    cube_fractal=16,                   # §A5 [O]
+    # f16 / i8 §A5 [O]; no bf16 on 910A (assumed); f32 at 1/4 assumed as on 2201
     cube_rate={"f16": 1.0, "i8": 2.0, "f32": 0.25},
     cube_startup_cycles=8,             # assumed
-    vector_bytes_per_cycle=256,        # §2.3 [O]
+    vector_bytes_per_cycle=256,        # §A5 [O]
     vector_startup_cycles=8,           # assumed
     vector_op_cost=_VECTOR_OP_COST,
     paths=_910_PATHS,
-    hbm_bytes_per_s=1.2e12,            # ~1.2 TB/s simulator-and-moe.md §1.2 [U]
+    hbm_bytes_per_s=1.2e12,            # ~1.2 TB/s §A5 [U]
     hbm_latency_cycles=300,            # assumed: ~300 ns at 1 GHz
-    event_ids=4,                       # 4 event ids on older arches §2.4 [O]
+    event_ids=4,                       # 4 event ids on older arches §A6 [O]
     sync_cycles=1,                     # assumed
-    l2_bytes=32 * 1024 * 1024,         # L2 32 MB, INI Ascend910A §2.2 [O]
-    l2_bytes_per_s=32 * 110 * 1.0e9,   # assumed: 32 cores x l2_rate 110 B/cycle §2.2 [U]
+    l2_bytes=32 * 1024 * 1024,         # L2 32 MB, INI Ascend910A §A4 [O]
+    l2_bytes_per_s=32 * 110 * 1.0e9,   # assumed: 32 cores x l2_rate 110 B/cycle §A4 [U]
     l2_latency_cycles=150,             # assumed: ~150 ns at 1 GHz, under hbm_latency
 )
 

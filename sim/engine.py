@@ -1,6 +1,6 @@
 """The event-driven timing engine: in-order pipes, flags, barriers, shared HBM, waves.
 
-Model (simulator-and-moe.md §1.3):
+Model (docs/npu-facts.md §S1):
 
 * Integer cycles.  Each program's instructions are dealt, in issue order, to the FIFO of
   their pipe; a pipe runs its FIFO one instruction at a time.

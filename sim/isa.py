@@ -3,7 +3,7 @@
 A scheduled kernel becomes one :class:`CoreProgram` per program of the grid: the
 instructions one AI core issues, in issue order.  The engine hands each instruction to the
 in-order queue of its ``pipe``; instructions on different pipes run in parallel and are
-ordered only by ``set_flag`` / ``wait_flag`` pairs and ``barrier`` (ascend-npu.md §1.1).
+ordered only by ``set_flag`` / ``wait_flag`` pairs and ``barrier`` (docs/npu-facts.md §A1).
 A :class:`Launch` is the whole grid; programs beyond the core count run in waves.
 
 Instruction kinds and the fields they use:
@@ -57,7 +57,7 @@ from npujit.target import CORE_KINDS, PIPES, Pipe, SpecError, path_scopes
 KINDS = ("copy", "mmad", "vec", "scalar", "set_flag", "wait_flag", "barrier", "cross_set",
          "cross_wait")
 
-# CrossCoreSetFlag / CrossCoreWaitFlag flag ids 0..10 (ascend-npu.md §1.2 [O]).
+# CrossCoreSetFlag / CrossCoreWaitFlag flag ids 0..10 (docs/npu-facts.md §A2 [O]).
 CROSS_FLAG_IDS = 11
 
 # Element sizes of the IR's dtype spellings (npujit.ir.types), in bytes.
@@ -70,7 +70,8 @@ DEFAULT_PATH_PIPE = {
     "UB_to_GM": "MTE3", "UB_to_L1": "MTE3",
     "L1_to_L0A": "MTE1", "L1_to_L0B": "MTE1", "L1_to_UB": "MTE1",
     "L0C_to_GM": "FIXP", "L0C_to_L1": "FIXP",
-    "L0C_to_UB": "VECTOR",  # coupled 910: L0C leaves through the Vector unit (ascend-npu.md §1.2)
+    # coupled 910: L0C leaves through the Vector unit (docs/npu-facts.md §A2)
+    "L0C_to_UB": "VECTOR",
 }
 
 # Op name -> vector op class (the classes are the keys of NPUSpec.vector_op_cost).
@@ -309,7 +310,7 @@ def wait_flag(src: str, dst: str, event_id: int = 0, *, tag: str | None = None) 
 
 
 def cross_set_flag(pipe: str, event_id: int = 0, *, tag: str | None = None) -> Instr:
-    """``CrossCoreSetFlag`` (mode 2, ascend-npu.md §1.2): runs on ``pipe`` once its earlier
+    """``CrossCoreSetFlag`` (mode 2, docs/npu-facts.md §A2): runs on ``pipe`` once its earlier
     work (and GM copies) finished, and lets the group partner's ``cross_wait_flag`` of the
     same id proceed.  Only in a :class:`Launch` with ``groups``.
 

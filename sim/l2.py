@@ -1,7 +1,7 @@
 """The shared L2 cache in front of HBM, and the memory system (L2 + HBM) the engine talks to.
 
-On Ascend every MTE access to GM passes a large L2 shared by all cores (ascend-npu.md §1.1;
-192 MB on a 910B2C, §2.2).  A big matmul re-reads each A and B panel from many programs;
+On Ascend every MTE access to GM passes a large L2 shared by all cores (docs/npu-facts.md
+§A1; 192 MB on a 910B2C, §A4).  A big matmul re-reads each A and B panel from many programs;
 without an L2 every re-read would be an HBM byte and the kernel would look HBM-bound.
 
 The model, deliberately simple:

@@ -12,7 +12,7 @@ schedule attributes (``ir/schedule/model.py``) say:
 * ``scf.for``: ``wait_flags`` and ``pre_set_flags`` (every id) before the loop,
   ``post_wait_flags`` (every id) and ``set_flags`` after it;
 * loads/stores: one copy of the bytes really moved (masked-off lanes and out-of-bounds
-  block rows/columns move nothing; ``DataCopyPad``, ascend-npu.md §2.4) on
+  block rows/columns move nothing; ``DataCopyPad``, docs/npu-facts.md §A6) on
   ``GM_to_<scope>`` / ``UB_to_GM`` / ``L0C_to_GM``; with ``gm_regions=True`` (what
   ``kernel.simulate`` asks for) each carries the GM region it touches, for the L2 model
   (:func:`gm_region`); a region no other copy of the launch touches becomes

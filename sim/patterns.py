@@ -2,7 +2,7 @@
 
 These are what the scheduler should emit for the two canonical pipelines, and what the
 tests and benchmarks use.  The flag protocol is Ascend C's queue protocol written out
-(ascend-npu.md §3.3): ``EnQue`` = ``set_flag(producer, consumer, slot)``, ``DeQue`` =
+(docs/npu-facts.md §A7): ``EnQue`` = ``set_flag(producer, consumer, slot)``, ``DeQue`` =
 ``wait_flag`` on the consumer, and ``FreeTensor`` = a ``set_flag`` back to the producer
 that the producer waits on before it overwrites the slot (slot reuse).  Each slot uses
 its own event id, so a 1-bit hardware flag never holds two sets.

@@ -2,7 +2,7 @@
 
 Names follow ``msprof op``'s ``PipeUtilization.csv`` (``aic_cube_ratio``, ``aiv_vec_ratio``,
 ``aic_mte2_ratio`` ...) and ``Memory.csv`` (``GM_to_UB``, ``UB_to_GM``, ``L0C_to_GM`` ...),
-ascend-npu.md §5.2.  A ratio is a pipe's busy cycles over the block's duration, summed over
+docs/npu-facts.md §A9.  A ratio is a pipe's busy cycles over the block's duration, summed over
 all blocks (programs) of that core kind.  A pipe is busy while it executes an instruction
 or, for a DMA pipe, while a copy it issued is still landing; waiting on a flag or barrier
 with nothing in flight is idle.

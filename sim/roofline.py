@@ -1,7 +1,7 @@
 """The analytic lower bound on a launch's cycles: the test oracle (sim >= bound, always) and
 the autotuner's pruner.
 
-Every term is a time no schedule can beat (simulator-and-moe.md §1.3):
+Every term is a time no schedule can beat (docs/npu-facts.md §S1):
 
 * per pipe ``P``: a program's ``P`` instructions run one after another, each at least its
   standalone cost, so ``T >= max over programs of work_P``; and a core runs its programs

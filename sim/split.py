@@ -4,7 +4,7 @@ The schedule places a kernel's ops on the pipes of one virtual core that has the
 a separated part the Cube pipes (MTE1, CUBE, FIXP, and MTE2 into L1/L0) live on the AIC and
 the Vector pipes (VECTOR, MTE3, and MTE2 into UB) on an AIV, and the two share no on-chip
 memory: a Cube result reaches the Vector unit only through a GM workspace, ordered by
-cross-core flags (ascend-npu.md §1.2: "AIC <-> AIV data only via GM", CrossCoreSetFlag /
+cross-core flags (docs/npu-facts.md §A2: "AIC <-> AIV data only via GM", CrossCoreSetFlag /
 CrossCoreWaitFlag).  :func:`split_stream` turns one recorded program into that pair:
 
 * every instruction goes to the side of its pipe (MTE2 by its destination scope); a flag

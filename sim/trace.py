@@ -1,6 +1,6 @@
 """Chrome trace export (opens in ui.perfetto.dev and chrome://tracing).
 
-Layout, as msprof's simulator trace (ascend-npu.md §5.2): one process per physical core
+Layout, as msprof's simulator trace (docs/npu-facts.md §A9): one process per physical core
 (``AIC 0`` ... ``AIV 47``), one thread per pipe with Ascend's lane names (SCALAR, VECTOR,
 CUBE, MTE1, MTE2, MTE3, FIXP); one ``"X"`` slice per instruction (``ts``/``dur`` in µs);
 ``"s"``/``"f"`` flow arrows from every ``set_flag`` to the ``wait_flag`` that consumed it;

@@ -25,7 +25,7 @@ def test_presets_match_reference_section_6():
     assert s.event_ids == 8
     assert s.pipes["AIC"] == ("SCALAR", "MTE1", "MTE2", "CUBE", "FIXP")
     assert s.pipes["AIV"] == ("SCALAR", "MTE2", "VECTOR", "MTE3")
-    # 24 AIC x 4096 MAC x 2 x 1.8 GHz ~ 354 TFLOPS (ascend-npu.md §2.3)
+    # 24 AIC x 4096 MAC x 2 x 1.8 GHz ~ 354 TFLOPS (docs/npu-facts.md §A5)
     assert round(s.peak_cube_flops / 1e12) == 354
 
 

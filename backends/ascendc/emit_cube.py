@@ -1,4 +1,4 @@
-"""The Cube path of ``nl.dot`` (separated architecture, ascend-npu §3.4 as summarised in
+"""The Cube path of ``nl.dot`` (separated architecture, docs/npu-facts.md §A8 and
 docs/ascendc.md): block loads GM (ND) -> L1 (NZ) with ``DataCopy`` + ``Nd2NzParams``,
 ``LoadData`` L1 -> L0A / L0B (B transposed into its ZN layout), ``Mmad`` accumulating in
 L0C in f32, ``Fixpipe`` L0C -> GM (NZ -> ND, with the cast to f16/bf16 when the kernel

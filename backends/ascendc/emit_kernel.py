@@ -418,7 +418,8 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
                 self.line(f"AscendC::{call}<AscendC::HardEvent::{f.event}>({self.flag_id(f)});")
 
 
-# UB-side events the TQue protocol sets and waits (ascend-npu §3.2: EnQue/DeQue, Free/Alloc).
+# UB-side events the TQue protocol sets and waits (EnQue/DeQue, Free/Alloc;
+# docs/npu-facts.md §A7).
 _QUEUE_EVENTS = {"MTE2_V", "V_MTE2", "V_MTE3", "MTE3_V"}
 
 

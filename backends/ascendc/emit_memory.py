@@ -5,7 +5,7 @@ A load of ``base + arange`` lanes under a ``lane < bound`` mask becomes one
 ``other`` when lanes may be masked off); a store becomes one ``DataCopyPad`` out of a
 VECOUT slot.  Tiles in queues follow AllocTensor -> EnQue -> DeQue -> FreeTensor, which is
 how the schedule's MTE2_V / V_MTE3 flags and their slot-release flags reach the device
-(ascend-npu §3.2 as summarised in docs/ascendc.md).
+(docs/npu-facts.md §A7; docs/ascendc.md).
 """
 from __future__ import annotations
 

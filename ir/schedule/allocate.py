@@ -7,11 +7,11 @@ The model (simple on purpose, documented so its limits are plain):
   accumulator does in L0C; a FixPipe cast shares the buffer of the L0C tile it converts.
   Each dot adds one L0A and one L0B buffer for its MTE1 stage; an L0C store on a
   coupled part adds its UB staging buffer.
-* A slot's bytes are the tile's bytes rounded up to the scope's alignment (ascend-npu.md
-  §2.4: 32 B UB/L1, 512 B L0A/L0B, 64 B L0C on the presets).  Fractal padding of Cube
-  tiles to 16-multiples (§2.5) is not modelled.
+* A slot's bytes are the tile's bytes rounded up to the scope's alignment (docs/npu-facts.md
+  §A6: 32 B UB/L1, 512 B L0A/L0B, 64 B L0C on the presets).  Fractal padding of Cube
+  tiles to 16-multiples (§A8) is not modelled.
 * Transfers inside an ``scf.for`` with ``num_stages = N`` (load results, store sources,
-  L0A/L0B operands) get N slots, rotating with the iteration (TQue depth N, §3.2).
+  L0A/L0B operands) get N slots, rotating with the iteration (TQue depth N, §A7).
 * A kernel may split its dots' K into L0 chunks with a constexpr ``L0_BLOCK_K`` (Ascend's
   baseK; the loaded L1 tile's K is then several L0 steps deep, as the Matmul API's stepK
   is): a dot whose K is a multiple of it gets ``k_chunk``, its L0A/L0B buffers hold one

@@ -6,14 +6,14 @@ printer, the parser, the verifier and both backends read it unchanged):
 ================== ======================================================================
 attribute          meaning
 ================== ======================================================================
-``pipe``           the pipe that runs the op (ascend-npu.md §1.1): ``MTE2`` GM->UB/L1,
+``pipe``           the pipe that runs the op (docs/npu-facts.md §A1): ``MTE2`` GM->UB/L1,
                    ``MTE3`` UB->GM, ``MTE1`` L1->L0A/L0B, ``CUBE`` dot, ``FIXP`` L0C->GM,
                    ``VECTOR`` elementwise/reduce/fused, ``SCALAR`` scalar and index math
 ``scope``          the memory the op's tile results live in: ``UB``, ``L1``, ``L0C``
 ``buffer``         one buffer name per tile result, e.g. ``["UB.3"]`` (carried loop values
                    share their init's buffer)
 ``offset``         byte offset of slot 0 of each buffer in its scope
-``bytes``          bytes of one slot of each buffer (aligned to the scope's rule, §2.4)
+``bytes``          bytes of one slot of each buffer (aligned to the scope's rule, §A6)
 ``stages``         slots per buffer (``num_stages`` of the enclosing loop for transfers);
                    slot ``s`` of a buffer starts at ``offset + s * bytes``
 ``operand_scopes`` dot: where its MTE1 stage puts operands a, b (``L0A``, ``L0B``);
@@ -28,7 +28,7 @@ attribute          meaning
                    ``scf.for``: waits before the loop, sets after it)
 ``pre_set_flags``  ``scf.for`` only: slot-release flags set once per slot before the loop
 ``post_wait_flags`` ``scf.for`` only: the matching waits after the loop (keeps sets and
-                   waits balanced, as TQue's FreeTensor/AllocTensor pairs do, §3.2)
+                   waits balanced, as TQue's FreeTensor/AllocTensor pairs do, §A7)
 ================== ======================================================================
 
 A flag is ``"SRC_DST:id"`` in Ascend's ``HardEvent`` spelling (``MTE2_V:0``).  A rotating

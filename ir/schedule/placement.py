@@ -1,6 +1,6 @@
 """place-and-assign-pipes: give every op its pipe and every tile result its memory scope.
 
-The model (ascend-npu.md §1.1 dataflows, §3.2 positions, §3.4 Cube path):
+The model (docs/npu-facts.md §A1 dataflows, §A7 positions, §A8 Cube path):
 
 * Vector work: ``GM -MTE2-> UB -VECTOR-> UB -MTE3-> GM``.  Loads are MTE2 into UB,
   elementwise/reduce/fused/shape ops run on VECTOR in UB, stores are MTE3 out of UB.
@@ -10,10 +10,10 @@ The model (ascend-npu.md §1.1 dataflows, §3.2 positions, §3.4 Cube path):
   coupled part (910-like) has no FixPipe: the store is MTE3 and its ``operand_scopes =
   ["UB"]`` stage moves L0C to UB on the VECTOR pipe first.
   A zero-filled accumulator is ``Mmad``'s ``cmatrixInitVal`` (CUBE, no instruction) and a
-  cast of a dot result that is only stored is FixPipe's on-the-fly quantisation (§2.5).
+  cast of a dot result that is only stored is FixPipe's on-the-fly quantisation (§A8).
 * Scalar math (program ids, constants, loop bounds) is SCALAR, and so are affine address
   tiles (``base + arange`` offsets and ``offs < n`` masks used only by loads/stores): the
-  scalar unit computes DataCopy(Pad) parameters from them (§3.3), nothing goes to UB.
+  scalar unit computes DataCopy(Pad) parameters from them (§A6), nothing goes to UB.
   A 0-d value computed from a tile (a reduction's result and what is computed from it)
   stays on VECTOR in UB, so a row statistic does not bounce through the scalar unit.
 
@@ -54,7 +54,7 @@ class PlaceAndAssignPipes:
         l1, l0c = _cube_values(ops)
         producer_pipe: dict[int, str] = {}
         has_dot = False
-        # No FixPipe on a coupled part: L0C leaves through the Vector unit into UB (§1.2).
+        # No FixPipe on a coupled part: L0C leaves through the Vector unit into UB (§A2).
         out_pipe = "FIXP" if "FIXP" in spec.pipes.get("AIC", ()) else "VECTOR"
         addresses = _address_ops(ops)
         for op in ops:
@@ -75,7 +75,7 @@ class PlaceAndAssignPipes:
             if op.kind is Kind.FOR:
                 for arg, init in zip(op.body.args[1:], op.operands[3:]):
                     producer_pipe[id(arg)] = producer_pipe.get(id(init), "SCALAR")
-        # One program runs on one core kind (§1.2): a Cube kernel on the AIC, else an AIV.
+        # One program runs on one core kind (§A2): a Cube kernel on the AIC, else an AIV.
         fn.attrs[CORE_ATTR] = "AIC" if has_dot else "AIV"
         return True
 
@@ -91,7 +91,7 @@ _ADDRESS_USES = {(Kind.LOAD, 1), (Kind.LOAD, 2), (Kind.STORE, 1), (Kind.STORE, 3
 def _address_ops(ops: list[Op]) -> set:
     """Ids of ops whose tiles are affine in ``arange`` and scalars and only address memory
     (``offs = base + nl.arange(0, B)``, ``mask = offs < n``).  The scalar unit turns them
-    into DataCopy/DataCopyPad parameters (ascend-npu.md §2.4, §3.3), so they are SCALAR
+    into DataCopy/DataCopyPad parameters (docs/npu-facts.md §A6, §A7), so they are SCALAR
     work with no tile in UB and the loads do not wait for the Vector unit."""
     scalar_ok: set = set()
     affine: set = set()

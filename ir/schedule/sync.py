@@ -1,18 +1,18 @@
 """insert-sync: set/wait flags for every cross-pipe dependency, correct by construction.
 
-Pipes run in order and in parallel; the only cross-pipe order is a flag (ascend-npu.md
-§1.1: ``SetFlag`` fires when the source pipe's earlier work is done, ``WaitFlag`` blocks
+Pipes run in order and in parallel; the only cross-pipe order is a flag (docs/npu-facts.md
+§A1: ``SetFlag`` fires when the source pipe's earlier work is done, ``WaitFlag`` blocks
 the destination pipe).  From the buffers each op reads and writes on its pipe(s):
 
 * **producer -> consumer (RAW)**: a buffer written on pipe P and read on pipe C != P gets a
   ``P_C`` flag set after the writer and waited before the reader (TQue's EnQue/DeQue,
-  §3.2).  Both ends are lifted to the innermost block holding both: a wait for a value made
+  §A7).  Both ends are lifted to the innermost block holding both: a wait for a value made
   outside a loop goes on the ``scf.for`` (before the loop), a set for a value made inside
   goes on the ``scf.for`` too (after the loop).  Inside a dot, MTE1 -> CUBE is ``MTE1_M``.
 * **slot reuse (WAR)**: a buffer made in a loop body is rewritten every iteration.  Its
   readers on C set ``C_P`` after their last read; the writer on P waits ``C_P`` before
   writing.  The loop pre-sets one flag per slot and drains them after the loop, so
-  iteration i waits for the reads of iteration i - N (TQue's FreeTensor/AllocTensor, §3.2).
+  iteration i waits for the reads of iteration i - N (TQue's FreeTensor/AllocTensor, §A7).
   Two buffers the allocator placed on the same bytes get the same kind of flag from the
   last access of the first to the writer of the second.  An accumulator carried by an
   inner loop and re-initialised in an outer loop's body (a persistent matmul's L0C) is

@@ -63,7 +63,7 @@ def test_algebra_holds_within_two_percent_with_sync_costs(n):
 @pytest.mark.parametrize("n, expected", [(1, 1 / 3), (4, 2 / 3), (16, 8 / 9), (64, 32 / 33)])
 def test_vector_utilisation_matches_ascends_one_third(n, expected):
     """Equal stages (an exp costs 4 cycles per 256 B, a copy 1 per 64 B, both 10 to start):
-    Vector busy 1/3 single-buffered, N/(N+2) double-buffered (simulator-and-moe.md §1.4)."""
+    Vector busy 1/3 single-buffered, N/(N+2) double-buffered (docs/npu-facts.md §S2)."""
     sb = simulate(vector_pipeline(n, 16384, op="exp", stages=1, inplace=True), EXACT)
     db = simulate(vector_pipeline(n, 16384, op="exp", stages=2), EXACT)
     stage = 10 + 16384 // 64
