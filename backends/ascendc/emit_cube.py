@@ -103,11 +103,15 @@ class CubeLowering:
         self.line(f"const uint32_t {name} = LanesInBounds({n}, {block_shape[axis]});")
         return name
 
-    def unit_stride(self, op, stride) -> None:
-        """The Cube path copies rows of contiguous elements: the inner stride must be 1."""
-        if stride.expr == "1":
+    def unit_stride(self, op, value) -> None:
+        """The Cube path copies rows of contiguous elements: the inner stride (the IR
+        ``value``) must be 1, or a kernel argument the launch checks is 1 (seen through a
+        widening cast: int arguments are i32 when they fit)."""
+        if self.sym(value).expr == "1":
             return
-        arg = next((a for a in self.fn.args if self.syms.get(id(a)) is stride), None)
+        while value.op is not None and value.op.kind is Kind.CAST:
+            value = value.op.operands[0]
+        arg = next((a for a in self.fn.args if a is value), None)
         if arg is None:
             raise not_lowered(op, "a block pointer whose inner stride is computed in the kernel")
         if arg.name not in self.info.unit_stride_args:
@@ -126,7 +130,7 @@ class CubeLowering:
             raise not_lowered(op, f"a block of {rows}x{cols}: the Cube path needs multiples of 16")
         if op.attrs.get("padding", "zero") != "zero":
             raise not_lowered(op, "block loads that pad with anything but zero")
-        self.unit_stride(op, strides[1])
+        self.unit_stride(op, op.operands[4])
         users = self.uses.get(id(op.result), [])
         side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result for u in users) else "B1"
         buf = sv.buffers(op)[0]
@@ -211,7 +215,7 @@ class CubeLowering:
             raise not_lowered(op, f"storing a {acc.out_dtype or acc.dtype} tile to a {out_dt} array")
         if out_dt.name not in ("f32",) + tuple(_QUANT):
             raise not_lowered(op, f"a {out_dt} matmul result (Fixpipe writes f32, f16 or bf16)")
-        self.unit_stride(op, strides[1])
+        self.unit_stride(op, op.operands[4])
         rows, cols = op.attrs["block_shape"]
         self.emit_flags(op, "wait_flags")
         n_rows = self.gm_extent(op, shape_vals, offsets, (rows, cols), 0)

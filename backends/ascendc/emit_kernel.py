@@ -168,6 +168,16 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
                     "__aicore__ inline uint32_t LanesInBounds(int64_t n, uint32_t lanes)", "{",
                     "    return n <= 0 ? 0u : (n >= lanes ? lanes : static_cast<uint32_t>(n));",
                     "}", ""]
+        if "saturating_cast" in self.helpers:
+            out += ["// Float -> int as every tier defines it (docs/semantics.md): NaN is 0, values",
+                    "// past the type's range saturate, the rest truncate toward zero.",
+                    "template <typename T>", "__aicore__ inline T SaturatingCast(double x)", "{",
+                    "    const T hi = static_cast<T>((1ull << (sizeof(T) * 8 - 1)) - 1);",
+                    "    const T lo = static_cast<T>(-hi - 1);",
+                    "    if (x != x) return 0;",
+                    "    if (x <= static_cast<double>(lo)) return lo;",
+                    "    if (x >= static_cast<double>(hi)) return hi;",
+                    "    return static_cast<T>(x);", "}", ""]
         if "floordiv" in self.helpers:
             out += ["// Python's floor division on ints; x // 0 is 0 (docs/semantics.md).",
                     "template <typename T>", "__aicore__ inline T FloorDiv(T a, T b)", "{",
@@ -313,6 +323,13 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
             src = args[0].dtype
             if src.is_float and dt.is_bool:
                 expr = f"{args[0].expr} != 0"
+            elif src.is_float and dt.is_int:
+                self.helpers.add("saturating_cast")
+                expr = f"SaturatingCast<{t}>(static_cast<double>({args[0].expr}))"
+            elif dt.is_int and args[0].expr.replace("tiling_.", "").isidentifier():
+                # widening an int argument (i32 -> i64 for 64-bit address math): an
+                # expression, not a variable nobody else may read
+                return Scalar(f"static_cast<{t}>({args[0].expr})", dt)
             else:
                 expr = f"static_cast<{t}>({args[0].expr})"
         elif k is Kind.CMP:

@@ -184,7 +184,7 @@ def test_an_error_is_one_line_and_traceback_shows_it(capsys, my_kernels):
     assert code == 1
     first, hint = err.strip().splitlines()
     assert first == ("npujit ir: CompilationError: arange end must be a constant int (a "
-                     "literal or a constexpr parameter), got nl.tensor<i64> "
+                     "literal or a constexpr parameter), got nl.tensor<i32> "
                      f"({my_kernels}:13)")
     assert hint == "(run with --traceback for the full traceback)"
     with pytest.raises(Exception, match="arange"):

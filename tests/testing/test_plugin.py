@@ -112,7 +112,7 @@ def test_bad(npu_backend):
     npu_backend(bad)[(1,)](np.zeros(4, np.float32), 4)
 ''')
     reason = ("CompilationError: arange end must be a constant int (a literal or a "
-              "constexpr parameter), got nl.tensor<i64>")
+              "constexpr parameter), got nl.tensor<i32>")
     r = pytester.runpytest("--npujit-backend=reference")
     r.assert_outcomes(failed=1)
     out = r.stdout.str()

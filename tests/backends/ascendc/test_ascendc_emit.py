@@ -38,7 +38,7 @@ def test_emit_writes_the_kernel_directory(tmp_path):
     assert "ascendc_library(add_kernel SHARED add_kernel.cpp launch_add_kernel.cpp)" in \
         (tmp_path / "CMakeLists.txt").read_text()
     tiling = (tmp_path / "add_kernel_tiling.h").read_text()
-    assert re.search(r"struct AddKernelTiling \{\s*int64_t n;\s*uint32_t grid0;", tiling)
+    assert re.search(r"struct AddKernelTiling \{\s*int32_t n;\s*uint32_t grid0;", tiling)
 
 
 def test_golden_add_kernel(tmp_path):

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "memory.h"
 
@@ -188,8 +189,9 @@ template <typename T> inline void ArithProgression(const LocalTensor<T>& dst, T 
 
 enum class RoundMode { CAST_NONE, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
 
-// Float -> int rounds per `mode`; float -> narrower float rounds to nearest even (CAST_RINT)
-// through the storage type; widening (CAST_NONE) is exact.
+// Float -> int rounds per `mode`, then saturates as every tier defines it (docs/semantics.md:
+// NaN is 0, values past the type's range clamp to it); float -> narrower float rounds to
+// nearest even (CAST_RINT) through the storage type; widening (CAST_NONE) is exact.
 template <typename D, typename S>
 inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, RoundMode mode, uint32_t count) {
   npujit_twin::check_ub(dst, count, "Cast");
@@ -206,7 +208,10 @@ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, RoundMode
         case RoundMode::CAST_TRUNC: r = std::trunc(r); break;
         default: npujit_twin::twin_fail("Cast float -> int needs a RoundMode other than CAST_NONE/CAST_ODD");
       }
-      dst.at(i) = static_cast<D>(r);
+      const double lo = static_cast<double>(std::numeric_limits<D>::min());
+      const double hi = static_cast<double>(std::numeric_limits<D>::max());
+      dst.at(i) = std::isnan(r) ? D(0) : r <= lo ? std::numeric_limits<D>::min()
+                : r >= hi ? std::numeric_limits<D>::max() : static_cast<D>(r);
     } else {
       dst.at(i) = D(static_cast<typename npujit_twin::Wide<D>::type>(v));
     }
