@@ -118,7 +118,8 @@ def fused_plan(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="m
 
     Example::
 
-        launches, out = fused_plan(x, router_weight, gate_up_proj, down_proj, 2)
+        launches, out = fused_plan(x, router_weight, gate_up_proj, down_proj, 2,
+                                   form="workspace")        # the form the 910B-like part splits
         reports = simulate_all(launches, ASCEND_910B_LIKE)    # out now holds the result
     """
     x = as_array(x, "x")
