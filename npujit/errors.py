@@ -36,7 +36,12 @@ class CompilationError(NPUJitError):
 
 
 class LaunchError(NPUJitError, TypeError):
-    """Arguments or grid of a launch are wrong; the message names the argument."""
+    """Arguments or grid of a launch are wrong; the message names the argument.  As
+    ``OutOfBoundsError``, ``LaunchError(template, *ints)`` fills the template's ``%d``
+    fields (what generated code raises)."""
+
+    def __init__(self, message: str = "", *values):
+        super().__init__(message % values if values else message)
 
 
 class OutOfResources(CompilationError):
@@ -46,7 +51,19 @@ class OutOfResources(CompilationError):
 class OutOfBoundsError(NPUJitError, IndexError):
     """An active lane accessed memory outside its array argument (both tiers; the numba
     backend checks in debug mode, ``NPUJIT_DEBUG=1``).  The message names the kernel, the
-    op and its source line, the program id, the offset and the argument."""
+    op and its source line, the program id, the offset and the argument.
+
+    Generated code raises it as ``OutOfBoundsError(template, *ints)``: the template's
+    ``%d`` fields are filled here, in Python, so compiled kernels carry no string code.
+
+    Example::
+
+        >>> str(OutOfBoundsError("offset %d is outside [0, %d)", 9, 8))
+        'offset 9 is outside [0, 8)'
+    """
+
+    def __init__(self, message: str, *values):
+        super().__init__(message % values if values else message)
 
 
 class DeviceAssertionError(NPUJitError, AssertionError):

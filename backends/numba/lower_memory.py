@@ -45,8 +45,12 @@ from .range_check import FIX, argument, checking, site
 from .values import Nest, Val, linear, row_major
 
 
-def _address(cg, op, ptr: str, index: str) -> str:
-    """``ptr[index]`` (``index`` unsigned), preceded in debug mode by a bounds check."""
+def _address(cg, op, ptr: str, index: str, guard: str | None = None) -> str:
+    """``ptr[index]`` (``index`` unsigned), preceded in debug mode by a bounds check, and
+    in the default mode by the range check's per-lane test when the access's ``guard``
+    (``range_check.tile``) says its lanes may leave the argument."""
+    if guard is not None:
+        range_check.lane(cg, op, ptr, index, guard)
     if checking(cg) == "debug":
         with cg.w.block(f"if {index} >= u64({ptr}.shape[0]):"):
             cg.w.line(f"raise OutOfBoundsError({site(cg, op)} + "
@@ -171,15 +175,15 @@ def lower_load(cg, op) -> None:
         return
     out = cg.new_array(cg.hint(op.result), shape, d)
     index = _Index(cg, offs, shape)
-    range_check.tile(cg, op, ptr, index, mask)
+    guard = range_check.tile(cg, op, ptr, index, mask)
     walked = index.leaves + [v for v in (mask, other) if v is not None]
     with Nest(w, shape, walked) as nest:
         dst = f"{out.name}[{nest.out}]"
         if mask is None:
-            w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, index.at(nest)))}")
+            w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, index.at(nest), guard))}")
         else:
             with w.block(f"if {nest.at(mask)}:"):
-                w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, index.at(nest)))}")
+                w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, index.at(nest), guard))}")
             with w.block("else:"):
                 w.line(f"{dst} = {nest.at(other) if other is not None else ls.zero(d)}")
     cg.bind(op.result, out)
@@ -195,12 +199,11 @@ def lower_store(cg, op) -> None:
     if shape == ():
         range_check.scalar(cg, op, ptr, offs, mask)
     index = _Index(cg, offs, shape)
-    if shape != ():
-        range_check.tile(cg, op, ptr, index, mask)
+    guard = range_check.tile(cg, op, ptr, index, mask) if shape != () else None
     walked = index.leaves + [v for v in (value, mask) if v is not None]
     with Nest(w, shape, walked) as nest:
         def write():
-            dst = _address(cg, op, ptr, index.at(nest))
+            dst = _address(cg, op, ptr, index.at(nest), guard)
             w.line(f"{dst} = {ls.encode(d, nest.at(value))}")
         if mask is None:
             write()
@@ -225,10 +228,11 @@ def lower_atomic_add(cg, op) -> None:
     else:
         out = cg.new_array("old", shape, d)
     index = _Index(cg, offs, shape)
+    guard = None
     if shape == ():
         range_check.scalar(cg, op, ptr, offs, mask)
     else:
-        range_check.tile(cg, op, ptr, index, mask)
+        guard = range_check.tile(cg, op, ptr, index, mask)
     walked = index.leaves + [v for v in (value, mask) if v is not None]
     with Nest(w, shape, walked) as nest:
         dst = out.name if shape == () else f"{out.name}[{nest.out}]"
@@ -237,7 +241,7 @@ def lower_atomic_add(cg, op) -> None:
             o = w.fresh("o")
             prev = w.fresh("prev")
             w.line(f"{o} = {index.at(nest)}")
-            cell = _address(cg, op, ptr, o)
+            cell = _address(cg, op, ptr, o, guard)
             w.line(f"{prev} = {ls.decode(d, cell)}")
             w.line(f"{cell} = {ls.encode(d, ls.binary(Kind.ADD, d, prev, nest.at(value)))}")
             w.line(f"{dst} = {prev}")

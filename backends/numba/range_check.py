@@ -66,9 +66,18 @@ def _raise_if_outside(cg, op, ptr: str, lo: str, hi: str, what: str) -> None:
     """Raise when ``[lo, hi]`` (int64, non-empty) is not inside ``[0, len(ptr))``."""
     w = cg.w
     with w.block(f"if {lo} < 0 or {hi} >= i64({ptr}.shape[0]):"):
-        w.line(f'raise OutOfBoundsError({site(cg, op)} + "{what} [" + str({lo}) + ", " + '
-               f'str({hi}) + "], outside [0, " + str({ptr}.shape[0]) + ") of '
-               f'{argument(op)}{_HINT}")')
+        w.line(f"raise OutOfBoundsError({_template(cg, op, what)!r}, pid0, pid1, pid2, "
+               f"{lo}, {hi}, {ptr}.shape[0])")
+
+
+def _template(cg, op, what: str) -> str:
+    """The message with ``%d`` for program id, low and high offset and the extent: the
+    numbers are filled in Python (``npujit.errors.OutOfBoundsError``), so the kernel
+    carries no string-building code, costly for numba to compile."""
+    where = _where(op).replace("%", "%%")
+    return (f"kernel '{cg.fn.name}', {op.kind.value} at {where}, program (%d, %d, %d): "
+            f"{what} [%d, %d], outside [0, %d) of "
+            f"{argument(op).replace('%', '%%')}{_HINT}")
 
 
 def launch_checks(cg) -> list[str]:
@@ -80,7 +89,8 @@ def launch_checks(cg) -> list[str]:
         ptr = cg.val(a).name
         head, tail = narrow_offsets_message(cg.fn.name, a.name, loc, "\0").split("\0")
         lines.append(f"if {ptr}.shape[0] > {INT32_REACH + 1}:")
-        lines.append(f"    raise LaunchError({head!r} + str({ptr}.shape[0]) + {tail!r})")
+        template = head.replace("%", "%%") + "%d" + tail.replace("%", "%%")
+        lines.append(f"    raise LaunchError({template!r}, {ptr}.shape[0])")
     return lines
 
 
@@ -98,44 +108,37 @@ def scalar(cg, op, ptr: str, offs, mask) -> None:
         _raise_if_outside(cg, op, ptr, o, o, "offset range")
 
 
-def tile(cg, op, ptr: str, index, mask) -> None:
-    """A tile access through ``index`` (lower_memory._Index), lanes on where ``mask``."""
+def tile(cg, op, ptr: str, index, mask) -> str | None:
+    """A tile access through ``index`` (lower_memory._Index), lanes on where ``mask``.
+
+    Affine offsets with every lane on: their exact range, checked once here.  Otherwise a
+    *guard* for the access loop (returned; ``lane`` tests each active lane unless it
+    holds): affine offsets whose whole span lies inside the argument need no lane test, so
+    the guard is that span test, once per access; gathered offsets are always tested.
+    The test sits in the loop the access already has (no second loop over the lanes: a
+    scan loop per access doubled a kernel's numba compile time)."""
     if checking(cg) != "range":
-        return
+        return None
     w = cg.w
-    if index.base is not None:
-        last = f"{index.signed_base} + {index.span}"
-        if mask is None:        # every lane is active: the affine range is exact
-            _raise_if_outside(cg, op, ptr, index.signed_base, last, "offsets span")
-            return
-        with w.block(f"if {index.signed_base} < 0 or {last} >= i64({ptr}.shape[0]):"):
-            _scan(cg, op, ptr, index, mask)
-        return
-    _scan(cg, op, ptr, index, mask)
+    if index.base is None:
+        return "False"
+    last = f"{index.signed_base} + {index.span}"
+    if mask is None:        # every lane is active: the affine range is exact
+        _raise_if_outside(cg, op, ptr, index.signed_base, last, "offsets span")
+        return None
+    guard = w.fresh("inside")
+    w.line(f"{guard} = {index.signed_base} >= 0 and {last} < i64({ptr}.shape[0])")
+    return guard
 
 
-def _scan(cg, op, ptr: str, index, mask) -> None:
-    """Minimum and maximum offset of the active lanes, then the check."""
+def lane(cg, op, ptr: str, index: str, guard: str) -> None:
+    """The per-lane test of an active lane's offset ``index`` (unsigned: a negative
+    offset is huge), skipped where ``guard`` holds."""
     w = cg.w
-    lo, hi, o = w.fresh("lo"), w.fresh("hi"), w.fresh("o")
-    w.line(f"{lo} = i64(9223372036854775807)")
-    w.line(f"{hi} = i64(-9223372036854775808)")
-    walked = index.leaves + ([mask] if mask is not None else [])
-    with Nest(w, index.shape, walked, "s") as nest:
-        def update():
-            w.line(f"{o} = {index.signed_at(nest)}")
-            with w.block(f"if {o} < {lo}:"):
-                w.line(f"{lo} = {o}")
-            with w.block(f"if {o} > {hi}:"):
-                w.line(f"{hi} = {o}")
-        if mask is None:
-            update()
-        else:
-            with w.block(f"if {nest.at(mask)}:"):
-                update()
-    what = "offsets of the active lanes span" if mask is not None else "offsets span"
-    with w.block(f"if {lo} <= {hi}:"):
-        _raise_if_outside(cg, op, ptr, lo, hi, what)
+    test = f"{index} >= u64({ptr}.shape[0])"
+    with w.block(f"if {test}:" if guard == "False" else f"if not {guard} and {test}:"):
+        w.line(f"raise OutOfBoundsError({_template(cg, op, 'an active lane has offsets')!r}, "
+               f"pid0, pid1, pid2, i64({index}), i64({index}), {ptr}.shape[0])")
 
 
 def block(cg, op, bs, names, checked) -> None:
