@@ -55,6 +55,9 @@ class OutOfBoundsError(NPUJitError, IndexError):
 
     Generated code raises it as ``OutOfBoundsError(template, *ints)``: the template's
     ``%d`` fields are filled here, in Python, so compiled kernels carry no string code.
+    The range check raises ``OutOfBoundsError(site, *ints)`` with the number of its check
+    site instead (``backends/numba/check_lib.py``); the launcher re-raises it with the
+    site's template, the numbers in ``values``.
 
     Example::
 
@@ -62,7 +65,11 @@ class OutOfBoundsError(NPUJitError, IndexError):
         'offset 9 is outside [0, 8)'
     """
 
-    def __init__(self, message: str, *values):
+    def __init__(self, message: str | int, *values):
+        self.site, self.values = (message, values) if isinstance(message, int) else (None, values)
+        if self.site is not None:
+            message = f"out-of-bounds access at range-check site {message}: values %s"
+            values = (values,)
         super().__init__(message % values if values else message)
 
 

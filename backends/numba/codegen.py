@@ -46,6 +46,7 @@ _IMPORTS = """import math
 import numpy as np
 from numba import njit
 
+from npujit.backends.numba import check_lib as ck
 from npujit.backends.numba import cube_lib as cl
 from npujit.backends.numba import halfprec as hp
 from npujit.backends.numba import record as rc
@@ -85,6 +86,7 @@ class Codegen:
         self._def_block: dict[int, object] = {}
         self._use_blocks: dict[int, list] = {}
         self._op_ids: dict | None = None    # op numbers for recorded events, on demand
+        self.oob_sites: list[str] = []      # range-check message templates (range_check.py)
         for block in _blocks(fn.body):
             for a in block.args:
                 self._def_block[id(a)] = block
@@ -257,9 +259,13 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
         body_text = "        rec, rec_n = rc.put(rec, rec_n, -1, p, 0, 0)\n" + body_text
         body_text += "\n    return rec, rec_n"
     sep = ", " if params else ""
+    sites = "".join(f"    {t!r},\n" for t in cg.oob_sites)
     text = f'''"""npujit numba kernel `{fn.name}` (generated from IR; do not edit).
 {header}"""
 {_IMPORTS}
+# the range check's messages, by site (check_lib.out_of_bounds)
+OOB_SITES = (
+{sites})
 
 {decorator}
 def {entry}(nprog0, nprog1, nprog2, first, last{sep}{", ".join(params)}):

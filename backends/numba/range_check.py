@@ -13,17 +13,15 @@ Block pointers are checked on the box of coordinates they address (a checked axi
 clipped to its declared shape): the extremes of an affine map over a box lie at its
 corners, so the range is exact and costs O(rank).
 
-Example (a store of 128 affine lanes under a mask)::
+Example (a store of 128 affine lanes under a mask; site 3 of the kernel)::
 
-    if sbase < 0 or sbase + 127 >= i64(out_ptr.shape[0]):
-        lo = i64(9223372036854775807)
-        hi = i64(-9223372036854775808)
-        for i in range(u64(128)):
-            if mask_expr:
-                o = sbase + i64(i)
-                ...lo = min(lo, o); hi = max(hi, o)
-        if lo <= hi and (lo < 0 or hi >= i64(out_ptr.shape[0])):
-            raise OutOfBoundsError(...)
+    inside = sbase >= 0 and sbase + 127 < i64(out_ptr.shape[0])
+    for i in range(u64(128)):
+        if mask_expr:
+            if not inside and base + i >= u64(out_ptr.shape[0]):
+                ck.out_of_bounds(3, pid0, pid1, pid2, i64(base + i), i64(base + i),
+                                 i64(out_ptr.shape[0]))
+            out_ptr[base + i] = ...
 """
 from __future__ import annotations
 
@@ -66,8 +64,16 @@ def _raise_if_outside(cg, op, ptr: str, lo: str, hi: str, what: str) -> None:
     """Raise when ``[lo, hi]`` (int64, non-empty) is not inside ``[0, len(ptr))``."""
     w = cg.w
     with w.block(f"if {lo} < 0 or {hi} >= i64({ptr}.shape[0]):"):
-        w.line(f"raise OutOfBoundsError({_template(cg, op, what)!r}, pid0, pid1, pid2, "
-               f"{lo}, {hi}, {ptr}.shape[0])")
+        _raise(cg, op, what, lo, hi, ptr)
+
+
+def _raise(cg, op, what: str, lo: str, hi: str, ptr: str) -> None:
+    """The call that raises for offsets ``[lo, hi]`` of ``ptr``: a shared compiled
+    function given the check's site number (``check_lib.py``: an inline raise costs
+    several times more compile time), the message kept in the module's ``OOB_SITES``."""
+    cg.oob_sites.append(_template(cg, op, what))
+    cg.w.line(f"ck.out_of_bounds({len(cg.oob_sites) - 1}, pid0, pid1, pid2, i64({lo}), "
+              f"i64({hi}), i64({ptr}.shape[0]))")
 
 
 def _template(cg, op, what: str) -> str:
@@ -137,8 +143,7 @@ def lane(cg, op, ptr: str, index: str, guard: str) -> None:
     w = cg.w
     test = f"{index} >= u64({ptr}.shape[0])"
     with w.block(f"if {test}:" if guard == "False" else f"if not {guard} and {test}:"):
-        w.line(f"raise OutOfBoundsError({_template(cg, op, 'an active lane has offsets')!r}, "
-               f"pid0, pid1, pid2, i64({index}), i64({index}), {ptr}.shape[0])")
+        _raise(cg, op, "an active lane has offsets", index, index, ptr)
 
 
 def block(cg, op, bs, names, checked) -> None:

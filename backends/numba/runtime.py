@@ -44,6 +44,7 @@ import numba
 import numpy as np
 from numba import types as nt
 
+from npujit.errors import OutOfBoundsError
 from npujit.ir.types import PtrType
 from npujit import knobs
 
@@ -210,6 +211,7 @@ class Launcher:
         self.path = path if path and os.path.isfile(path) else None   # None: not on disk
         self.name = fn.name
         self._entry = getattr(module, ksrc.entry)
+        self._oob_sites = getattr(module, "OOB_SITES", ())
         self._arg_types = [a.type for a in fn.args]
         self._arg_names = [a.name or f"arg{i}" for i, a in enumerate(fn.args)]
         convs = [_converter(t, n, fn.name) for t, n in zip(self._arg_types, self._arg_names)]
@@ -236,11 +238,14 @@ class Launcher:
         if self._convs is not None:
             args = [a if c is None else c(a) for c, a in zip(self._convs, args)]
         try:
-            self._launch(g0, g1, g2, g0 * g1 * g2, args)
-        except TypeError:
-            if not self._compile_variant(args):
-                raise
-            self._launch(g0, g1, g2, g0 * g1 * g2, args)
+            try:
+                self._launch(g0, g1, g2, g0 * g1 * g2, args)
+            except TypeError:
+                if not self._compile_variant(args):
+                    raise
+                self._launch(g0, g1, g2, g0 * g1 * g2, args)
+        except OutOfBoundsError as e:
+            raise self._located(e) from None
 
     def record(self, grid, args) -> np.ndarray:
         """Run every program of ``grid`` in order and return the recorded events as an
@@ -252,8 +257,17 @@ class Launcher:
             raise ValueError(f"{self.name}: grid {tuple(grid)} must be positive in every axis")
         if self._convs is not None:
             args = [a if c is None else c(a) for c, a in zip(self._convs, args)]
-        rec, n = self._entry(g0, g1, g2, 0, g0 * g1 * g2, *args, np.empty(4096, np.int64))
+        try:
+            rec, n = self._entry(g0, g1, g2, 0, g0 * g1 * g2, *args, np.empty(4096, np.int64))
+        except OutOfBoundsError as e:
+            raise self._located(e) from None
         return rec[:n].reshape(-1, 4)
+
+    def _located(self, e: OutOfBoundsError) -> OutOfBoundsError:
+        """A range-check error raised with its site number, given the site's message."""
+        if e.site is None:
+            return e
+        return OutOfBoundsError(self._oob_sites[e.site], *e.values)
 
     def _launch(self, g0, g1, g2, total, args) -> None:
         if self._threaded and total > 1:
