@@ -123,3 +123,11 @@ def test_docstring_examples():
     import doctest
     result = doctest.testmod(spec_mod, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_provenance_docstring_examples():
+    """npujit/provenance.py's examples run and print what they say."""
+    import doctest
+    import npujit.provenance
+    result = doctest.testmod(npujit.provenance, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

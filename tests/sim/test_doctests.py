@@ -6,7 +6,7 @@ import importlib.util
 import pytest
 
 MODULES = ["isa", "cost", "hbm", "l2", "split", "queues", "engine", "roofline", "debug", "report", "trace",
-           "plot", "simulate", "patterns"]
+           "plot", "simulate", "patterns", "sensitivity"]
 
 
 @pytest.mark.parametrize("name", ["__init__"] + MODULES)
