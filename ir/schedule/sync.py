@@ -114,7 +114,26 @@ def accesses(fn: Function, buffers: dict[int, str]) -> list[Access]:
         for v in writes:
             if id(v) in buffers:
                 out.append(Access(op, pipe, buffers[id(v)], True))
+        if k in _GM_READS or k in _GM_WRITES:
+            out.append(Access(op, pipe, gm_buffer(op.operands[0]), k in _GM_WRITES))
     return out
+
+
+_GM_READS = (Kind.LOAD, Kind.BLOCK_LOAD)
+_GM_WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD)
+
+
+def gm_buffer(ptr) -> str:
+    """The pseudo-buffer of GM accesses through one pointer argument: a store then a load
+    of the same argument is ordered like a write then a read of a buffer (conservatively
+    per argument: any two lanes may alias).
+
+    Example::
+
+        >>> gm_buffer(fn.args[0])      # doctest: +SKIP
+        'GM:x_ptr'
+    """
+    return f"GM:{ptr.name or ptr.index}"
 
 
 @dataclass(frozen=True)
@@ -154,13 +173,20 @@ class InsertSync:
                 for r in (a for a in list_ if not a.write and a.pipe != w.pipe):
                     _add_edge(edges, w.op, r.op, w.pipe, r.pipe, pos,
                               stages.get(name, 1), home.get(name))
+        carriers = _carriers(fn, buffers)
+        for name in carriers[0]:        # a carried tile read, then rewritten on another pipe
+            for r in (a for a in by_buffer.get(name, ()) if not a.write):
+                for w in (a for a in by_buffer[name] if a.write and a.pipe != r.pipe):
+                    _add_edge(edges, r.op, w.op, r.pipe, w.pipe, pos, 1, None)
         for a_name, b_name in _sharing_pairs(fn):
             for a in by_buffer.get(a_name, ()):
                 for w in (x for x in by_buffer.get(b_name, ()) if x.write and x.pipe != a.pipe):
                     _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None)
         ids = _Ids(fn, spec, pos)
         # Rotating ranges first: they need fresh ids; single flags can share (see _Ids).
-        for loop, setter, waiter, src, dst, n in _slot_reuse(by_buffer, stages, home, pos):
+        loop_flags = (_slot_reuse(by_buffer, stages, home, pos)
+                      + _back_edges(by_buffer, carriers, pos))
+        for loop, setter, waiter, src, dst, n in loop_flags:
             first = ids.take(src, dst, n, waiter)
             flag = Flag(src, dst, first, n)
             add_flag(loop, "pre_set_flags", flag)
@@ -251,14 +277,60 @@ def _slot_reuse(by_buffer, stages, home, pos):
                 ra = ancestor_in(r.op, block)
                 if ra is None or wa is None:
                     continue
-                k = (id(loop), r.pipe, w.pipe, n)
-                slot = merged.setdefault(k, [loop, ra, wa, r.pipe, w.pipe, n])
-                if pos.start[id(ra)] > pos.start[id(slot[1])]:
-                    slot[1] = ra
-                if pos.start[id(wa)] < pos.start[id(slot[2])]:
-                    slot[2] = wa
+                _merge(merged, loop, ra, wa, r.pipe, w.pipe, n, pos)
+    return _loop_flags(merged, pos)
+
+
+def _merge(merged: dict, loop, setter, waiter, src, dst, n, pos) -> None:
+    """One loop flag per (loop, pipes, slots): the latest setter, the earliest waiter
+    (pipes are in order, so they cover the others)."""
+    slot = merged.setdefault((id(loop), src, dst, n), [loop, setter, waiter, src, dst, n])
+    if pos.start[id(setter)] > pos.start[id(slot[1])]:
+        slot[1] = setter
+    if pos.start[id(waiter)] < pos.start[id(slot[2])]:
+        slot[2] = waiter
+
+
+def _loop_flags(merged: dict, pos) -> list[tuple]:
     return [tuple(v) for _, v in sorted(merged.items(), key=lambda kv: (
         pos.start[id(kv[1][0])], kv[0][1:]))]
+
+
+def _carriers(fn: Function, buffers: dict[int, str]) -> tuple[dict, list]:
+    """The loops carrying each buffer, and all loops (which carry every GM pseudo-buffer)."""
+    loops = [op for op in scheduled_ops(fn.body) if op.kind is Kind.FOR]
+    out: dict[str, list] = {}
+    for loop in loops:
+        for arg in loop.body.args[1:]:
+            name = buffers.get(id(arg))
+            if name is not None and loop not in out.setdefault(name, []):
+                out[name].append(loop)
+    return out, loops
+
+
+def _back_edges(by_buffer, carriers: tuple[dict, list], pos):
+    """(loop, setter, waiter, src, dst, 1) per loop and pipe pair for a buffer the loop
+    carries from one iteration into the next (a carried tile, or GM through one pointer
+    argument) that two pipes touch: an access of iteration i on ``src`` must finish before
+    the access of iteration i + 1 on ``dst`` that comes earlier in the body.  The flag is
+    set after the last such access on ``src`` and waited before the first on ``dst``; the
+    loop pre-sets it for iteration 0 and drains it after the last (one slot: the iterations
+    of a software-prefetch loop do not overlap)."""
+    carried, loops = carriers
+    merged: dict[tuple, list] = {}
+    for name, list_ in by_buffer.items():
+        gm = name.startswith("GM:")
+        for loop in (loops if gm else carried.get(name, ())):
+            body = loop.body
+            inside = [(a, ancestor_in(a.op, body)) for a in list_]
+            inside = [(a, at) for a, at in inside if at is not None]
+            for x, xa in inside:
+                for y, ya in inside:
+                    wanted = (x.write and not y.write) if gm else (x.write or y.write)
+                    if x.pipe == y.pipe or not wanted or pos.start[id(ya)] > pos.start[id(xa)]:
+                        continue
+                    _merge(merged, loop, xa, ya, x.pipe, y.pipe, 1, pos)
+    return _loop_flags(merged, pos)
 
 
 def _sharing_pairs(fn: Function) -> list[tuple[str, str]]:
