@@ -12,15 +12,16 @@ on the Vector unit (an ``npu.splat`` of a 0-d value -- Ascend's ``Duplicate`` --
   carried buffer is inserted before the loop;
 * **an init that stays live**: the value is also used elsewhere at or after the loop
   (after CSE ``acc = nl.zeros(...)`` and a masked load's ``other=0.0`` are one zero tile;
-  two accumulators may start from one zero tile), so the first write of the carried
-  buffer would change it.  The loop gets a copy of it;
+  two accumulators -- a gate and an up projection in L0C -- may start from one zero
+  tile), so the first write of the carried buffer would change it.  The loop gets its
+  own splat (a splat init is cloned, in UB or L0C) or a copy;
 * **a block argument read after the next value is made**: ``m_new = max(m, x)`` then
   ``exp(m - m_new)`` reads ``m`` after ``m_new`` was written over it.  The next value is
   made in its own buffer and copied into the carried one just before the yield (also
   when the yielded value is not made in the loop body, or is yielded twice).
 
-Only UB variables are rewritten (an L0C accumulator is the Cube's, and its zero init is
-``Mmad``'s ``cmatrixInitVal``).  :func:`carried_conflicts` finds what is still broken
+An L0C accumulator is rewritten only for a shared zero init (the Cube accumulates in
+place; its zero init is ``Mmad``'s ``cmatrixInitVal``).  :func:`carried_conflicts` finds what is still broken
 (``verify-schedule`` refuses it); :func:`own_carried_buffers` (the first part of
 ``allocate-buffers``) inserts the copies.
 
@@ -79,10 +80,14 @@ def _problems(fn: Function):
     pos = Positions(fn)
     uses = _uses(fn)
     for loop, j, init, arg, nxt, res in _carried(fn):
-        if _scope(nxt) != Scope.UB and _scope(init) != Scope.UB:
+        scope = _scope(nxt) or _scope(init)
+        if scope not in (Scope.UB, Scope.L0C):
             continue
+        if scope is Scope.L0C and (init.op is None or init.op.kind is not Kind.SPLAT):
+            continue            # an L0C chain is fixed only by a fresh zero init
         if _scope(init) is None:
-            yield loop, j, "init", "starts from a value that writes no buffer"
+            if scope is Scope.UB:
+                yield loop, j, "init", "starts from a value that writes no buffer"
         else:
             for user, i in uses.get(id(init), ()):
                 if user is loop and i == 3 + j:
@@ -91,7 +96,7 @@ def _problems(fn: Function):
                 if carried_use or pos.start[id(user)] >= pos.start[id(loop)]:
                     yield loop, j, "init", "starts from a value that is used elsewhere too"
                     break
-        if nxt is arg:
+        if nxt is arg or scope is not Scope.UB:
             continue
         body = loop.body
         maker = ancestor_in(nxt.op, body) if nxt.op is not None else None
@@ -124,16 +129,63 @@ def _copy(value: Value, loc) -> Op:
                                    "scope": Scope.UB}, loc=loc)
 
 
+def _clone(op: Op) -> Op:
+    """Another splat like ``op`` (a fill of a constant costs no more than a copy of it;
+    an L0C zero init is Mmad's cmatrixInitVal, no instruction)."""
+    return Op(op.kind, list(op.operands), [r.type for r in op.results], dict(op.attrs),
+              loc=op.loc)
+
+
+def _unstrand_l0c_splats(fn: Function) -> None:
+    """A zero splat placed in L0C as an accumulator's init that, once the accumulators
+    have their own, feeds only Vector work (``maximum(acc + bias, 0.0)`` after CSE) goes
+    back into the fused regions that read it (a scalar operand, as the fuser makes it) or
+    becomes a Vector splat in UB: no L0C buffer to hand to the Vector unit."""
+    uses = _uses(fn)
+    for op in list(fn.walk()):
+        if op.kind is Kind.SPLAT and op.attrs.get("scope") == Scope.L0C:
+            users = uses.get(id(op.result), ())
+            if not users or any((u.kind is Kind.FOR and i >= 3) or (u.kind is Kind.DOT
+                                                                   and i == 2)
+                                for u, i in users):
+                continue
+            rest = [(u, i) for u, i in users if u.kind is not Kind.FUSED]
+            for u, i in users:
+                if u.kind is Kind.FUSED:
+                    _splat_inside(u, i, op)
+            op.attrs["pipe"], op.attrs["scope"] = Pipe.VECTOR, Scope.UB
+            if not rest:
+                op.parent.ops.remove(op)
+
+
+def _splat_inside(fused: Op, i: int, splat: Op) -> None:
+    """Operand ``i`` of ``fused`` becomes the splat's scalar, splat inside the region (as
+    the fuser puts its feeders)."""
+    arg = fused.body.args[i]
+    scalar = splat.operands[0]
+    fused.operands[i] = scalar
+    arg.type = scalar.type
+    inner = Op(Kind.SPLAT, [arg], [splat.result.type], {"shape": splat.attrs["shape"]},
+               loc=splat.loc)
+    for op in fused.body.walk():
+        op.operands = [inner.result if v is arg else v for v in op.operands]
+    fused.body.insert(0, inner)
+
+
 def own_carried_buffers(fn: Function) -> bool:
     """Insert the copies the module doc describes; returns whether it inserted any."""
     changed = False
     while True:
         found = next(iter(_problems(fn)), None)
         if found is None:
+            if changed:
+                _unstrand_l0c_splats(fn)
             return changed
         loop, j, side, _ = found
         if side == "init":
-            op = _copy(loop.operands[3 + j], loop.loc)
+            init = loop.operands[3 + j]
+            op = _clone(init.op) if init.op is not None and init.op.kind is Kind.SPLAT \
+                else _copy(init, loop.loc)
             block = loop.parent
             block.insert(block.ops.index(loop), op)
             loop.operands[3 + j] = op.result

@@ -17,14 +17,29 @@ the destination pipe).  From the buffers each op reads and writes on its pipe(s)
   last access of the first to the writer of the second.  An accumulator carried by an
   inner loop and re-initialised in an outer loop's body (a persistent matmul's L0C) is
   such a buffer of the outer loop: its init waits for the previous tile's FixPipe read.
+* **carried across iterations**: a loop-carried tile touched by two pipes (software
+  prefetch: ``store(out, y); y = load(...)``) gets the read -> rewrite flag inside the
+  body and a back-edge flag from the last access of iteration i to the first of i + 1,
+  pre-set before the loop and drained after it (one slot: the iterations do not overlap).
+* **GM through one pointer argument** is a pseudo-buffer (``gm_buffer``): a store then a
+  load of the same argument gets a ``MTE3_MTE2`` (``FIX_MTE2``) flag, also across loops
+  and on the back edge (conservatively per argument; a load then a store of one argument
+  is ordered only through the data it computes).
 * Flags into a buffer with N slots rotate over N ids (one per slot).  A flag implied by
   another one of the same pipes (set later, waited earlier: pipes are in order) is dropped.
-* Ids count per ``SRC_DST`` pair; past ``spec.event_ids`` a single flag shares an earlier
-  flag's id when their order agrees on both pipes (see ``_Ids``), else ``OutOfResources``.
+* Event ids come from ``event_ids.py``: by liveness, an id passing to a later flag only
+  when the earlier flag's last wait happens before the later one's first set in time
+  (through the schedule's flags, or a reverse flag added for it), single flags merged when
+  a pair runs out, so no set ever finds its 1-bit flag still set; else ``OutOfResources``
+  at the line that needs the ids.
 
-Not covered (documented limits): a carried tile read on one pipe before another pipe
-rewrites it in the same iteration (no bundled kernel does this); scalar-unit stalls on
-``S`` flags are recorded but cost nothing beyond the flag itself.
+Guaranteed (tests/schedule/test_schedule_bugs.py, test_bundled_kernels_clean.py): with
+carried buffers made right by ``carried.py``, every cross-pipe access pair of a buffer
+(GM per pointer argument included) is ordered, and the schedule is valid on 1-bit flags.
+Not covered (documented limits): two flags in one loop body never share an id; the
+prefetch pattern runs with one slot (no overlap of its iterations); GM write-after-read
+of one argument is not given a flag of its own; scalar-unit stalls on ``S`` flags are
+recorded but cost nothing beyond the flag itself.
 
 Example::
 
@@ -35,12 +50,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from npujit.errors import OutOfResources
-
 from ..core import Function, Op
 from ..ops import Kind
-from .model import (Positions, add_flag, ancestor_in, common_block, enclosing_loop, Flag,
-                    is_folded_cast, is_tile, scheduled_ops)
+from .event_ids import EventIds, PlannedFlag
+from .model import (Positions, ancestor_in, common_block, enclosing_loop, is_folded_cast,
+                    is_tile, scheduled_ops)
 
 
 @dataclass(frozen=True)
@@ -182,24 +196,19 @@ class InsertSync:
             for a in by_buffer.get(a_name, ()):
                 for w in (x for x in by_buffer.get(b_name, ()) if x.write and x.pipe != a.pipe):
                     _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None)
-        ids = _Ids(fn, spec, pos)
-        # Rotating ranges first: they need fresh ids; single flags can share (see _Ids).
-        loop_flags = (_slot_reuse(by_buffer, stages, home, pos)
-                      + _back_edges(by_buffer, carriers, pos))
-        for loop, setter, waiter, src, dst, n in loop_flags:
-            first = ids.take(src, dst, n, waiter)
-            flag = Flag(src, dst, first, n)
-            add_flag(loop, "pre_set_flags", flag)
-            add_flag(waiter, "wait_flags", flag)
-            add_flag(setter, "set_flags", flag)
-            add_flag(loop, "post_wait_flags", flag)
-        kept = _prune(edges, pos)
-        for e in sorted(kept, key=lambda e: e.rotate == 1):
-            first = (ids.take(e.src, e.dst, e.rotate, e.waiter) if e.rotate > 1
-                     else ids.take_single(e.src, e.dst, e.setter, e.waiter))
-            flag = Flag(e.src, e.dst, first, e.rotate)
-            add_flag(e.setter, "set_flags", flag)
-            add_flag(e.waiter, "wait_flags", flag)
+        planned = [PlannedFlag(src, dst, n, [setter], [waiter], loop=loop, anchor=loop)
+                   for loop, setter, waiter, src, dst, n in (
+                       _slot_reuse(by_buffer, stages, home, pos)
+                       + _back_edges(by_buffer, carriers, pos))]
+        for e in _prune(edges, pos):
+            anchor = e.block.parent_op if e.rotate > 1 else e.waiter
+            planned.append(PlannedFlag(e.src, e.dst, e.rotate, [e.setter], [e.waiter],
+                                       block=e.block, anchor=anchor))
+        handoff = spec.arch == "separated" and any(
+            a.pipe == "VECTOR" and a.buffer.startswith("L0C") for a in acc)
+        ids = EventIds(fn, spec, pos)
+        ids.plan(planned, handoff=handoff)
+        ids.write()
         return True
 
 
@@ -356,50 +365,3 @@ def _sharing_pairs(fn: Function) -> list[tuple[str, str]]:
             if sa[0] == sb[0] and sa[1] < sb[2] and sb[1] < sa[2]:
                 out += [(a, b), (b, a)]
     return out
-
-
-class _Ids:
-    """Event ids per ``SRC_DST`` pair, handed out in order.
-
-    When a pair runs out, a single (non-rotating) flag shares the id of an earlier single
-    flag whose set and wait both come before its own set and wait in program order: the
-    k-th wait then still takes the k-th set (the engine counts sets per id), though on
-    1-bit hardware flags the set could arrive before the earlier wait consumed its flag
-    (``DebugOptions(check_flags=True)`` reports it).  Nothing left to share is
-    ``OutOfResources``.
-    """
-
-    def __init__(self, fn: Function, spec, pos: Positions):
-        self.fn = fn
-        self.spec = spec
-        self.pos = pos
-        self.next: dict[tuple, int] = {}
-        self.last: dict[tuple, list] = {}      # pair -> [(id, setter, waiter)] singles
-
-    def take(self, src: str, dst: str, n: int, op: Op) -> int:
-        first = self.next.get((src, dst), 0)
-        if first + n > self.spec.event_ids:
-            self._fail(src, dst, op)
-        self.next[(src, dst)] = first + n
-        return first
-
-    def take_single(self, src: str, dst: str, setter: Op, waiter: Op) -> int:
-        singles = self.last.setdefault((src, dst), [])
-        if self.next.get((src, dst), 0) < self.spec.event_ids:
-            i = self.take(src, dst, 1, waiter)
-            singles.append([i, setter, waiter])
-            return i
-        end, start = self.pos.end, self.pos.start
-        for entry in singles:
-            i, s0, w0 = entry
-            if end[id(s0)] < start[id(setter)] and end[id(w0)] < start[id(waiter)]:
-                entry[1], entry[2] = setter, waiter
-                return i
-        self._fail(src, dst, waiter)
-
-    def _fail(self, src: str, dst: str, op: Op):
-        raise OutOfResources(
-            f"the schedule needs more than {self.spec.event_ids} event ids for "
-            f"HardEvent::{Flag(src, dst, 0).event} on {self.spec.name} "
-            f"(one per buffer slot synchronised between those pipes); use fewer "
-            f"num_stages or fewer tiles", op.loc, self.fn.name)
