@@ -210,3 +210,27 @@ def test_bug6_no_set_finds_its_flag_still_set(spec):
         ref = ref * np.float32(0.5) + t
     np.testing.assert_allclose(out[0], ref.sum(), rtol=1e-5)
     _clean(report)
+
+
+# --- the checks that keep these fixed ---------------------------------------------------------
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_verify_schedule_refuses_a_carried_buffer_holding_two_live_values(stages):
+    from npujit.ir import parse_function
+    from npujit.ir.ops import Kind
+    from npujit.ir.pipeline import CompileContext
+    from npujit.ir.schedule import VerifySchedule
+    from npujit.ir.schedule.verify import ScheduleError
+
+    x = np.zeros(200, np.float32)
+    sched = masked_accumulate_kernel.inspect(x, np.zeros(64, np.float32), 200, BLOCK=64,
+                                             STAGES=stages)["schedule"]
+    fn = parse_function(sched)
+    VerifySchedule().run(fn, CompileContext(spec=ASCEND_910B_LIKE))      # as scheduled: fine
+    (loop,) = [op for op in fn.body.ops if op.kind is Kind.FOR]
+    copy = loop.operands[3].op               # the accumulator's own zero splat ...
+    load = next(op for op in loop.body.ops if op.kind is Kind.LOAD)
+    loop.operands[3] = load.operand("other")  # ... replaced by the load's `other` again
+    with pytest.raises(ScheduleError, match="two live values"):
+        VerifySchedule().run(fn, CompileContext(spec=ASCEND_910B_LIKE))
+    assert copy.kind is Kind.SPLAT
