@@ -6,7 +6,8 @@ The model (simple on purpose, documented so its limits are plain):
   variable (init, block argument, yielded value, loop result) share one buffer, as an
   accumulator does in L0C (``carried.py`` first inserts the Vector copies that make that
   right: a fill of a constant init, a copy of an init used elsewhere or of a next value
-  made while the old one is still read); a FixPipe cast shares the buffer of the L0C tile it converts.
+  made while the old one is still read); a FixPipe cast shares the buffer of the L0C
+  tile it converts.
   Each dot adds one L0A and one L0B buffer for its MTE1 stage; an L0C store on a
   coupled part adds its UB staging buffer.
 * A slot's bytes are the tile's bytes rounded up to the scope's alignment (docs/npu-facts.md

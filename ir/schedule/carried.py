@@ -21,9 +21,9 @@ on the Vector unit (an ``npu.splat`` of a 0-d value -- Ascend's ``Duplicate`` --
   when the yielded value is not made in the loop body, or is yielded twice).
 
 An L0C accumulator is rewritten only for a shared zero init (the Cube accumulates in
-place; its zero init is ``Mmad``'s ``cmatrixInitVal``).  :func:`carried_conflicts` finds what is still broken
-(``verify-schedule`` refuses it); :func:`own_carried_buffers` (the first part of
-``allocate-buffers``) inserts the copies.
+place; its zero init is ``Mmad``'s ``cmatrixInitVal``).  :func:`carried_conflicts`
+finds what is still broken (``verify-schedule`` refuses it); :func:`own_carried_buffers`
+(the first part of ``allocate-buffers``) inserts the copies.
 
 Example::
 

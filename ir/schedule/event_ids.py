@@ -32,7 +32,7 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from npujit.errors import OutOfResources
 
@@ -61,7 +61,6 @@ class PlannedFlag:
     block: object = None
     anchor: Op | None = None
     first: int | None = None
-    sites: list = field(default_factory=list)      # filled by EventIds
 
     def merge(self, other: "PlannedFlag", pos: Positions) -> bool:
         """Take ``other`` (a later single flag of the same pipes) into this one when one
