@@ -16,8 +16,11 @@ CrossCoreWaitFlag).  :func:`split_stream` turns one recorded program into that p
   region, ``cross_set``; on the AIV, ``cross_wait``, MTE2 ``GM_to_UB`` of that region into
   a staging buffer, ``MTE2 -> VECTOR`` flag; Vector reads of the tile read the staging
   buffer.  The workspace write lands in the L2, so the AIV's read is an L2 hit.
-* The hand-off flags use event id ``spec.event_ids - 1`` (Ascend keeps the top ids for
-  the system; the schedule hands ids out from 0) and cross-core flag ids 0, 1, ...
+* The hand-off's ``CUBE -> FIXP`` and ``MTE2 -> VECTOR`` flags take the event ids the
+  schedule's allocator reserved for them (``ir/schedule/event_ids.py``: the function's
+  ``npu.handoff_ids``, passed as ``handoff_ids``); without them, the highest id of each
+  pair no flag of the program uses (what the allocator reserves), and ``OutOfResources``
+  when the program uses them all.  Cross-core flag ids are 0, 1, ...
 
 Not supported (raises ``NotImplementedError``): a Cube result handed over again after the
 Cube rewrote it (a hand-off inside a loop), and Vector results flowing back to the Cube.
@@ -80,15 +83,19 @@ def needs_split(instrs: list) -> bool:
 
 
 def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
-                 ub_free: int | None = None) -> tuple[list, list]:
+                 ub_free: int | None = None,
+                 handoff_ids: tuple | None = None) -> tuple[list, list]:
     """Split one program's stream into (AIC instructions, AIV instructions); see the module
     doc.  ``buffer_bytes`` gives each L0C buffer's bytes (one slot); ``ub_free`` the UB
-    bytes the schedule's own buffers leave (default: all of it)."""
+    bytes the schedule's own buffers leave (default: all of it); ``handoff_ids`` the
+    ``(CUBE->FIXP, MTE2->VECTOR)`` event ids the schedule reserved."""
     free = spec.capacity["UB"] if ub_free is None else ub_free
     aic, aiv = [], []
     handed: dict[str, str] = {}        # L0C buffer -> its UB staging buffer
     vector_written: set = set()
-    hid = spec.event_ids - 1
+    fix_id, v_id = handoff_ids if handoff_ids is not None else (
+        _unused_id(instrs, "CUBE", "FIXP", spec, pid), _unused_id(instrs, "MTE2", "VECTOR",
+                                                                  spec, pid))
     for ins in instrs:
         k = ins.kind
         if k in ("set_flag", "wait_flag"):
@@ -110,13 +117,15 @@ def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
                         "handing it to the Vector core (a hand-off inside a loop)")
             # A GM copy's index operands (a loaded expert id in a block pointer's offset,
             # gathered row offsets) are read by the AIC's own scalar unit, not handed
-            # over (not timed).
+            # over (not timed): the AIC's copy does not read the AIV's UB.
             address_only = ins.kind == "copy" and "GM" in ins.path.split("_to_")
             for buf, _ in ins.reads:
                 if buf in vector_written and not address_only:
                     raise NotImplementedError(
                         f"AIC/AIV split of program {pid}: the Cube reads {buf}, a Vector "
                         "result (Vector -> Cube through GM is not lowered yet)")
+            if address_only and any(b.startswith("UB") for b, _ in ins.reads):
+                ins = ins._replace(reads=tuple(r for r in ins.reads if not r[0].startswith("UB")))
             aic.append(ins)
             continue
         reads = []
@@ -131,7 +140,7 @@ def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
                             f"only {free + buffer_bytes[buf]} B of {spec.name}'s "
                             f"{spec.capacity['UB']} B UB free; use smaller BLOCK sizes")
                     handed[buf] = _hand_off(aic, aiv, buf, buffer_bytes[buf], pid,
-                                            len(handed), hid, ins.tag)
+                                            len(handed), (fix_id, v_id), ins.tag)
                 reads.append((handed[buf], 0))
             else:
                 reads.append((buf, slot))
@@ -140,15 +149,29 @@ def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
     return aic, aiv
 
 
-def _hand_off(aic: list, aiv: list, buf: str, nbytes: int, pid, cid: int, hid: int,
+def _unused_id(instrs: list, src: str, dst: str, spec, pid) -> int:
+    """The highest event id of ``src -> dst`` no flag of the program uses."""
+    used = {ins.flag[2] for ins in instrs if ins.kind in ("set_flag", "wait_flag")
+            and (ins.flag[0], ins.flag[1]) == (src, dst)}
+    free = [i for i in range(spec.event_ids) if i not in used]
+    if not free:
+        raise OutOfResources(
+            f"the AIC -> AIV hand-off of program {pid} needs a {src} -> {dst} event id, but "
+            f"the schedule uses all {spec.event_ids} of {spec.name}; schedule the kernel for "
+            f"this spec (its allocator reserves the hand-off's ids) or use fewer num_stages")
+    return free[-1]
+
+
+def _hand_off(aic: list, aiv: list, buf: str, nbytes: int, pid, cid: int, ids: tuple,
               tag) -> str:
     """Append the L0C -> GM workspace -> UB hand-off of ``buf``; returns the staging name."""
     region = ("workspace", pid, buf)
     staging = f"UB.{buf}"
-    aic += [set_flag("CUBE", "FIXP", hid, tag=tag), wait_flag("CUBE", "FIXP", hid, tag=tag),
+    fix_id, v_id = ids
+    aic += [set_flag("CUBE", "FIXP", fix_id, tag=tag), wait_flag("CUBE", "FIXP", fix_id, tag=tag),
             copy("L0C_to_GM", nbytes, reads=[(buf, 0)], tag=tag, gm_region=region),
             cross_set_flag("FIXP", cid, tag=tag)]
     aiv += [cross_wait_flag("MTE2", cid, tag=tag),
             copy("GM_to_UB", nbytes, writes=[(staging, 0)], tag=tag, gm_region=region),
-            set_flag("MTE2", "VECTOR", hid, tag=tag), wait_flag("MTE2", "VECTOR", hid, tag=tag)]
+            set_flag("MTE2", "VECTOR", v_id, tag=tag), wait_flag("MTE2", "VECTOR", v_id, tag=tag)]
     return staging

@@ -11,10 +11,11 @@ change its numbers.  ``BufferedExecution`` (an interpreter hook) makes the sched
 * a dot's operands go through its L0A/L0B buffers (MTE1) the same way;
 * ``poison=True``: each program starts with its arenas filled with NaN bits (all-ones
   bytes: NaN in every float dtype, -1 in ints), so reading a buffer nothing wrote shows;
-* ``on_wait=True``: a GM -> scope copy (MTE2) lands in its buffer only when a later
-  ``wait_flag`` on a flag that was set after it on the same pipe runs (a pipe is in
-  order, so that set covers every copy issued before it on the pipe).  A consumer
-  without the wait reads the slot's old bytes: poison or a previous tile.
+* ``on_wait=True``: a GM -> scope copy (MTE2) lands in its buffer only when a
+  ``wait_flag`` runs on any flag that was set after it on the same pipe (a pipe is in
+  order, so every later set covers every copy issued before it on the pipe); the first
+  such wait lands it.  A consumer without the wait reads the slot's old bytes: poison
+  or a previous tile.
 
 These are the switches of Pallas's TPU interpret mode (uninitialised memory = NaN, DMAs
 complete at wait), applied to the numbers; ``npujit.sim.debug`` applies them to timing.
@@ -137,7 +138,8 @@ class BufferedExecution:
                 slot = self._iteration() % place.stages
                 self.slots[place.name] = slot
                 if self.on_wait and op.attrs.get("pipe") in _GM_COPY_PIPES:
-                    self.pending.setdefault(op.attrs["pipe"], []).append((place, slot, value))
+                    self.pending.setdefault(op.attrs["pipe"], []).append(
+                        [place, slot, value, True])     # True: not landed yet
                 else:
                     self._write(place, slot, value)
         self._set(op, "set_flags")
@@ -152,17 +154,23 @@ class BufferedExecution:
         return [(flag.src, flag.dst, i) for i in flag.ids(self._iteration(), every)]
 
     def _set(self, op, attr: str) -> None:
+        # Every flag the pipe sets after a copy fires once the copy is done: the copy
+        # lands (once) at whichever of their waits comes first.
         for flag in op.attrs.get(attr, ()):
+            copies = [c for c in self.pending.get(flag.src, ()) if c[3]]
+            self.pending[flag.src] = copies
             for key in self._ids(flag, every=False):
-                copies = self.pending.pop(key[0], [])
                 if copies:
                     self.covered.setdefault(key, []).extend(copies)
 
     def _wait(self, op, attr: str, every: bool = False) -> None:
         for flag in op.attrs.get(attr, ()):
             for key in self._ids(flag, every):
-                for place, slot, value in self.covered.pop(key, ()):
-                    self._write(place, slot, value)
+                for copy in self.covered.pop(key, ()):
+                    if copy[3]:
+                        place, slot, value, _ = copy
+                        self._write(place, slot, value)
+                        copy[3] = False
 
     # --- arenas ---------------------------------------------------------------------------
     def _view(self, place: _Place, slot: int) -> np.ndarray:

@@ -4,7 +4,10 @@ The model (simple on purpose, documented so its limits are plain):
 
 * Every tile result with a ``scope`` gets a buffer; the values of one loop-carried
   variable (init, block argument, yielded value, loop result) share one buffer, as an
-  accumulator does in L0C; a FixPipe cast shares the buffer of the L0C tile it converts.
+  accumulator does in L0C (``carried.py`` first inserts the Vector copies that make that
+  right: a fill of a constant init, a copy of an init used elsewhere or of a next value
+  made while the old one is still read); a FixPipe cast shares the buffer of the L0C
+  tile it converts.
   Each dot adds one L0A and one L0B buffer for its MTE1 stage; an L0C store on a
   coupled part adds its UB staging buffer.
 * A slot's bytes are the tile's bytes rounded up to the scope's alignment (docs/npu-facts.md
@@ -41,6 +44,7 @@ from npujit.errors import OutOfResources
 
 from ..core import Function, Op, Value
 from ..ops import Kind
+from .carried import own_carried_buffers
 from .model import Positions, enclosing_loop, is_folded_cast, is_tile, loop_stages, scheduled_ops
 
 TRANSFER_PIPES = ("MTE2", "MTE3", "FIXP")
@@ -91,6 +95,7 @@ class AllocateBuffers:
 
     def run(self, fn: Function, ctx) -> bool:
         spec = ctx.spec
+        own_carried_buffers(fn)
         pos = Positions(fn)
         buffers = collect_buffers(fn, pos)
         peaks = {}

@@ -17,14 +17,29 @@ the destination pipe).  From the buffers each op reads and writes on its pipe(s)
   last access of the first to the writer of the second.  An accumulator carried by an
   inner loop and re-initialised in an outer loop's body (a persistent matmul's L0C) is
   such a buffer of the outer loop: its init waits for the previous tile's FixPipe read.
+* **carried across iterations**: a loop-carried tile touched by two pipes (software
+  prefetch: ``store(out, y); y = load(...)``) gets the read -> rewrite flag inside the
+  body and a back-edge flag from the last access of iteration i to the first of i + 1,
+  pre-set before the loop and drained after it (one slot: the iterations do not overlap).
+* **GM through one pointer argument** is a pseudo-buffer (``gm_buffer``): a store then a
+  load of the same argument gets a ``MTE3_MTE2`` (``FIX_MTE2``) flag, also across loops
+  and on the back edge (conservatively per argument; a load then a store of one argument
+  is ordered only through the data it computes).
 * Flags into a buffer with N slots rotate over N ids (one per slot).  A flag implied by
   another one of the same pipes (set later, waited earlier: pipes are in order) is dropped.
-* Ids count per ``SRC_DST`` pair; past ``spec.event_ids`` a single flag shares an earlier
-  flag's id when their order agrees on both pipes (see ``_Ids``), else ``OutOfResources``.
+* Event ids come from ``event_ids.py``: by liveness, an id passing to a later flag only
+  when the earlier flag's last wait happens before the later one's first set in time
+  (through the schedule's flags, or a reverse flag added for it), single flags merged when
+  a pair runs out, so no set ever finds its 1-bit flag still set; else ``OutOfResources``
+  at the line that needs the ids.
 
-Not covered (documented limits): a carried tile read on one pipe before another pipe
-rewrites it in the same iteration (no bundled kernel does this); scalar-unit stalls on
-``S`` flags are recorded but cost nothing beyond the flag itself.
+Guaranteed (tests/schedule/test_schedule_bugs.py, test_bundled_kernels_clean.py): with
+carried buffers made right by ``carried.py``, every cross-pipe access pair of a buffer
+(GM per pointer argument included) is ordered, and the schedule is valid on 1-bit flags.
+Not covered (documented limits): two flags in one loop body never share an id; the
+prefetch pattern runs with one slot (no overlap of its iterations); GM write-after-read
+of one argument is not given a flag of its own; scalar-unit stalls on ``S`` flags are
+recorded but cost nothing beyond the flag itself.
 
 Example::
 
@@ -35,12 +50,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from npujit.errors import OutOfResources
-
 from ..core import Function, Op
 from ..ops import Kind
-from .model import (Positions, add_flag, ancestor_in, common_block, enclosing_loop, Flag,
-                    is_folded_cast, is_tile, scheduled_ops)
+from .event_ids import EventIds, PlannedFlag
+from .model import (Positions, ancestor_in, common_block, enclosing_loop, is_folded_cast,
+                    is_tile, scheduled_ops)
 
 
 @dataclass(frozen=True)
@@ -114,7 +128,26 @@ def accesses(fn: Function, buffers: dict[int, str]) -> list[Access]:
         for v in writes:
             if id(v) in buffers:
                 out.append(Access(op, pipe, buffers[id(v)], True))
+        if k in _GM_READS or k in _GM_WRITES:
+            out.append(Access(op, pipe, gm_buffer(op.operands[0]), k in _GM_WRITES))
     return out
+
+
+_GM_READS = (Kind.LOAD, Kind.BLOCK_LOAD)
+_GM_WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD)
+
+
+def gm_buffer(ptr) -> str:
+    """The pseudo-buffer of GM accesses through one pointer argument: a store then a load
+    of the same argument is ordered like a write then a read of a buffer (conservatively
+    per argument: any two lanes may alias).
+
+    Example::
+
+        >>> gm_buffer(fn.args[0])      # doctest: +SKIP
+        'GM:x_ptr'
+    """
+    return f"GM:{ptr.name or ptr.index}"
 
 
 @dataclass(frozen=True)
@@ -154,26 +187,28 @@ class InsertSync:
                 for r in (a for a in list_ if not a.write and a.pipe != w.pipe):
                     _add_edge(edges, w.op, r.op, w.pipe, r.pipe, pos,
                               stages.get(name, 1), home.get(name))
+        carriers = _carriers(fn, buffers)
+        for name in carriers[0]:        # a carried tile read, then rewritten on another pipe
+            for r in (a for a in by_buffer.get(name, ()) if not a.write):
+                for w in (a for a in by_buffer[name] if a.write and a.pipe != r.pipe):
+                    _add_edge(edges, r.op, w.op, r.pipe, w.pipe, pos, 1, None)
         for a_name, b_name in _sharing_pairs(fn):
             for a in by_buffer.get(a_name, ()):
                 for w in (x for x in by_buffer.get(b_name, ()) if x.write and x.pipe != a.pipe):
                     _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None)
-        ids = _Ids(fn, spec, pos)
-        # Rotating ranges first: they need fresh ids; single flags can share (see _Ids).
-        for loop, setter, waiter, src, dst, n in _slot_reuse(by_buffer, stages, home, pos):
-            first = ids.take(src, dst, n, waiter)
-            flag = Flag(src, dst, first, n)
-            add_flag(loop, "pre_set_flags", flag)
-            add_flag(waiter, "wait_flags", flag)
-            add_flag(setter, "set_flags", flag)
-            add_flag(loop, "post_wait_flags", flag)
-        kept = _prune(edges, pos)
-        for e in sorted(kept, key=lambda e: e.rotate == 1):
-            first = (ids.take(e.src, e.dst, e.rotate, e.waiter) if e.rotate > 1
-                     else ids.take_single(e.src, e.dst, e.setter, e.waiter))
-            flag = Flag(e.src, e.dst, first, e.rotate)
-            add_flag(e.setter, "set_flags", flag)
-            add_flag(e.waiter, "wait_flags", flag)
+        planned = [PlannedFlag(src, dst, n, [setter], [waiter], loop=loop, anchor=loop)
+                   for loop, setter, waiter, src, dst, n in (
+                       _slot_reuse(by_buffer, stages, home, pos)
+                       + _back_edges(by_buffer, carriers, pos))]
+        for e in _prune(edges, pos):
+            anchor = e.block.parent_op if e.rotate > 1 else e.waiter
+            planned.append(PlannedFlag(e.src, e.dst, e.rotate, [e.setter], [e.waiter],
+                                       block=e.block, anchor=anchor))
+        handoff = spec.arch == "separated" and any(
+            a.pipe == "VECTOR" and a.buffer.startswith("L0C") for a in acc)
+        ids = EventIds(fn, spec, pos)
+        ids.plan(planned, handoff=handoff)
+        ids.write()
         return True
 
 
@@ -251,14 +286,60 @@ def _slot_reuse(by_buffer, stages, home, pos):
                 ra = ancestor_in(r.op, block)
                 if ra is None or wa is None:
                     continue
-                k = (id(loop), r.pipe, w.pipe, n)
-                slot = merged.setdefault(k, [loop, ra, wa, r.pipe, w.pipe, n])
-                if pos.start[id(ra)] > pos.start[id(slot[1])]:
-                    slot[1] = ra
-                if pos.start[id(wa)] < pos.start[id(slot[2])]:
-                    slot[2] = wa
+                _merge(merged, loop, ra, wa, r.pipe, w.pipe, n, pos)
+    return _loop_flags(merged, pos)
+
+
+def _merge(merged: dict, loop, setter, waiter, src, dst, n, pos) -> None:
+    """One loop flag per (loop, pipes, slots): the latest setter, the earliest waiter
+    (pipes are in order, so they cover the others)."""
+    slot = merged.setdefault((id(loop), src, dst, n), [loop, setter, waiter, src, dst, n])
+    if pos.start[id(setter)] > pos.start[id(slot[1])]:
+        slot[1] = setter
+    if pos.start[id(waiter)] < pos.start[id(slot[2])]:
+        slot[2] = waiter
+
+
+def _loop_flags(merged: dict, pos) -> list[tuple]:
     return [tuple(v) for _, v in sorted(merged.items(), key=lambda kv: (
         pos.start[id(kv[1][0])], kv[0][1:]))]
+
+
+def _carriers(fn: Function, buffers: dict[int, str]) -> tuple[dict, list]:
+    """The loops carrying each buffer, and all loops (which carry every GM pseudo-buffer)."""
+    loops = [op for op in scheduled_ops(fn.body) if op.kind is Kind.FOR]
+    out: dict[str, list] = {}
+    for loop in loops:
+        for arg in loop.body.args[1:]:
+            name = buffers.get(id(arg))
+            if name is not None and loop not in out.setdefault(name, []):
+                out[name].append(loop)
+    return out, loops
+
+
+def _back_edges(by_buffer, carriers: tuple[dict, list], pos):
+    """(loop, setter, waiter, src, dst, 1) per loop and pipe pair for a buffer the loop
+    carries from one iteration into the next (a carried tile, or GM through one pointer
+    argument) that two pipes touch: an access of iteration i on ``src`` must finish before
+    the access of iteration i + 1 on ``dst`` that comes earlier in the body.  The flag is
+    set after the last such access on ``src`` and waited before the first on ``dst``; the
+    loop pre-sets it for iteration 0 and drains it after the last (one slot: the iterations
+    of a software-prefetch loop do not overlap)."""
+    carried, loops = carriers
+    merged: dict[tuple, list] = {}
+    for name, list_ in by_buffer.items():
+        gm = name.startswith("GM:")
+        for loop in (loops if gm else carried.get(name, ())):
+            body = loop.body
+            inside = [(a, ancestor_in(a.op, body)) for a in list_]
+            inside = [(a, at) for a, at in inside if at is not None]
+            for x, xa in inside:
+                for y, ya in inside:
+                    wanted = (x.write and not y.write) if gm else (x.write or y.write)
+                    if x.pipe == y.pipe or not wanted or pos.start[id(ya)] > pos.start[id(xa)]:
+                        continue
+                    _merge(merged, loop, xa, ya, x.pipe, y.pipe, 1, pos)
+    return _loop_flags(merged, pos)
 
 
 def _sharing_pairs(fn: Function) -> list[tuple[str, str]]:
@@ -284,50 +365,3 @@ def _sharing_pairs(fn: Function) -> list[tuple[str, str]]:
             if sa[0] == sb[0] and sa[1] < sb[2] and sb[1] < sa[2]:
                 out += [(a, b), (b, a)]
     return out
-
-
-class _Ids:
-    """Event ids per ``SRC_DST`` pair, handed out in order.
-
-    When a pair runs out, a single (non-rotating) flag shares the id of an earlier single
-    flag whose set and wait both come before its own set and wait in program order: the
-    k-th wait then still takes the k-th set (the engine counts sets per id), though on
-    1-bit hardware flags the set could arrive before the earlier wait consumed its flag
-    (``DebugOptions(check_flags=True)`` reports it).  Nothing left to share is
-    ``OutOfResources``.
-    """
-
-    def __init__(self, fn: Function, spec, pos: Positions):
-        self.fn = fn
-        self.spec = spec
-        self.pos = pos
-        self.next: dict[tuple, int] = {}
-        self.last: dict[tuple, list] = {}      # pair -> [(id, setter, waiter)] singles
-
-    def take(self, src: str, dst: str, n: int, op: Op) -> int:
-        first = self.next.get((src, dst), 0)
-        if first + n > self.spec.event_ids:
-            self._fail(src, dst, op)
-        self.next[(src, dst)] = first + n
-        return first
-
-    def take_single(self, src: str, dst: str, setter: Op, waiter: Op) -> int:
-        singles = self.last.setdefault((src, dst), [])
-        if self.next.get((src, dst), 0) < self.spec.event_ids:
-            i = self.take(src, dst, 1, waiter)
-            singles.append([i, setter, waiter])
-            return i
-        end, start = self.pos.end, self.pos.start
-        for entry in singles:
-            i, s0, w0 = entry
-            if end[id(s0)] < start[id(setter)] and end[id(w0)] < start[id(waiter)]:
-                entry[1], entry[2] = setter, waiter
-                return i
-        self._fail(src, dst, waiter)
-
-    def _fail(self, src: str, dst: str, op: Op):
-        raise OutOfResources(
-            f"the schedule needs more than {self.spec.event_ids} event ids for "
-            f"HardEvent::{Flag(src, dst, 0).event} on {self.spec.name} "
-            f"(one per buffer slot synchronised between those pipes); use fewer "
-            f"num_stages or fewer tiles", op.loc, self.fn.name)

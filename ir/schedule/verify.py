@@ -6,7 +6,9 @@ them back, independently of the passes that wrote them:
 * every scope's buffers, slots included, fit the spec's capacity;
 * every flag waited (``wait_flags``, ``post_wait_flags``) is set somewhere with the same
   pipes and id (``set_flags``, ``pre_set_flags``), and every id is within the spec's count;
-* no two buffers of a scope that are live at the same time share a byte.
+* no two buffers of a scope that are live at the same time share a byte;
+* no buffer of a loop-carried variable holds two live values, or starts unwritten
+  (``carried.py``), whatever the loop's ``num_stages``.
 
 :func:`placed_buffers` is the one reading of the placed buffers from the attributes: the
 schedule summary (``Schedule``), this check and the simulator's hand-off sizes use it.
@@ -22,6 +24,7 @@ from npujit.errors import CompilationError
 
 from ..core import Function
 from .allocate import Buffer, collect_buffers
+from .carried import carried_conflicts
 from .model import FLAG_ATTRS, Positions, scheduled_ops
 
 _SETS = ("set_flags", "pre_set_flags")
@@ -91,6 +94,9 @@ class VerifySchedule:
                         raise ScheduleError(
                             f"buffers {a.name} and {b.name} are live at once but share bytes "
                             f"of {scope}", b.op.loc, fn.name)
+        for loop, why in carried_conflicts(fn):
+            raise ScheduleError(f"the buffer of a {why} (it would hold two live values, or "
+                                "none)", loop.loc, fn.name)
         sets, waits = set(), []
         for op in scheduled_ops(fn.body):
             for attr in FLAG_ATTRS:

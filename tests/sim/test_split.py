@@ -139,3 +139,23 @@ def test_the_staging_buffer_must_fit_the_ub_the_schedule_leaves():
     # ... but the 4 KB staging copy of the L0C tile on the AIV does not
     with pytest.raises(OutOfResources, match="staging buffer.*6144 B UB"):
         matmul_bias_relu_kernel.simulate(*args, grid=(1, 1), spec=small_ub, **meta)
+
+
+def test_hand_off_flags_take_the_ids_the_schedule_left():
+    """The hand-off's CUBE -> FIXP and MTE2 -> VECTOR flags use the ids the schedule's
+    allocator reserved (given, or the highest the program does not use), never one of the
+    program's own; a program using every id of a pair cannot be split."""
+    from npujit.errors import OutOfResources
+
+    ids = TINY.event_ids
+    busy = [set_flag("MTE2", "VECTOR", i) for i in range(ids - 1)]
+    stream = busy + [mmad(16, 16, 16, writes=[("L0C.0", 0)]),
+                     vec("relu", 256, "f32", reads=[("L0C.0", 0)])]
+    _, aiv = split_stream(stream, 0, TINY, {"L0C.0": 1024})
+    hand_off = [i.flag[2] for i in aiv if i.kind == "set_flag" and i.flag[2] not in range(ids - 1)]
+    assert hand_off == [ids - 1]
+    _, aiv = split_stream(stream, 0, TINY, {"L0C.0": 1024}, handoff_ids=(2, 5))
+    assert [i.flag for i in aiv if i.kind == "wait_flag"] == [("MTE2", "VECTOR", 5)]
+    with pytest.raises(OutOfResources, match="hand-off"):
+        split_stream(busy + [set_flag("MTE2", "VECTOR", ids - 1)] + stream[-2:], 0, TINY,
+                     {"L0C.0": 1024})

@@ -1,0 +1,198 @@
+"""The buffer of a loop-carried value: one buffer, one live value at a time.
+
+The allocator gives the values of one loop-carried variable (init, block argument,
+yielded value, loop result) one buffer, as an accumulator lives in one place.  That is
+only right when at every point at most one of them is live and every one of them is
+written into the buffer by an op.  Three patterns break it, each fixed here by a copy
+on the Vector unit (an ``npu.splat`` of a 0-d value -- Ascend's ``Duplicate`` -- or an
+``npu.broadcast`` to the same shape -- ``DataCopy`` UB -> UB):
+
+* **an init that writes nothing**: ``s = 0.0`` is a scalar constant with no buffer, so the
+  first iteration would read whatever the buffer held.  A fill of the constant into the
+  carried buffer is inserted before the loop;
+* **an init that stays live**: the value is also used elsewhere at or after the loop
+  (after CSE ``acc = nl.zeros(...)`` and a masked load's ``other=0.0`` are one zero tile;
+  two accumulators -- a gate and an up projection in L0C -- may start from one zero
+  tile), so the first write of the carried buffer would change it.  The loop gets its
+  own splat (a splat init is cloned, in UB or L0C) or a copy;
+* **a block argument read after the next value is made**: ``m_new = max(m, x)`` then
+  ``exp(m - m_new)`` reads ``m`` after ``m_new`` was written over it.  The next value is
+  made in its own buffer and copied into the carried one just before the yield (also
+  when the yielded value is not made in the loop body, or is yielded twice).
+
+An L0C accumulator is rewritten only for a shared zero init (the Cube accumulates in
+place; its zero init is ``Mmad``'s ``cmatrixInitVal``).  :func:`carried_conflicts`
+finds what is still broken (``verify-schedule`` refuses it); :func:`own_carried_buffers`
+(the first part of ``allocate-buffers``) inserts the copies.
+
+Example::
+
+    >>> own_carried_buffers(fn)          # doctest: +SKIP
+    True
+"""
+from __future__ import annotations
+
+from npujit.target import Pipe, Scope
+
+from ..core import Function, Op, Value
+from ..ops import Kind
+from .model import Positions, ancestor_in, is_tile
+
+
+def _carried(fn: Function):
+    """(loop, j, init, arg, next, result) for every tile-typed carried variable."""
+    for loop in [op for op in fn.walk() if op.kind is Kind.FOR]:
+        term = loop.body.terminator
+        for j, (init, arg, nxt, res) in enumerate(zip(loop.operands[3:], loop.body.args[1:],
+                                                      term.operands, loop.results)):
+            if is_tile(arg):
+                yield loop, j, init, arg, nxt, res
+
+
+def _scope(v: Value, seen=None):
+    """The scope of the buffer a value is written into, following carried variables."""
+    seen = set() if seen is None else seen
+    if id(v) in seen:
+        return None
+    seen.add(id(v))
+    op = v.op
+    if op is None or op.kind is Kind.FOR:
+        loop = op if op is not None else v.owner.parent_op
+        if loop is None or loop.kind is not Kind.FOR or (op is None and v.index == 0):
+            return None
+        i = v.index if op is not None else v.index - 1
+        return (_scope(loop.operands[3 + i], seen)
+                or _scope(loop.body.terminator.operands[i], seen))
+    return op.attrs.get("scope")
+
+
+def _uses(fn: Function) -> dict[int, list[tuple[Op, int]]]:
+    out: dict[int, list] = {}
+    for op in fn.walk():
+        for i, v in enumerate(op.operands):
+            out.setdefault(id(v), []).append((op, i))
+    return out
+
+
+def _problems(fn: Function):
+    """(loop, j, what) for each carried UB variable whose buffer would hold two live values
+    or start unwritten; ``what`` is ``"init"`` or ``"next"`` (the side that needs a copy)."""
+    pos = Positions(fn)
+    uses = _uses(fn)
+    for loop, j, init, arg, nxt, res in _carried(fn):
+        scope = _scope(nxt) or _scope(init)
+        if scope not in (Scope.UB, Scope.L0C):
+            continue
+        if scope is Scope.L0C and (init.op is None or init.op.kind is not Kind.SPLAT):
+            continue            # an L0C chain is fixed only by a fresh zero init
+        if _scope(init) is None:
+            if scope is Scope.UB:
+                yield loop, j, "init", "starts from a value that writes no buffer"
+        else:
+            for user, i in uses.get(id(init), ()):
+                if user is loop and i == 3 + j:
+                    continue
+                carried_use = user.kind in (Kind.FOR, Kind.YIELD)
+                if carried_use or pos.start[id(user)] >= pos.start[id(loop)]:
+                    yield loop, j, "init", "starts from a value that is used elsewhere too"
+                    break
+        if nxt is arg or scope is not Scope.UB:
+            continue
+        body = loop.body
+        maker = ancestor_in(nxt.op, body) if nxt.op is not None else None
+        term = body.terminator
+        if maker is None or sum(v is nxt for v in term.operands) > 1:
+            yield loop, j, "next", "yields a value made outside the loop body or yielded twice"
+            continue
+        for user, _ in uses.get(id(arg), ()):
+            at = ancestor_in(user, body)
+            if at is not None and at is not term and pos.start[id(at)] > pos.start[id(maker)]:
+                yield loop, j, "next", "reads the carried value after the next one is made"
+                break
+
+
+def carried_conflicts(fn: Function) -> list[tuple[Op, str]]:
+    """What :func:`own_carried_buffers` would fix: ``(loop, reason)`` per variable.
+
+    Example::
+
+        >>> carried_conflicts(fn)     # doctest: +SKIP
+        []
+    """
+    return [(loop, f"loop-carried value #{j} {why}") for loop, j, _, why in _problems(fn)]
+
+
+def _copy(value: Value, loc) -> Op:
+    t = value.type
+    kind = Kind.SPLAT if t.rank == 0 else Kind.BROADCAST
+    return Op(kind, [value], [t], {"shape": tuple(t.shape), "pipe": Pipe.VECTOR,
+                                   "scope": Scope.UB}, loc=loc)
+
+
+def _clone(op: Op) -> Op:
+    """Another splat like ``op`` (a fill of a constant costs no more than a copy of it;
+    an L0C zero init is Mmad's cmatrixInitVal, no instruction)."""
+    return Op(op.kind, list(op.operands), [r.type for r in op.results], dict(op.attrs),
+              loc=op.loc)
+
+
+def _unstrand_l0c_splats(fn: Function) -> None:
+    """A zero splat placed in L0C as an accumulator's init that, once the accumulators
+    have their own, feeds only Vector work (``maximum(acc + bias, 0.0)`` after CSE) goes
+    back into the fused regions that read it (a scalar operand, as the fuser makes it) or
+    becomes a Vector splat in UB: no L0C buffer to hand to the Vector unit."""
+    uses = _uses(fn)
+    for op in list(fn.walk()):
+        if op.kind is Kind.SPLAT and op.attrs.get("scope") == Scope.L0C:
+            users = uses.get(id(op.result), ())
+            if not users or any((u.kind is Kind.FOR and i >= 3) or (u.kind is Kind.DOT
+                                                                   and i == 2)
+                                for u, i in users):
+                continue
+            rest = [(u, i) for u, i in users if u.kind is not Kind.FUSED]
+            for u, i in users:
+                if u.kind is Kind.FUSED:
+                    _splat_inside(u, i, op)
+            op.attrs["pipe"], op.attrs["scope"] = Pipe.VECTOR, Scope.UB
+            if not rest:
+                op.parent.ops.remove(op)
+
+
+def _splat_inside(fused: Op, i: int, splat: Op) -> None:
+    """Operand ``i`` of ``fused`` becomes the splat's scalar, splat inside the region (as
+    the fuser puts its feeders)."""
+    arg = fused.body.args[i]
+    scalar = splat.operands[0]
+    fused.operands[i] = scalar
+    arg.type = scalar.type
+    inner = Op(Kind.SPLAT, [arg], [splat.result.type], {"shape": splat.attrs["shape"]},
+               loc=splat.loc)
+    for op in fused.body.walk():
+        op.operands = [inner.result if v is arg else v for v in op.operands]
+    fused.body.insert(0, inner)
+
+
+def own_carried_buffers(fn: Function) -> bool:
+    """Insert the copies the module doc describes; returns whether it inserted any."""
+    changed = False
+    while True:
+        found = next(iter(_problems(fn)), None)
+        if found is None:
+            if changed:
+                _unstrand_l0c_splats(fn)
+            return changed
+        loop, j, side, _ = found
+        if side == "init":
+            init = loop.operands[3 + j]
+            op = _clone(init.op) if init.op is not None and init.op.kind is Kind.SPLAT \
+                else _copy(init, loop.loc)
+            block = loop.parent
+            block.insert(block.ops.index(loop), op)
+            loop.operands[3 + j] = op.result
+        else:
+            term = loop.body.terminator
+            nxt = term.operands[j]
+            op = _copy(nxt, nxt.op.loc if nxt.op is not None else loop.loc)
+            loop.body.insert(len(loop.body.ops) - 1, op)
+            term.operands[j] = op.result
+        changed = True

@@ -1,0 +1,236 @@
+"""Schedules that are right on hardware (issue 10, bugs 1-6): each kernel runs through
+``kernel.simulate`` on the reference backend with every debug switch on (NaN-poisoned
+buffers, copies landing at their wait, the race detector, the 1-bit flag check); numpy
+is the oracle for the numbers, and the reported races and flag issues must be empty."""
+import numpy as np
+import pytest
+
+import npujit.language as nl
+from npujit import npu_kernel
+from npujit.errors import OutOfResources
+from npujit.sim import ASCEND_910_LIKE, ASCEND_910B_LIKE, DebugOptions
+from npujit.sim.debug import find_races
+from npujit.sim.isa import CoreProgram
+
+FULL = DebugOptions(detect_races=True, check_flags=True, uninitialized="nan",
+                    dma_execution_mode="on_wait")
+PRESETS = [ASCEND_910B_LIKE, ASCEND_910_LIKE]
+
+
+def _gm_races(report_launch) -> list:
+    """Races over GM, one region per pointer argument (a store then a load of the same
+    argument must be ordered): the copies' GM regions as slots for the race detector."""
+    out = []
+    for i, prog in enumerate(report_launch.programs):
+        instrs = []
+        for ins in prog.instrs:
+            region = ins.gm_region if isinstance(ins.gm_region, tuple) else None
+            if ins.kind == "copy" and region is not None:
+                slot = ((f"GM:{region[0]}", 0),)
+                if ins.path.endswith("_to_GM"):
+                    ins = ins._replace(writes=tuple(ins.writes) + slot)
+                else:
+                    ins = ins._replace(reads=tuple(ins.reads) + slot)
+            instrs.append(ins)
+        out += [r for r in find_races(CoreProgram(prog.core, instrs), uninitialized=False,
+                                      program_index=i) if r.buffer.startswith("GM:")]
+    return out
+
+
+def _clean(report):
+    assert report.races == [], report.races[:3]
+    assert report.flag_issues == [], report.flag_issues[:3]
+
+
+# --- bug 1: a carried value that starts from a constant ----------------------------------
+
+@npu_kernel
+def row_sum_kernel(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
+    row = nl.program_id(0)
+    s = 0.0
+    for i in nl.range(0, n, BLOCK):
+        s = s + nl.sum(nl.load(x_ptr + row * n + i + nl.arange(0, BLOCK)), axis=0)
+    nl.store(out_ptr + row + nl.arange(0, 1), nl.reshape(s, (1,)))
+
+
+@pytest.mark.parametrize("spec", PRESETS, ids=lambda s: s.name)
+def test_bug1_carried_scalar_init_is_written_before_the_loop(spec):
+    x = np.random.default_rng(1).random((2, 256)).astype(np.float32)
+    out = np.zeros(2, np.float32)
+    report = row_sum_kernel.simulate(x, out, 256, grid=(2,), spec=spec, debug=FULL, BLOCK=64)
+    np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5)
+    _clean(report)
+
+
+# --- bug 2: software prefetch (a carried tile read on MTE3, rewritten on MTE2) --------------
+
+@npu_kernel
+def prefetch_copy_kernel(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    y = nl.load(x_ptr + offs)
+    for i in nl.range(1, n, num_stages=2):
+        nl.store(out_ptr + (i - 1) * BLOCK + offs, y)
+        y = nl.load(x_ptr + i * BLOCK + offs)
+    nl.store(out_ptr + (n - 1) * BLOCK + offs, y)
+
+
+@pytest.mark.parametrize("spec", PRESETS, ids=lambda s: s.name)
+def test_bug2_software_prefetch_orders_the_back_edge(spec):
+    x = np.random.default_rng(2).random(5 * 64).astype(np.float32)
+    out = np.zeros_like(x)
+    report = prefetch_copy_kernel.simulate(x, out, 5, grid=(1,), spec=spec, debug=FULL,
+                                           BLOCK=64)
+    np.testing.assert_array_equal(out, x)
+    _clean(report)
+
+
+# --- bug 3: a masked load's `other` and the accumulator are the same zero splat ------------
+
+@npu_kernel
+def masked_accumulate_kernel(x_ptr, out_ptr, n, BLOCK: nl.constexpr, STAGES: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    acc = nl.zeros((BLOCK,), nl.float32)
+    for i in nl.range(0, n, BLOCK, num_stages=STAGES):
+        acc = acc + nl.load(x_ptr + i + offs, mask=i + offs < n, other=0.0)
+    nl.store(out_ptr + offs, acc)
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_bug3_masked_other_never_shares_the_accumulator(stages):
+    x = np.random.default_rng(3).random(200).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    report = masked_accumulate_kernel.simulate(x, out, 200, grid=(1,), spec=ASCEND_910B_LIKE,
+                                               debug=FULL, BLOCK=64, STAGES=stages)
+    ref = np.zeros(64, np.float32)
+    for i in range(0, 200, 64):
+        ref[:len(x[i:i + 64])] += x[i:i + 64]
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+    _clean(report)
+
+
+# --- bug 4: GM read-after-write in one program ----------------------------------------------
+
+@npu_kernel
+def workspace_kernel(x_ptr, ws_ptr, out_ptr, n, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    nl.store(ws_ptr + offs, nl.load(x_ptr + offs) * 3.0)
+    nl.store(out_ptr + n + offs, nl.load(ws_ptr + offs) + 1.0)
+    for i in nl.range(0, n, BLOCK):                  # phase 1 writes the workspace...
+        nl.store(ws_ptr + i + offs, nl.load(x_ptr + i + offs) * 2.0)
+    for i in nl.range(0, n, BLOCK):                  # ... phase 2 reads it back
+        nl.store(out_ptr + i + offs, nl.load(ws_ptr + i + offs) + 1.0)
+
+
+@pytest.mark.parametrize("spec", PRESETS, ids=lambda s: s.name)
+def test_bug4_store_then_load_of_one_argument_is_ordered(spec):
+    from npujit.jit.simulate import lower
+    from npujit.sim import simulate
+
+    x = np.random.default_rng(4).random(256).astype(np.float32)
+    ws, out = np.zeros_like(x), np.zeros(320, np.float32)
+    report = workspace_kernel.simulate(x, ws, out, 256, grid=(1,), spec=spec, debug=FULL,
+                                       BLOCK=64)
+    np.testing.assert_allclose(out[:256], x * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(out[256:], x[:64] * 3 + 1, rtol=1e-6)
+    _clean(report)
+    fn = workspace_kernel.with_options(spec=spec).compile(x, ws, out, 256, BLOCK=64).ir
+    launch = lower(fn, (1,), [x, ws, out, 256], spec=spec)
+    assert _gm_races(launch) == []
+    assert simulate(launch, spec).cycles > 0
+
+
+# --- bug 5: event ids given back by liveness --------------------------------------------------
+
+@npu_kernel
+def sequential_loops_kernel(x_ptr, out_ptr, n, BLOCK: nl.constexpr, LOOPS: nl.constexpr,
+                            STAGES: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    for k in nl.static_range(LOOPS):              # LOOPS loops, one after the other
+        for i in nl.range(0, n, BLOCK, num_stages=STAGES):
+            m = i + offs < n
+            x = nl.load(x_ptr + k * n + i + offs, mask=m, other=0.0)
+            nl.store(out_ptr + k * n + i + offs, x * 2.0 + k, mask=m)
+
+
+@pytest.mark.parametrize("spec,loops,stages", [(ASCEND_910_LIKE, 2, 2),
+                                               (ASCEND_910B_LIKE, 3, 3)],
+                         ids=["910-like-2x2", "910b-like-3x3"])
+def test_bug5_sequential_pipelined_loops_reuse_event_ids(spec, loops, stages):
+    x = np.random.default_rng(5).random(loops * 200).astype(np.float16)
+    out = np.zeros_like(x)
+    report = sequential_loops_kernel.simulate(x, out, 200, grid=(1,), spec=spec, debug=FULL,
+                                              BLOCK=64, LOOPS=loops, STAGES=stages)
+    k = np.repeat(np.arange(loops), 200).astype(np.float16)
+    np.testing.assert_array_equal(out, x * np.float16(2) + k)
+    _clean(report)
+
+
+@npu_kernel
+def many_stages_kernel(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    for i in nl.range(0, n, BLOCK, num_stages=5):
+        nl.store(out_ptr + i + offs, nl.load(x_ptr + i + offs) * 2.0)
+
+
+def test_bug5_running_out_names_the_line_that_needs_the_ids():
+    x = np.zeros(256, np.float32)
+    with pytest.raises(OutOfResources) as err:
+        many_stages_kernel.with_options(spec=ASCEND_910_LIKE).compile(x, x.copy(), 256,
+                                                                      BLOCK=64)
+    line = many_stages_kernel.fn.__code__.co_firstlineno + 3
+    assert err.value.loc.line == line
+    assert "event ids" in str(err.value) and "num_stages" in str(err.value)
+
+
+# --- bug 6: ten tiles loaded up front, then reduced (1-bit flags) -----------------------------
+
+@npu_kernel
+def ten_tiles_kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    tiles = []
+    for k in nl.static_range(10):
+        tiles.append(nl.load(x_ptr + k * BLOCK + offs))
+    s = 0.0
+    for k in nl.static_range(10):
+        t = tiles[k]
+        for j in nl.static_range(8):         # Vector work per tile > its load: MTE2 runs ahead
+            t = t * 0.5 + tiles[k]
+        s = s + nl.sum(t, axis=0)
+    nl.store(out_ptr + nl.arange(0, 1), nl.reshape(s, (1,)))
+
+
+@pytest.mark.parametrize("spec", PRESETS, ids=lambda s: s.name)
+def test_bug6_no_set_finds_its_flag_still_set(spec):
+    x = np.random.default_rng(8).random(10 * 2048).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    report = ten_tiles_kernel.simulate(x, out, grid=(1,), spec=spec, debug=FULL, BLOCK=2048)
+    t = x.reshape(10, 2048)
+    ref = t.copy()
+    for _ in range(8):
+        ref = ref * np.float32(0.5) + t
+    np.testing.assert_allclose(out[0], ref.sum(), rtol=1e-5)
+    _clean(report)
+
+
+# --- the checks that keep these fixed ---------------------------------------------------------
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_verify_schedule_refuses_a_carried_buffer_holding_two_live_values(stages):
+    from npujit.ir import parse_function
+    from npujit.ir.ops import Kind
+    from npujit.ir.pipeline import CompileContext
+    from npujit.ir.schedule import VerifySchedule
+    from npujit.ir.schedule.verify import ScheduleError
+
+    x = np.zeros(200, np.float32)
+    sched = masked_accumulate_kernel.inspect(x, np.zeros(64, np.float32), 200, BLOCK=64,
+                                             STAGES=stages)["schedule"]
+    fn = parse_function(sched)
+    VerifySchedule().run(fn, CompileContext(spec=ASCEND_910B_LIKE))      # as scheduled: fine
+    (loop,) = [op for op in fn.body.ops if op.kind is Kind.FOR]
+    copy = loop.operands[3].op               # the accumulator's own zero splat ...
+    load = next(op for op in loop.body.ops if op.kind is Kind.LOAD)
+    loop.operands[3] = load.operand("other")  # ... replaced by the load's `other` again
+    with pytest.raises(ScheduleError, match="two live values"):
+        VerifySchedule().run(fn, CompileContext(spec=ASCEND_910B_LIKE))
+    assert copy.kind is Kind.SPLAT
