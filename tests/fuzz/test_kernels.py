@@ -20,6 +20,11 @@ function, slightly faster than linearly):
 * ``test_reference_and_scheduled_tiers_agree``: ``NPUJIT_FUZZ_CHEAP_EXAMPLES`` examples
   per shard (default 100, two shards): about 1000 more sub-kernels on the two tiers that
   need no numba compile (the scheduled path runs the scheduled IR through the simulator);
+* ``test_schedules_are_right_under_the_full_debug_options``:
+  ``NPUJIT_FUZZ_CHECKED_EXAMPLES`` examples (default 60) on the reference and the
+  *checked* tier: the scheduled path under ``tiers.FULL_DEBUG`` (every tile in its
+  scheduled buffer, NaN-poisoned, copies landing at their wait; races and flag problems
+  fail the tier);
 * tests/fuzz/test_ir.py takes ~220 more through the IR passes.
 
 Each shard draws from its own fixed seed (``NPUJIT_FUZZ_SEED`` + shard; default 0), so a
@@ -39,17 +44,20 @@ from .tiers import TIERS, compare_tiers, load_kernel, make_args, run
 
 EXAMPLES = knobs.env_int("NPUJIT_FUZZ_EXAMPLES", 8)
 CHEAP_EXAMPLES = knobs.env_int("NPUJIT_FUZZ_CHEAP_EXAMPLES", 100)
+CHECKED_EXAMPLES = knobs.env_int("NPUJIT_FUZZ_CHECKED_EXAMPLES", 60)
 SHARDS = knobs.env_int("NPUJIT_FUZZ_SHARDS", 4)
 BATCH = knobs.env_int("NPUJIT_FUZZ_BATCH", 12)
 INPUTS = knobs.env_int("NPUJIT_FUZZ_INPUTS", 3)
 SEED = knobs.env_int("NPUJIT_FUZZ_SEED", 0)
 
 
-def run_shard(seed_value: int, examples: int, tiers: tuple) -> None:
+def run_shard(seed_value: int, examples: int, tiers: tuple, shrink: bool = True) -> None:
     """One reproducible hypothesis series of batches, each checked on ``tiers``."""
+    phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
+
     @seed(seed_value)
     @settings(max_examples=examples, deadline=None, derandomize=False, database=None,
-              print_blob=True, phases=[Phase.explicit, Phase.generate, Phase.shrink],
+              print_blob=True, phases=phases,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(subkernel_lists(BATCH))
     def batches(subs):
@@ -94,3 +102,12 @@ def test_all_tiers_agree(shard):
 @pytest.mark.parametrize("shard", range(2))
 def test_reference_and_scheduled_tiers_agree(shard):
     run_shard(SEED + 1000 + shard, CHEAP_EXAMPLES, ("reference", "simulated"))
+
+
+def test_schedules_are_right_under_the_full_debug_options():
+    """The scheduled tier with NaN-poisoned buffers, copies landing at their wait, the
+    race detector and the flag check (tiers.FULL_DEBUG): a schedule bug is a wrong
+    number or a reported race, on the 910B-like and 910-like parts."""
+    # No shrinking: a batch's failure already names its sub-kernel, and shrinking through
+    # the debug-mode simulations takes minutes.
+    run_shard(SEED + 2000, CHECKED_EXAMPLES, ("reference", "checked"), shrink=False)

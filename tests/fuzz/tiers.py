@@ -28,6 +28,7 @@ import numpy as np
 
 from npujit.ir import types as T
 from npujit import knobs
+from npujit.sim import DebugOptions
 from npujit.testing.inputs import random_array
 
 GRID = (2,)
@@ -122,12 +123,19 @@ def simulation_spec(sub) -> str | None:
     return "ascend-910-like"
 
 
-def run_simulated(subs, args, outs) -> list:
+# The full debug options of the "checked" tier: NaN-poisoned buffers, copies landing at
+# their wait, the race detector and the 1-bit flag check (sim/debug.py).
+FULL_DEBUG = DebugOptions(detect_races=True, check_flags=True, uninitialized="nan",
+                          dma_execution_mode="on_wait")
+
+
+def run_simulated(subs, args, outs, debug: DebugOptions | None = None) -> list:
     """Each sub-kernel alone through ``kernel.simulate`` (the scheduled IR on the reference
     interpreter), its outputs put back in the batch's argument list.  One at a time, as a
     batch of many loops would exhaust the event ids of a part (OutOfResources), and the
     preset depends on the sub-kernel (``simulation_spec``); the outputs of a sub-kernel no
-    preset can run are set to None."""
+    preset can run are set to None.  With ``debug``, every tile lives in its scheduled
+    buffer, and a race or a flag problem the checks report fails the tier."""
     from .gen import render
     args = fresh(args)
     for sub, out_idx in zip(subs, outs):
@@ -140,7 +148,11 @@ def run_simulated(subs, args, outs) -> list:
         stop = out_idx[-1] + 1 + len(sub.sizes)
         kernel = load_kernel(render([sub], "fuzz_one"), "fuzz_one")
         with np.errstate(all="ignore"):
-            kernel.simulate(*args[start:stop], grid=GRID, spec=spec)
+            report = kernel.simulate(*args[start:stop], grid=GRID, spec=spec, debug=debug)
+        problems = [str(r) for r in report.races] + [str(f) for f in report.flag_issues]
+        if problems:
+            raise AssertionError(f"the schedule on {spec} is wrong under {debug}:\n" +
+                                 "\n".join(problems[:10]))
     return args
 
 
@@ -152,6 +164,8 @@ def run(kernel, tier: str, args: list, subs=None, outs=None) -> list:
     """A copy of ``args`` after launching the batch on ``tier``."""
     if tier == "simulated":
         return run_simulated(subs, args, outs)
+    if tier == "checked":
+        return run_simulated(subs, args, outs, FULL_DEBUG)
     args = fresh(args)
     runner = {"reference": run_reference, "numba": run_numba, "ascendc-twin": run_twin}[tier]
     with np.errstate(all="ignore"):
