@@ -14,7 +14,10 @@ change its numbers.  ``BufferedExecution`` (an interpreter hook) makes the sched
 * ``on_wait=True``: a GM -> scope copy (MTE2) lands in its buffer only when a later
   ``wait_flag`` on a flag that was set after it on the same pipe runs (a pipe is in
   order, so that set covers every copy issued before it on the pipe).  A consumer
-  without the wait reads the slot's old bytes: poison or a previous tile.
+  without the wait reads the slot's old bytes: poison or a previous tile.  GM stores
+  (MTE3 / FixPipe) land the same way: their bytes reach GM only at the wait that covers
+  them (or at the program's end), so a load of those bytes without the MTE3 -> MTE2 order
+  reads GM's old contents.  (Each deferred store snapshots its GM argument: debug sizes.)
 
 These are the switches of Pallas's TPU interpret mode (uninitialised memory = NaN, DMAs
 complete at wait), applied to the numbers; ``npujit.sim.debug`` applies them to timing.
@@ -34,6 +37,19 @@ from npujit.ir.ops import Kind
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, is_tile, loop_stages
 
 _GM_COPY_PIPES = ("MTE2",)
+_GM_STORES = (Kind.STORE, Kind.BLOCK_STORE)
+
+
+class _GMStore:
+    """A GM store's bytes, held back until a wait lands them: ``raw[at] = data``."""
+
+    __slots__ = ("raw", "at", "data")
+
+    def __init__(self, raw: np.ndarray, at: np.ndarray, data: np.ndarray):
+        self.raw, self.at, self.data = raw, at, data
+
+    def land(self) -> None:
+        self.raw[self.at] = self.data
 
 
 class _Place:
@@ -101,10 +117,17 @@ class BufferedExecution:
         self.loops = LoopIterations()
         self.pending: dict[str, list] = {}       # pipe -> copies issued, not yet covered
         self.covered: dict[tuple, list] = {}     # (src, dst, id) -> copies its wait lands
+        self.gm_before = None                    # the GM argument before a deferred store
         if self.inner is not None:
             self.inner.begin(program)
 
     def end(self, program) -> None:
+        # The program is over: every GM store still in flight lands, in issue order.
+        held = [c for cs in self.covered.values() for c in cs] + \
+               [c for cs in self.pending.values() for c in cs]
+        for store in held:
+            if isinstance(store, _GMStore):
+                store.land()
         if self.inner is not None:
             self.inner.end(program)
 
@@ -122,6 +145,9 @@ class BufferedExecution:
                 place = self.by_name[name]
                 self._write(place, slot, operands[i])
                 operands[i] = self._read(place, slot)
+        if self.on_wait and op.kind in _GM_STORES and isinstance(operands[0], np.ndarray) \
+                and operands[0].flags.c_contiguous:
+            self.gm_before = operands[0].copy()
         if self.inner is not None:
             self.inner.before(program, op, operands)
 
@@ -129,6 +155,8 @@ class BufferedExecution:
         if op.kind is Kind.FOR:
             self.loops.after(op)
             self._wait(op, "post_wait_flags", every=True)
+        elif self.gm_before is not None:
+            self._hold_store(op, operands[0])
         else:
             for v, value in zip(op.results, results):
                 place = self.places.get(id(v))
@@ -143,6 +171,15 @@ class BufferedExecution:
         self._set(op, "set_flags")
         if self.inner is not None:
             self.inner.after(program, op, operands, results)
+
+    def _hold_store(self, op, mem: np.ndarray) -> None:
+        """Undo what the store wrote and keep it pending on its pipe until a wait lands it."""
+        raw, old = mem.view(np.uint8), self.gm_before.view(np.uint8)
+        self.gm_before = None
+        at = np.flatnonzero(raw != old)
+        if at.size:
+            self.pending.setdefault(op.attrs["pipe"], []).append(_GMStore(raw, at, raw[at]))
+            raw[at] = old[at]
 
     # --- flags: copies land at the wait that covers them --------------------------------
     def _iteration(self) -> int:
@@ -161,8 +198,11 @@ class BufferedExecution:
     def _wait(self, op, attr: str, every: bool = False) -> None:
         for flag in op.attrs.get(attr, ()):
             for key in self._ids(flag, every):
-                for place, slot, value in self.covered.pop(key, ()):
-                    self._write(place, slot, value)
+                for copy in self.covered.pop(key, ()):
+                    if isinstance(copy, _GMStore):
+                        copy.land()
+                    else:
+                        self._write(*copy)
 
     # --- arenas ---------------------------------------------------------------------------
     def _view(self, place: _Place, slot: int) -> np.ndarray:
