@@ -32,10 +32,10 @@ side (the backend that actually moves bytes):
   visible within the program).  Reads before the landing are ``RAW`` races above, on a
   buffer slot or on a GM region.  Deferring the bytes to that wait is the
   numeric backend's job; the map is its input.
-* ``check_flags``: hardware flags are 1 bit.  The engine counts sets (the k-th wait takes
-  the k-th set), so it reports, per program, a ``set_flag`` that fired while its flag was
-  still set (on hardware one set is lost and a later wait deadlocks) and sets never waited
-  on at the end of the program (the next kernel would see a stale flag).
+* ``check_flags``: reports, per program, sets never waited on at the end of the program
+  (the next kernel would see a stale flag) and, when the engine counts sets
+  (``one_bit_flags=False``; by default a lost set is already a ``FlagStillSetError``), a
+  ``set_flag`` that fired while its flag was still set.
 
 Example::
 

@@ -6,9 +6,12 @@ Model (docs/npu-facts.md §S1):
   their pipe; a pipe runs its FIFO one instruction at a time.
 * Pipes of a core are ordered only by flags and barriers.  ``set_flag`` runs on its source
   pipe after the pipe's earlier instructions and makes the flag visible when it ends;
-  ``wait_flag`` blocks its pipe until a set is pending, then consumes it.  Flags count
-  (the k-th wait consumes the k-th set); the report flags streams that would lose a set on
-  hardware's 1-bit flags.  ``barrier("ALL")`` holds every pipe of the core until all have
+  ``wait_flag`` blocks its pipe until a set is pending, then consumes it (the k-th wait
+  takes the k-th set).  Flags are 1 bit as on hardware: a set that fires before the wait
+  took the previous set raises :class:`FlagStillSetError` (checked when either side runs,
+  so simulation order does not matter); ``one_bit_flags=False`` counts sets instead.
+  A wait on the SCALAR pipe holds the issue of every later instruction: the compiler puts
+  a ``GATE`` entry on each other pipe, opened when that wait completed.  ``barrier("ALL")`` holds every pipe of the core until all have
   reached it; ``barrier(pipe)`` costs ``sync_cycles`` on that (already in-order) pipe.
 * A copy touching GM occupies its pipe for its issue latency, then streams its bytes through
   the :class:`~npujit.sim.hbm.HBMServer` shared by all cores, capped by its port rate; its
@@ -181,7 +184,6 @@ class Engine:
                  one_bit_flags: bool = True, start_jitter: int = 0, seed: int = 0):
         self.spec = spec
         self.launch = launch
-        self.one_bit = one_bit_flags
         if not isinstance(start_jitter, int) or start_jitter < 0:
             raise ValueError(f"start_jitter must be an int >= 0 (cycles), got {start_jitter!r}")
         rng = random.Random(seed)
@@ -226,6 +228,9 @@ class Engine:
         elif self.compiler.has_cross:
             raise ProgramError("cross-core flags (cross_set/cross_wait) need a Launch with "
                                "groups pairing each AIC program with its AIV partner")
+        # Per flag index: is it a 1-bit flag?  Cross-core flags count on hardware too.
+        keys = sorted(self.compiler.flag_index, key=self.compiler.flag_index.get)
+        self.one_bit = [one_bit_flags and key[0] != "CROSS" for key in keys]
 
     # -- the hot loop ----------------------------------------------------------------------
     def _run_pipe(self, ps: PipeRun, copied: int = -1) -> None:
@@ -257,7 +262,7 @@ class Engine:
                     t = ts
                 marks.append(t)
                 core.taken[a] = t
-                if pending and pending[0] < t and self.one_bit:
+                if pending and pending[0] < t and self.one_bit[a]:
                     raise self._still_set(core, a, pending[0], t)
                 t += cost
             elif code == LOCAL:
@@ -267,7 +272,7 @@ class Engine:
                     t = ps.done
                 marks.append(t)
                 t += cost
-                if t < core.taken[a] and self.one_bit:
+                if t < core.taken[a] and self.one_bit[a]:
                     raise self._still_set(core, a, t, core.taken[a])
                 pend[a].append(t)
                 w = waiter[a]
@@ -276,7 +281,7 @@ class Engine:
                     self.work.append(w)
             elif code == SET:
                 t += cost
-                if t < core.taken[a] and self.one_bit:
+                if t < core.taken[a] and self.one_bit[a]:
                     raise self._still_set(core, a, t, core.taken[a])
                 pend[a].append(t)
                 w = waiter[a]

@@ -217,6 +217,16 @@ def test_one_bit_flags_accept_a_set_after_the_wait_took_the_flag():
     assert simulate(prog, TINY).cycles == 6      # six sync cycles in a chain
 
 
+def test_cross_core_flags_still_count():
+    """CrossCoreSetFlag keeps a counter on hardware: two sets before the partner's first
+    wait are both taken (the AIV is busy 30 cycles; each set costs 1 sync cycle)."""
+    from npujit.sim.isa import cross_set_flag, cross_wait_flag
+    aic = CoreProgram("AIC", [cross_set_flag("CUBE", 0), cross_set_flag("CUBE", 0)])
+    aiv = CoreProgram("AIV", [vec("add", 2560), cross_wait_flag("VECTOR", 0),
+                              cross_wait_flag("VECTOR", 0)])
+    assert simulate(Launch([aic, aiv], groups=[(0, 1)]), TINY).cycles == 30 + 1 + 1
+
+
 def test_one_bit_default_follows_the_knob(monkeypatch):
     prog = CoreProgram("AIV", [vec("add", 2560), set_flag("MTE2", "VECTOR"),
                                set_flag("MTE2", "VECTOR"), wait_flag("MTE2", "VECTOR"),
