@@ -47,6 +47,7 @@ Example::
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections import deque
 from dataclasses import dataclass
@@ -131,7 +132,10 @@ def _replay(program: CoreProgram, visit) -> None:
 
     Among the pipes that can proceed, the one whose next instruction comes first in issue
     order goes first, so the replay reads like the program text and a race is named from
-    the access the programmer wrote later (a missing slot-reuse wait shows as WAR)."""
+    the access the programmer wrote later (a missing slot-reuse wait shows as WAR).
+
+    A ``wait_flag`` on the SCALAR pipe holds the issue of every later instruction (as in
+    the engine), so those follow everything the scalar wait follows."""
     queues = _pipe_queues(program)
     pipes = list(queues)
     clock = {p: dict.fromkeys(pipes, 0) for p in pipes}
@@ -142,6 +146,10 @@ def _replay(program: CoreProgram, visit) -> None:
     instrs = program.instrs
     ready = [(q[0], p) for p, q in queues.items() if q]
     heapq.heapify(ready)
+    scalar_waits = [n for n, ins in enumerate(instrs)
+                    if ins.kind == "wait_flag" and ins.pipe == "SCALAR"]
+    gate_clock: dict[int, dict] = {}      # scalar wait -> the SCALAR clock after it
+    gated: dict[int, list] = {}           # scalar wait -> pipes held until it completes
 
     def step(p):
         pos[p] += 1
@@ -165,6 +173,15 @@ def _replay(program: CoreProgram, visit) -> None:
                 step(x)
             at_barrier.clear()
             continue
+        g = bisect.bisect_left(scalar_waits, n) - 1     # the last scalar wait before n
+        if g >= 0 and p != "SCALAR":
+            w = scalar_waits[g]
+            if w not in gate_clock:
+                gated.setdefault(w, []).append(p)           # resumed when it completes
+                continue
+            for k, v in gate_clock[w].items():
+                if v > vc[k]:
+                    vc[k] = v
         if ins.kind == "wait_flag":
             d = pending.get(ins.flag)
             if not d:
@@ -175,6 +192,10 @@ def _replay(program: CoreProgram, visit) -> None:
                     vc[k] = v
         vc[p] += 1
         visit(p, n, vc)
+        if p == "SCALAR" and ins.kind == "wait_flag":
+            gate_clock[n] = dict(vc)
+            for q in gated.pop(n, ()):
+                heapq.heappush(ready, (queues[q][pos[q]], q))
         if ins.kind == "set_flag":
             pending.setdefault(ins.flag, deque()).append(dict(vc))
             w = waiting.pop(ins.flag, None)

@@ -158,3 +158,15 @@ def test_gm_stores_land_at_the_wait_that_orders_them_before_the_load():
     unordered = _ws_round_trip(order=False)
     store = next(n for n, i in enumerate(unordered.instrs) if i.path == "UB_to_GM")
     assert landing_points(unordered)[store] is None
+
+
+def test_a_scalar_wait_orders_what_is_issued_after_it():
+    """The Vector add is issued after the scalar wait, which waits for MTE2's set after the
+    copy: ordered on hardware (the scalar unit issues in order), so no race."""
+    gated = CoreProgram("AIV", [copy("GM_to_UB", 256, writes="x"), set_flag("MTE2", "SCALAR"),
+                                wait_flag("MTE2", "SCALAR"), vec("add", 128, reads="x")])
+    assert find_races(gated) == []
+    # Issued before the scalar wait, the add is not held by it: a RAW.
+    early = CoreProgram("AIV", [copy("GM_to_UB", 256, writes="x"), vec("add", 128, reads="x"),
+                                set_flag("MTE2", "SCALAR"), wait_flag("MTE2", "SCALAR")])
+    assert [r.kind for r in find_races(early)] == ["RAW"]
