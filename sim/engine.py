@@ -11,8 +11,9 @@ Model (docs/npu-facts.md §S1):
   took the previous set raises :class:`FlagStillSetError` (checked when either side runs,
   so simulation order does not matter); ``one_bit_flags=False`` counts sets instead.
   A wait on the SCALAR pipe holds the issue of every later instruction: the compiler puts
-  a ``GATE`` entry on each other pipe, opened when that wait completed.  ``barrier("ALL")`` holds every pipe of the core until all have
-  reached it; ``barrier(pipe)`` costs ``sync_cycles`` on that (already in-order) pipe.
+  a ``GATE`` entry on each other pipe, opened when that wait completed.
+  ``barrier("ALL")`` holds every pipe of the core until all have reached it;
+  ``barrier(pipe)`` costs ``sync_cycles`` on that (already in-order) pipe.
 * A copy touching GM occupies its pipe for its issue latency, then streams its bytes through
   the :class:`~npujit.sim.hbm.HBMServer` shared by all cores, capped by its port rate; its
   data lands ``hbm_latency`` later.  When the spec has an L2 and the launch's copies carry
