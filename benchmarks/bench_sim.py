@@ -1,9 +1,11 @@
 """Timing-simulator benchmark: simulated instructions per second of wall time, and the
 double- vs single-buffered speed-up at equal stage times.
 
-Bars (issue: schedule kernels onto pipes + simulate timing):
-  * >= 1,000,000 simulated instructions per second on a large launch
-    (24 AIV cores x ~50k instructions of a double-buffered GM -> UB -> Vector -> GM stream);
+Bars:
+  * >= 2,000,000 simulated instructions per second on a large launch (issue 10; the bar
+    is for the timing-only ``kernel.simulate``; this measures the engine part: compile,
+    run and report of 24 AIV cores x ~50k instructions of a double-buffered
+    GM -> UB -> Vector -> GM stream; the earlier bar was 1,000,000);
   * double-buffered / single-buffered cycles >= 2.5 at equal stage times for N large enough.
 
 The launches are deliberately unfriendly: every core gets a different tile size, so the
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import time
+
+SPEED_BAR = 2_000_000      # simulated instructions per second of wall time
 
 from npujit.sim import ASCEND_910B_LIKE, TINY, Launch, simulate
 from npujit.sim.patterns import cube_pipeline, vector_pipeline
@@ -68,7 +72,8 @@ def main() -> None:
     args = ap.parse_args()
     per_core = 5000 if args.quick else 50000
 
-    print("simulated instructions per second (ASCEND_910B_LIKE, best of 3, incl. compile + report)")
+    print("simulated instructions per second (ASCEND_910B_LIKE, best of 3, incl. compile + report;"
+          f" bar {SPEED_BAR / 1e6:g} M/s)")
     print(f"{'launch':<36} {'instrs':>10} {'GM copies':>10} {'wall s':>7} {'instr/s':>11} "
           f"{'cycles':>11} {'of bound':>8}")
     rows = [("24 AIV, 1 Vector op per tile", build_launch(24, per_core, 1)),
@@ -78,7 +83,7 @@ def main() -> None:
         gm = sum(1 for p in launch.programs for i in p.instrs
                  if i.kind == "copy" and "GM" in i.path)
         wall, rate, report = measure_rate(launch)
-        bar = "ok" if rate >= 1e6 else "BELOW 1M/s"
+        bar = "bar met" if rate >= SPEED_BAR else f"BELOW the {SPEED_BAR / 1e6:g} M/s bar"
         print(f"{label:<36} {launch.instr_count:>10,} {gm:>10,} {wall:>7.2f} {rate:>11,.0f} "
               f"{report.cycles:>11,} {100 * report.roofline_fraction:>7.0f}%  {bar}")
 

@@ -10,6 +10,9 @@
 ``NPUJIT_BOUNDS_CHECK``   0 = skip the default range check of every GM access (numba
                           backend; for benchmarks only: a bad offset then corrupts memory)
 ``NPUJIT_NUM_THREADS``    threads for the numba backend's grid loop (0 = numba's default)
+``NPUJIT_ONE_BIT_FLAGS``  0 = the timing simulator counts flag sets instead of modelling
+                          the hardware's 1-bit flags (the default of ``npujit.sim.simulate``
+                          and ``kernel.simulate``; a set on a still-set flag is an error)
 
 Example::
 
@@ -76,3 +79,8 @@ def bounds_check() -> bool:
 
 def num_threads() -> int:
     return env_int("NPUJIT_NUM_THREADS", 0)
+
+
+def one_bit_flags() -> bool:
+    """The default of ``npujit.sim.simulate(one_bit_flags=)`` (``NPUJIT_ONE_BIT_FLAGS``, on)."""
+    return env_bool("NPUJIT_ONE_BIT_FLAGS", True)

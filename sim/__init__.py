@@ -14,7 +14,7 @@ Example::
 """
 from .cost import copy_cycles, instr_cycles, mmad_cycles, vec_cycles
 from .debug import DebugOptions, Race, RaceError, find_races, landing_points
-from .engine import DeadlockError, ProgramError
+from .engine import DeadlockError, FlagStillSetError, ProgramError
 from .isa import (KINDS, VEC_OP_CLASS, CoreProgram, Instr, Launch, barrier, copy, mmad,
                   scalar, set_flag, vec, wait_flag)
 from .lower import StreamRecorder
@@ -37,7 +37,7 @@ __all__ = [
     # scheduled kernels -> streams
     "StreamRecorder",
     # simulation
-    "simulate", "SimReport", "ProgramRun", "DeadlockError", "ProgramError",
+    "simulate", "SimReport", "ProgramRun", "DeadlockError", "FlagStillSetError", "ProgramError",
     # debug
     "DebugOptions", "find_races", "landing_points", "Race", "RaceError",
 ]

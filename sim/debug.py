@@ -12,6 +12,15 @@ side (the backend that actually moves bytes):
   it, and a read not ordered after the slot's last write (``RAW``: the missing
   producer -> consumer wait), are races.  This depends on the stream only, not on timing,
   so it also finds races the timing happened to hide.
+* GM regions: a GM copy that carries ``gm_region`` (``kernel.simulate`` tags every load and
+  store with the pointer argument and the bytes it touches, ``sim/lower.py``) is also an
+  access to those GM bytes, checked the same way: a store then a load of overlapping bytes
+  in one program with no MTE3 -> MTE2 order between them is ``RAW`` (the load may read GM
+  before the store landed), a load then an overlapping store ``WAR``, two stores ``WAW``.
+  Regions overlap when they name the same argument and (see :func:`gm_overlap`) their
+  element ranges or block boxes intersect; forms that cannot be compared overlap
+  (conservative).  Copies without a region, or tagged ``ONCE`` (touched once in the
+  launch), are not tracked.  Only accesses inside one program are checked.
 * ``uninitialized="nan"``: Pallas poisons fresh buffers with NaN so reading one shows up.
   Here: every read of a slot no write was ordered before is reported (``UNINIT``): that
   is exactly the read that would see NaN.  Filling the buffers with NaN is the numeric
@@ -19,13 +28,14 @@ side (the backend that actually moves bytes):
 * ``dma_execution_mode="on_wait"``: Pallas lands a DMA only when it is waited on.  Here a
   copy's destination becomes visible to other pipes at the ``wait_flag`` that matches the
   first ``set_flag`` its pipe issues after it; :func:`landing_points` computes that wait for
-  every copy (``None`` when no such wait exists: the data never becomes visible).  Reads
-  before the landing are ``RAW`` races above.  Deferring the bytes to that wait is the
+  every copy, GM stores included (``None`` when no such wait exists: the data never becomes
+  visible within the program).  Reads before the landing are ``RAW`` races above, on a
+  buffer slot or on a GM region.  Deferring the bytes to that wait is the
   numeric backend's job; the map is its input.
-* ``check_flags``: hardware flags are 1 bit.  The engine counts sets (the k-th wait takes
-  the k-th set), so it reports, per program, a ``set_flag`` that fired while its flag was
-  still set (on hardware one set is lost and a later wait deadlocks) and sets never waited
-  on at the end of the program (the next kernel would see a stale flag).
+* ``check_flags``: reports, per program, sets never waited on at the end of the program
+  (the next kernel would see a stale flag) and, when the engine counts sets
+  (``one_bit_flags=False``; by default a lost set is already a ``FlagStillSetError``), a
+  ``set_flag`` that fired while its flag was still set.
 
 Example::
 
@@ -37,12 +47,14 @@ Example::
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections import deque
 from dataclasses import dataclass
 
 from .engine import pipe_spans
 from .isa import CoreProgram, describe, flag_name
+from .l2 import ONCE
 from .queues import SET, SETD, WAIT
 
 RACE_KINDS = ("RAW", "WAR", "WAW", "UNINIT")
@@ -120,7 +132,10 @@ def _replay(program: CoreProgram, visit) -> None:
 
     Among the pipes that can proceed, the one whose next instruction comes first in issue
     order goes first, so the replay reads like the program text and a race is named from
-    the access the programmer wrote later (a missing slot-reuse wait shows as WAR)."""
+    the access the programmer wrote later (a missing slot-reuse wait shows as WAR).
+
+    A ``wait_flag`` on the SCALAR pipe holds the issue of every later instruction (as in
+    the engine), so those follow everything the scalar wait follows."""
     queues = _pipe_queues(program)
     pipes = list(queues)
     clock = {p: dict.fromkeys(pipes, 0) for p in pipes}
@@ -131,6 +146,10 @@ def _replay(program: CoreProgram, visit) -> None:
     instrs = program.instrs
     ready = [(q[0], p) for p, q in queues.items() if q]
     heapq.heapify(ready)
+    scalar_waits = [n for n, ins in enumerate(instrs)
+                    if ins.kind == "wait_flag" and ins.pipe == "SCALAR"]
+    gate_clock: dict[int, dict] = {}      # scalar wait -> the SCALAR clock after it
+    gated: dict[int, list] = {}           # scalar wait -> pipes held until it completes
 
     def step(p):
         pos[p] += 1
@@ -154,6 +173,15 @@ def _replay(program: CoreProgram, visit) -> None:
                 step(x)
             at_barrier.clear()
             continue
+        g = bisect.bisect_left(scalar_waits, n) - 1     # the last scalar wait before n
+        if g >= 0 and p != "SCALAR":
+            w = scalar_waits[g]
+            if w not in gate_clock:
+                gated.setdefault(w, []).append(p)           # resumed when it completes
+                continue
+            for k, v in gate_clock[w].items():
+                if v > vc[k]:
+                    vc[k] = v
         if ins.kind == "wait_flag":
             d = pending.get(ins.flag)
             if not d:
@@ -164,12 +192,53 @@ def _replay(program: CoreProgram, visit) -> None:
                     vc[k] = v
         vc[p] += 1
         visit(p, n, vc)
+        if p == "SCALAR" and ins.kind == "wait_flag":
+            gate_clock[n] = dict(vc)
+            for q in gated.pop(n, ()):
+                heapq.heappush(ready, (queues[q][pos[q]], q))
         if ins.kind == "set_flag":
             pending.setdefault(ins.flag, deque()).append(dict(vc))
             w = waiting.pop(ins.flag, None)
             if w is not None:
                 heapq.heappush(ready, (queues[w][pos[w]], w))
         step(p)
+
+
+def gm_overlap(a, b) -> bool:
+    """Whether two ``gm_region`` keys may touch common GM bytes: the same pointer argument
+    and intersecting element ranges ``(arg, first, last, count)`` (pointer lanes) or
+    intersecting boxes ``(arg, ((lo, hi), ...))`` of one rank (block pointers over the
+    argument's shape); other pairs of one argument overlap unless equal keys say so.
+
+    Example::
+
+        >>> gm_overlap(("ws", 0, 127, 128), ("ws", 64, 191, 128))
+        True
+        >>> gm_overlap(("ws", 0, 127, 128), ("ws", 128, 255, 128))
+        False
+        >>> gm_overlap(("a", ((0, 64), (0, 32))), ("a", ((0, 64), (32, 64))))
+        False
+    """
+    if a == b:
+        return True
+    arg_a = a[0] if isinstance(a, tuple) and a else a
+    arg_b = b[0] if isinstance(b, tuple) and b else b
+    if arg_a != arg_b:
+        return False
+    if len(a) == 4 and len(b) == 4:
+        return a[1] <= b[2] and b[1] <= a[2]
+    if len(a) == 2 and len(b) == 2 and len(a[1]) == len(b[1]):
+        return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a[1], b[1]))
+    return True
+
+
+def _gm_accesses(ins) -> tuple:
+    """(is_write, region) of a GM copy with a trackable region, else ()."""
+    r = ins.gm_region
+    if ins.kind != "copy" or r is None or r == ONCE or not isinstance(r, tuple) or not r:
+        return ()
+    src, _, dst = ins.path.partition("_to_")
+    return ((dst == "GM", r),) if "GM" in (src, dst) else ()
 
 
 def find_races(program: CoreProgram, *, uninitialized: bool = True,
@@ -185,10 +254,12 @@ def find_races(program: CoreProgram, *, uninitialized: bool = True,
     instrs = program.instrs
     last_write: dict[tuple, tuple] = {}          # slot -> (pipe, epoch, index)
     reads: dict[tuple, dict] = {}                # slot -> {pipe: (epoch, index)}
+    gm_writes: dict = {}     # arg -> {region: (pipe, epoch, index)}
+    gm_reads: dict = {}      # arg -> {region: {pipe: (epoch, index)}}
     races: list[Race] = []
     seen: set = set()
 
-    def report(kind, slot, first, second):
+    def report(kind, slot, first, second, region=None):
         key = (kind, slot, first[0] if first else None, second[0])
         if key in seen:
             return
@@ -204,7 +275,12 @@ def find_races(program: CoreProgram, *, uninitialized: bool = True,
             "UNINIT": "reads it before anything wrote it "
                       "(a NaN-poisoned buffer would show NaN here)",
         }[kind]
-        text = f"{kind} on {slot[0]}[{slot[1]}] in program {program_index}: {b} {what}"
+        where = f"{slot[0]}[{slot[1]}]"
+        if region is not None:
+            where = f"GM region {region!r}"
+            what += f" (a GM {'store' if kind != 'WAR' else 'load'} needs a {first[0]} -> " \
+                    f"{second[0]} flag before this access)"
+        text = f"{kind} on {where} in program {program_index}: {b} {what}"
         races.append(Race(kind, slot[0], slot[1], first, second, program_index, text))
 
     def visit(pipe, n, vc):
@@ -226,6 +302,25 @@ def find_races(program: CoreProgram, *, uninitialized: bool = True,
                     report("WAR", slot, (q, idx), (pipe, n))
             last_write[slot] = (pipe, vc[pipe], n)
             reads[slot] = {}
+        for is_write, region in _gm_accesses(ins):
+            gm_access(pipe, n, vc, is_write, region)
+
+    def gm_access(pipe, n, vc, is_write, region):
+        arg = region[0]
+        slot = (f"GM {arg}", 0)
+        writes, rd = gm_writes.setdefault(arg, {}), gm_reads.setdefault(arg, {})
+        for r2, w in writes.items():
+            if w[0] != pipe and w[1] > vc[w[0]] and gm_overlap(region, r2):
+                report("WAW" if is_write else "RAW", slot, (w[0], w[2]), (pipe, n), region)
+        if is_write:
+            for r2, by_pipe in rd.items():
+                for q, (epoch, idx) in by_pipe.items():
+                    if q != pipe and epoch > vc[q] and gm_overlap(region, r2):
+                        report("WAR", slot, (q, idx), (pipe, n), region)
+            writes[region] = (pipe, vc[pipe], n)
+            rd.pop(region, None)
+        else:
+            rd.setdefault(region, {})[pipe] = (vc[pipe], n)
 
     _replay(program, visit)
     return races
@@ -283,7 +378,7 @@ def flag_issues(timeline) -> list[str]:
         >>> p = CoreProgram("AIV", [vec("add", 2560),   # Vector is busy while both sets fire
         ...                         set_flag("MTE2", "VECTOR"), set_flag("MTE2", "VECTOR"),
         ...                         wait_flag("MTE2", "VECTOR"), wait_flag("MTE2", "VECTOR")])
-        >>> flag_issues(run(Launch([p]), TINY))[0][:60]
+        >>> flag_issues(run(Launch([p]), TINY, one_bit_flags=False))[0][:60]
         'program 0 on AIV 0: set_flag MTE2->VECTOR id 0 (HardEvent::M'
     """
     issues = []

@@ -6,10 +6,14 @@ Model (docs/npu-facts.md §S1):
   their pipe; a pipe runs its FIFO one instruction at a time.
 * Pipes of a core are ordered only by flags and barriers.  ``set_flag`` runs on its source
   pipe after the pipe's earlier instructions and makes the flag visible when it ends;
-  ``wait_flag`` blocks its pipe until a set is pending, then consumes it.  Flags count
-  (the k-th wait consumes the k-th set); the report flags streams that would lose a set on
-  hardware's 1-bit flags.  ``barrier("ALL")`` holds every pipe of the core until all have
-  reached it; ``barrier(pipe)`` costs ``sync_cycles`` on that (already in-order) pipe.
+  ``wait_flag`` blocks its pipe until a set is pending, then consumes it (the k-th wait
+  takes the k-th set).  Flags are 1 bit as on hardware: a set that fires before the wait
+  took the previous set raises :class:`FlagStillSetError` (checked when either side runs,
+  so simulation order does not matter); ``one_bit_flags=False`` counts sets instead.
+  A wait on the SCALAR pipe holds the issue of every later instruction: the compiler puts
+  a ``GATE`` entry on each other pipe, opened when that wait completed.
+  ``barrier("ALL")`` holds every pipe of the core until all have reached it;
+  ``barrier(pipe)`` costs ``sync_cycles`` on that (already in-order) pipe.
 * A copy touching GM occupies its pipe for its issue latency, then streams its bytes through
   the :class:`~npujit.sim.hbm.HBMServer` shared by all cores, capped by its port rate; its
   data lands ``hbm_latency`` later.  When the spec has an L2 and the launch's copies carry
@@ -44,13 +48,15 @@ Example::
 from __future__ import annotations
 
 import math
+import random
 from collections import deque
 from heapq import heappop, heappush
 
 from .hbm import INF, HBMServer
 from .isa import Launch, describe, flag_name
 from .l2 import MemorySystem
-from .queues import CSET, GM, LOCAL, SET, SETD, WAIT, Compiled, Compiler, ProgramError
+from .queues import (CSET, GATE, GM, LOCAL, OPEN, SET, SETD, WAIT, Compiled, Compiler,
+                     ProgramError)
 from npujit.target import NPUSpec
 
 
@@ -76,6 +82,36 @@ class DeadlockError(RuntimeError):
         first = blocked[0]
         self.core, self.program, self.pipe, self.flag = (first["core"], first["program"],
                                                          first["pipe"], first["flag"])
+
+
+class FlagStillSetError(RuntimeError):
+    """A ``set_flag`` fired while its flag was still set (1-bit hardware flags: the set is
+    lost, and the wait meant to take it would hang).  Raised with 1-bit flags, the default
+    of :func:`npujit.sim.simulate`.
+
+    Attributes: ``core``, ``program``, ``flag`` (src, dst, id), ``set_pipe``,
+    ``wait_pipe``, ``cycle`` (when the second set fired) and ``taken`` (when the wait took
+    the earlier set).
+
+    Example::
+
+        >>> from npujit.sim import simulate, TINY, CoreProgram, set_flag, wait_flag, vec
+        >>> prog = CoreProgram("AIV", [vec("add", 2560),   # VECTOR is busy: both sets land
+        ...                            set_flag("MTE2", "VECTOR"), set_flag("MTE2", "VECTOR"),
+        ...                            wait_flag("MTE2", "VECTOR"), wait_flag("MTE2", "VECTOR")])
+        >>> try:
+        ...     simulate(prog, TINY)
+        ... except FlagStillSetError as e:
+        ...     print(e.set_pipe, e.wait_pipe, e.cycle, e.taken)
+        MTE2 VECTOR 2 30
+    """
+
+    def __init__(self, message: str, core: str, program: int, flag: tuple, cycle: int,
+                 taken: int):
+        super().__init__(message)
+        self.core, self.program, self.flag = core, program, flag
+        self.set_pipe, self.wait_pipe = flag[0], flag[1]
+        self.cycle, self.taken = cycle, taken
 
 
 class PipeRun:
@@ -108,7 +144,8 @@ class CoreRun:
     """One program running on one physical core: flag state, barrier state, its pipes."""
 
     __slots__ = ("core", "program", "compiled", "start", "end", "pend", "waiter", "pipes",
-                 "left", "bar_n", "bar_t", "bar_wait", "partner", "ai_core")
+                 "left", "bar_n", "bar_t", "bar_wait", "partner", "ai_core", "taken",
+                 "gates", "gate_wait")
 
     def __init__(self, core: str, program: int, compiled: Compiled, start: int, nflags: int,
                  landing: int = 0):
@@ -116,6 +153,9 @@ class CoreRun:
         self.start = self.end = start
         self.pend = [deque() for _ in range(nflags)]   # pending set times per flag
         self.waiter = [None] * nflags                  # the pipe blocked on each flag
+        self.taken = [-1] * nflags     # when a wait last took each flag (1-bit check)
+        self.gates = [-1] * compiled.gates   # when each scalar wait completed (-1: not yet)
+        self.gate_wait: dict[int, list] = {}  # gate -> pipes blocked on it
         self.pipes = [PipeRun(name, q, start, self, landing)
                       for name, q in zip(compiled.pipes, compiled.queues)]
         self.left = len(self.pipes)
@@ -141,9 +181,17 @@ class Timeline:
 class Engine:
     """Runs a launch; see :func:`run`."""
 
-    def __init__(self, launch: Launch, spec: NPUSpec, record_hbm: bool = True):
+    def __init__(self, launch: Launch, spec: NPUSpec, record_hbm: bool = True,
+                 one_bit_flags: bool = True, start_jitter: int = 0, seed: int = 0):
         self.spec = spec
         self.launch = launch
+        if not isinstance(start_jitter, int) or start_jitter < 0:
+            raise ValueError(f"start_jitter must be an int >= 0 (cycles), got {start_jitter!r}")
+        rng = random.Random(seed)
+        # Per physical core: when it takes its first program (0 without jitter).
+        self.jitter = {name: rng.randint(0, start_jitter) if start_jitter else 0
+                       for name in [f"{k} {j}" for k, n in spec.core_counts.items()
+                                    for j in range(n)]}
         self.compiler = Compiler(spec)
         by_id: dict[int, Compiled] = {}
         self.compiled = []
@@ -181,6 +229,9 @@ class Engine:
         elif self.compiler.has_cross:
             raise ProgramError("cross-core flags (cross_set/cross_wait) need a Launch with "
                                "groups pairing each AIC program with its AIV partner")
+        # Per flag index: is it a 1-bit flag?  Cross-core flags count on hardware too.
+        keys = sorted(self.compiler.flag_index, key=self.compiler.flag_index.get)
+        self.one_bit = [one_bit_flags and key[0] != "CROSS" for key in keys]
 
     # -- the hot loop ----------------------------------------------------------------------
     def _run_pipe(self, ps: PipeRun, copied: int = -1) -> None:
@@ -211,6 +262,9 @@ class Engine:
                         ps.idle += ts - (ps.done if ps.done > t else t)
                     t = ts
                 marks.append(t)
+                core.taken[a] = t
+                if pending and pending[0] < t and self.one_bit[a]:
+                    raise self._still_set(core, a, pending[0], t)
                 t += cost
             elif code == LOCAL:
                 t += a
@@ -219,6 +273,8 @@ class Engine:
                     t = ps.done
                 marks.append(t)
                 t += cost
+                if t < core.taken[a] and self.one_bit[a]:
+                    raise self._still_set(core, a, t, core.taken[a])
                 pend[a].append(t)
                 w = waiter[a]
                 if w is not None:
@@ -226,6 +282,8 @@ class Engine:
                     self.work.append(w)
             elif code == SET:
                 t += cost
+                if t < core.taken[a] and self.one_bit[a]:
+                    raise self._still_set(core, a, t, core.taken[a])
                 pend[a].append(t)
                 w = waiter[a]
                 if w is not None:
@@ -237,6 +295,21 @@ class Engine:
                 self.seq += 1
                 heappush(self.arrivals, (t + a, self.seq, moved, rate, ps, gm))
                 return
+            elif code == GATE:   # the scalar unit issues nothing past an open scalar wait
+                gt = core.gates[a]
+                if gt < 0:
+                    core.gate_wait.setdefault(a, []).append(ps)
+                    ps.i = i
+                    ps.t = t
+                    return
+                if gt > t:
+                    if gt > ps.done:
+                        ps.idle += gt - (ps.done if ps.done > t else t)
+                    t = gt
+                marks.append(t)
+            elif code == OPEN:   # the scalar wait before it completed: open its gate
+                core.gates[a] = t
+                self.work.extend(core.gate_wait.pop(a, ()))
             elif code == CSET:
                 if ps.done > t:
                     t = ps.done
@@ -282,6 +355,19 @@ class Engine:
         if core.left == 0:
             self.seq += 1
             heappush(self.heap, (core.end, self.seq, core))
+
+    def _still_set(self, core: CoreRun, a: int, cycle: int, taken: int) -> FlagStillSetError:
+        flag = next(k for k, v in self.compiler.flag_index.items() if v == a)
+        name = core.compiled.program.name
+        label = f" {name!r}" if name else ""
+        return FlagStillSetError(
+            f"set_flag {flag_name(flag)} on pipe {flag[0]} at cycle {cycle} found the flag "
+            f"still set: the wait_flag on pipe {flag[1]} took the previous set only at cycle "
+            f"{taken} (core {core.core}, program {core.program}{label}).  Hardware flags are "
+            f"1 bit, so this set would be lost and a later wait would hang.  Give the two "
+            f"sets different event ids, or wait before setting again; streams written for "
+            f"counting flags can pass one_bit_flags=False to simulate().",
+            core.core, core.program, flag, cycle, taken)
 
     def _drain(self) -> None:
         work = self.work
@@ -334,13 +420,14 @@ class Engine:
             self.ai_left = [0] * spec.aic_cores
             for j in range(spec.aic_cores):
                 if self.groups:
-                    self._start_group(j, 0)
+                    self._start_group(j, self.jitter[f"AIC {j}"])
         idle = {k: deque() for k in self.queues}
         for name in self.core_names:
             idle[name.split()[0]].append(name)
         for kind, q in self.queues.items():
             while q and idle[kind] and not grouped:
-                self._start(idle[kind].popleft(), q.popleft(), 0)
+                name = idle[kind].popleft()
+                self._start(name, q.popleft(), self.jitter[name])
         heap, hbm, work, run_pipe = self.heap, self.hbm, self.work, self._run_pipe
         hbm_next, hbm_pop = hbm.next_completion, hbm.pop_finished
         ceil = math.ceil
@@ -387,9 +474,12 @@ class Engine:
                 idx = int(pos[p][ps.i])
                 ins = comp.program.instrs[idx]
                 flag = keys[a] if code == WAIT else None
-                if code == WAIT:
+                if flag is not None:
                     why = (f"waits on flag {flag_name(flag)} that no pending set_flag "
                            f"will ever set")
+                elif code == GATE:
+                    why = ("cannot issue: the scalar unit is held by the SCALAR wait_flag "
+                           "at this instr")
                 else:
                     arrived = [w.name for w in run.bar_wait]
                     why = f"waits at barrier(ALL); arrived: {arrived or 'none'}"
@@ -402,9 +492,10 @@ class Engine:
         return DeadlockError(msg + "\n".join(lines), blocked)
 
 
-def run(launch: Launch, spec: NPUSpec, record_hbm: bool = True) -> Timeline:
+def run(launch: Launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool = True,
+        start_jitter: int = 0, seed: int = 0) -> Timeline:
     """Simulate ``launch`` on ``spec`` and return the raw :class:`Timeline` (the report is
-    built from it by :func:`npujit.sim.simulate`).
+    built from it by :func:`npujit.sim.simulate`; the options are its own).
 
     Example::
 
@@ -413,7 +504,7 @@ def run(launch: Launch, spec: NPUSpec, record_hbm: bool = True) -> Timeline:
         >>> run(Launch([CoreProgram("AIV", [vec("add", 256)])] * 3), TINY).cycles  # 2 cores
         24
     """
-    return Engine(launch, spec, record_hbm).run()
+    return Engine(launch, spec, record_hbm, one_bit_flags, start_jitter, seed).run()
 
 
 def pipe_spans(ps: PipeRun) -> list[tuple[int, int]]:
@@ -430,7 +521,7 @@ def pipe_spans(ps: PipeRun) -> list[tuple[int, int]]:
     t, j, marks = ps.start, 0, ps.marks
     out = []
     for code, a, cost, *_ in ps.q:
-        if code == LOCAL or code == SET:
+        if code == LOCAL or code == SET or code == OPEN:
             s = t
             t += cost
         elif code == GM:

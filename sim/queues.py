@@ -32,7 +32,11 @@ from npujit.target import NPUSpec, SpecError, path_scopes
 #   SET/WAIT: a = flag index.  SETD is a SET on a pipe that runs GM copies: it also waits
 #   for their data to land.  CSET (cross_set) waits like SETD, then sets the flag on the
 #   group partner's run; a cross_wait is a WAIT on the run's own flag.
-LOCAL, GM, SET, WAIT, BARRIER, SETD, CSET = range(7)
+#   OPEN: a = g, right after the g-th WAIT on the SCALAR pipe (a scalar wait): the scalar
+#   unit issues every instruction, so nothing after that wait in program order issues
+#   before it completed.  GATE: a = g, on every other pipe before its first instruction
+#   after that scalar wait; it holds the pipe until the OPEN ran.
+LOCAL, GM, SET, WAIT, BARRIER, SETD, CSET, OPEN, GATE = range(9)
 
 
 class ProgramError(SpecError):
@@ -44,13 +48,35 @@ class Compiled:
 
     ``pipe_work`` is each pipe's standalone cost sum, or for a pipe with GM copies at least
     their occupancy plus one landing latency (what the roofline uses);
-    ``positions[p]`` the program index of each entry of pipe ``p``'s queue.
+    ``positions[p]`` the program index of each entry of pipe ``p``'s queue (a ``GATE``
+    entry: the index of its scalar wait); ``gates`` the number of scalar waits.
     """
 
     __slots__ = ("program", "kind", "pipes", "queues", "positions", "pipe_work",
                  "bytes_by_path", "hbm_read", "hbm_write", "cube_flops", "vector_elems",
                  "gm_latency_min", "instr_count", "read_regions", "written_regions",
-                 "hbm_floor")
+                 "hbm_floor", "gates")
+
+
+def _gated(q: list, pos: np.ndarray, scalar_waits: np.ndarray, is_scalar: bool):
+    """A pipe's queue with the scalar waits' issue gates: on the SCALAR pipe an OPEN entry
+    follows each scalar wait; on any other pipe a GATE entry goes before the first
+    instruction issued after a scalar wait (only the latest one counts: the scalar pipe is
+    in order).  Returns the new queue and positions."""
+    gate_of = np.searchsorted(scalar_waits, pos, side="left") - 1   # last wait before
+    out, out_pos = [], []
+    last = -1
+    for entry, x, g in zip(q, pos.tolist(), gate_of.tolist()):
+        if not is_scalar and g > last:
+            out.append((GATE, g, 0, None, None, None))
+            out_pos.append(int(scalar_waits[g]))
+            last = g
+        out.append(entry)
+        out_pos.append(x)
+        if is_scalar and g + 1 < len(scalar_waits) and scalar_waits[g + 1] == x:
+            out.append((OPEN, g + 1, 0, None, None, None))
+            out_pos.append(x)
+    return out, np.array(out_pos, dtype=np.int64)
 
 
 class _InstrInfo(NamedTuple):
@@ -217,12 +243,22 @@ class Compiler:
         c = Compiled()
         c.pipes, c.queues, c.positions = [], [], []
         c.pipe_work = {}
+        scalar_waits = np.empty(0, dtype=np.int64)
+        if "SCALAR" in pipes:
+            s = pipes.index("SCALAR")
+            is_wait = np.array([info.entry[0] == WAIT and info.pipe == s for info in infos],
+                               dtype=bool)
+            scalar_waits = np.flatnonzero(is_wait[uids])
+        c.gates = len(scalar_waits)
         for p, name in enumerate(pipes):
             pos = np.flatnonzero((per_instr_pipe == p) | (per_instr_pipe < 0))
             if not len(pos):
                 continue
             c.pipes.append(name)
-            c.queues.append(list(map(entries.__getitem__, uids[pos].tolist())))
+            q = list(map(entries.__getitem__, uids[pos].tolist()))
+            if c.gates:
+                q, pos = _gated(q, pos, scalar_waits, name == "SCALAR")
+            c.queues.append(q)
             c.positions.append(pos)
         c.pipes = tuple(c.pipes)
         # Totals over distinct instructions times their counts.

@@ -10,21 +10,34 @@ Example::
 """
 from __future__ import annotations
 
+import gc
+
 from .debug import DebugOptions, RaceError, find_races, flag_issues, landing_points
 from .engine import Engine
 from .isa import CoreProgram, Launch
 from .report import SimReport
 from .roofline import ProgramWork, bound_from_work
+from npujit import knobs
 from npujit.target import ASCEND_910B_LIKE, NPUSpec
 
 
 def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
-             debug: DebugOptions | None = None) -> SimReport:
+             debug: DebugOptions | None = None, one_bit_flags: bool | None = None,
+             start_jitter: int = 0, seed: int = 0) -> SimReport:
     """Simulate a :class:`~npujit.sim.isa.Launch` (or one CoreProgram, or a list of them)
     on ``spec`` and return a :class:`~npujit.sim.report.SimReport`.
 
     ``trace=False`` skips recording the HBM bandwidth samples (the Chrome trace then has
     no counter track).  ``debug`` turns on the checks of :mod:`npujit.sim.debug`.
+
+    ``one_bit_flags`` (default: ``npujit.knobs.one_bit_flags()``, on): flags are 1 bit as
+    on hardware, so a ``set_flag`` on a flag still set raises
+    :class:`~npujit.sim.engine.FlagStillSetError`; ``False`` counts sets instead (the
+    k-th wait takes the k-th set), for synthetic streams written that way.
+    ``start_jitter`` (cycles, default 0): each physical core takes its first program at a
+    cycle drawn uniformly from ``0..start_jitter`` (``random.Random(seed)``, so one seed
+    gives one timing), so the cores do not move in lockstep.
+
     Raises :class:`~npujit.sim.engine.DeadlockError` when a wait can never be satisfied,
     :class:`~npujit.sim.engine.ProgramError` when an instruction does not fit the spec.
 
@@ -52,7 +65,18 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
             raise RaceError(races)
     if debug.dma_execution_mode == "on_wait":
         landings = {i: landing_points(prog) for i, prog in distinct.values()}
-    timeline = Engine(launch, spec, record_hbm=trace).run()
+    if one_bit_flags is None:
+        one_bit_flags = knobs.one_bit_flags()
+    # The engine makes millions of short-lived tuples that hold no cycles; the cyclic
+    # collector's passes over them cost 5-10 % of the run and free nothing.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        timeline = Engine(launch, spec, record_hbm=trace, one_bit_flags=one_bit_flags,
+                          start_jitter=start_jitter, seed=seed).run()
+    finally:
+        if collecting:
+            gc.enable()
     works = {}
     for c in timeline.compiled:
         if id(c) not in works:

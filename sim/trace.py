@@ -21,7 +21,7 @@ import json
 
 from .engine import pipe_spans
 from .isa import HARD_EVENT_PIPE
-from .queues import SET, SETD, WAIT
+from .queues import GATE, OPEN, SET, SETD, WAIT
 
 # Lane order of msprof's simulator trace.
 LANES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXP")
@@ -89,6 +89,8 @@ def chrome_trace(timeline, *, flows: bool = True, window: tuple | None = None,
             for k, ((code, a, *_), (s, e)) in enumerate(zip(ps.q, pipe_spans(ps))):
                 if e < lo or s > hi:
                     ready = e
+                    continue
+                if code == GATE or code == OPEN:   # issue gates: a stall shows on the next
                     continue
                 idx = int(positions[k])
                 ins = instrs[idx]

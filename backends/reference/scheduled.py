@@ -15,7 +15,10 @@ change its numbers.  ``BufferedExecution`` (an interpreter hook) makes the sched
   ``wait_flag`` runs on any flag that was set after it on the same pipe (a pipe is in
   order, so every later set covers every copy issued before it on the pipe); the first
   such wait lands it.  A consumer without the wait reads the slot's old bytes: poison
-  or a previous tile.
+  or a previous tile.  GM stores (MTE3 / FixPipe) land the same way: their bytes reach
+  GM only at the wait that covers them (or at the program's end), so a load of those
+  bytes without the MTE3 -> MTE2 order reads GM's old contents.  (Each deferred store
+  snapshots its GM argument: debug sizes.)
 
 These are the switches of Pallas's TPU interpret mode (uninitialised memory = NaN, DMAs
 complete at wait), applied to the numbers; ``npujit.sim.debug`` applies them to timing.
@@ -35,6 +38,34 @@ from npujit.ir.ops import Kind
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, is_tile, loop_stages
 
 _GM_COPY_PIPES = ("MTE2",)
+_GM_STORES = (Kind.STORE, Kind.BLOCK_STORE)
+
+
+class _GMStore:
+    """A GM store's bytes, held back until a wait lands them: ``raw[at] = data``."""
+
+    __slots__ = ("raw", "at", "data", "pending")
+
+    def __init__(self, raw: np.ndarray, at: np.ndarray, data: np.ndarray):
+        self.raw, self.at, self.data, self.pending = raw, at, data, True
+
+    def land(self) -> None:
+        self.raw[self.at] = self.data
+        self.pending = False
+
+
+class _TileCopy:
+    """A copy into a tile's buffer slot, held back until a wait lands it (once)."""
+
+    __slots__ = ("execution", "place", "slot", "value", "pending")
+
+    def __init__(self, execution, place, slot: int, value):
+        self.execution, self.place, self.slot, self.value = execution, place, slot, value
+        self.pending = True
+
+    def land(self) -> None:
+        self.execution._write(self.place, self.slot, self.value)
+        self.pending = False
 
 
 class _Place:
@@ -102,10 +133,17 @@ class BufferedExecution:
         self.loops = LoopIterations()
         self.pending: dict[str, list] = {}       # pipe -> copies issued, not yet covered
         self.covered: dict[tuple, list] = {}     # (src, dst, id) -> copies its wait lands
+        self.gm_before = None                    # the GM argument before a deferred store
         if self.inner is not None:
             self.inner.begin(program)
 
     def end(self, program) -> None:
+        # The program is over: every GM store still in flight lands, in issue order.
+        held = [c for cs in self.covered.values() for c in cs] + \
+               [c for cs in self.pending.values() for c in cs]
+        for store in held:
+            if isinstance(store, _GMStore) and store.pending:
+                store.land()
         if self.inner is not None:
             self.inner.end(program)
 
@@ -123,6 +161,9 @@ class BufferedExecution:
                 place = self.by_name[name]
                 self._write(place, slot, operands[i])
                 operands[i] = self._read(place, slot)
+        if self.on_wait and op.kind in _GM_STORES and isinstance(operands[0], np.ndarray) \
+                and operands[0].flags.c_contiguous:
+            self.gm_before = operands[0].copy()
         if self.inner is not None:
             self.inner.before(program, op, operands)
 
@@ -130,6 +171,8 @@ class BufferedExecution:
         if op.kind is Kind.FOR:
             self.loops.after(op)
             self._wait(op, "post_wait_flags", every=True)
+        elif self.gm_before is not None:
+            self._hold_store(op, operands[0])
         else:
             for v, value in zip(op.results, results):
                 place = self.places.get(id(v))
@@ -139,12 +182,21 @@ class BufferedExecution:
                 self.slots[place.name] = slot
                 if self.on_wait and op.attrs.get("pipe") in _GM_COPY_PIPES:
                     self.pending.setdefault(op.attrs["pipe"], []).append(
-                        [place, slot, value, True])     # True: not landed yet
+                        _TileCopy(self, place, slot, value))
                 else:
                     self._write(place, slot, value)
         self._set(op, "set_flags")
         if self.inner is not None:
             self.inner.after(program, op, operands, results)
+
+    def _hold_store(self, op, mem: np.ndarray) -> None:
+        """Undo what the store wrote and keep it pending on its pipe until a wait lands it."""
+        raw, old = mem.view(np.uint8), self.gm_before.view(np.uint8)
+        self.gm_before = None
+        at = np.flatnonzero(raw != old)
+        if at.size:
+            self.pending.setdefault(op.attrs["pipe"], []).append(_GMStore(raw, at, raw[at]))
+            raw[at] = old[at]
 
     # --- flags: copies land at the wait that covers them --------------------------------
     def _iteration(self) -> int:
@@ -157,7 +209,7 @@ class BufferedExecution:
         # Every flag the pipe sets after a copy fires once the copy is done: the copy
         # lands (once) at whichever of their waits comes first.
         for flag in op.attrs.get(attr, ()):
-            copies = [c for c in self.pending.get(flag.src, ()) if c[3]]
+            copies = [c for c in self.pending.get(flag.src, ()) if c.pending]
             self.pending[flag.src] = copies
             for key in self._ids(flag, every=False):
                 if copies:
@@ -167,10 +219,8 @@ class BufferedExecution:
         for flag in op.attrs.get(attr, ()):
             for key in self._ids(flag, every):
                 for copy in self.covered.pop(key, ()):
-                    if copy[3]:
-                        place, slot, value, _ = copy
-                        self._write(place, slot, value)
-                        copy[3] = False
+                    if copy.pending:
+                        copy.land()
 
     # --- arenas ---------------------------------------------------------------------------
     def _view(self, place: _Place, slot: int) -> np.ndarray:

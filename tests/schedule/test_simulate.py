@@ -143,7 +143,13 @@ def test_dropping_a_wait_is_caught_by_the_race_detector():
         str(f).startswith("MTE2_MTE1") for f in op.attrs.get("set_flags", ()))]
     for op in setter:
         op.attrs["set_flags"] = [f for f in op.attrs["set_flags"] if not str(f).startswith("MTE2_")]
-    report = simulate(lower(fn, (2, 2), rt), ASCEND_910B_LIKE, debug=CHECKS)
+    launch = lower(fn, (2, 2), rt)
+    # MTE1 now runs ahead and frees its L1 slot twice before MTE2 waits: 1-bit flags (the
+    # default) stop the launch there; counting flags let the race detector report it.
+    from npujit.sim import FlagStillSetError
+    with pytest.raises(FlagStillSetError, match="MTE1->MTE2"):
+        simulate(launch, ASCEND_910B_LIKE)
+    report = simulate(launch, ASCEND_910B_LIKE, debug=CHECKS, one_bit_flags=False)
     assert any(r.kind == "RAW" for r in report.races)
 
 

@@ -1,5 +1,7 @@
 """Hypothesis strategies: random but well-formed launches (every wait follows its set in
-issue order, which rules out deadlock)."""
+issue order, which rules out deadlock; each flag is set at most once per program, which
+keeps the streams valid on the engine's 1-bit flags: nothing here orders a wait before the
+next set of its flag)."""
 from hypothesis import strategies as st
 
 from npujit.sim import (ASCEND_910_LIKE, ASCEND_910B_LIKE, TINY, CoreProgram, Launch, barrier,
@@ -29,7 +31,7 @@ def programs(draw, spec):
         kind = draw(st.sampled_from(["AIC", "AIV"]))
     pipes = spec.pipes[spec.core_kind_for(kind)]
     paths = usable_paths(spec, kind)
-    out, outstanding = [], []
+    out, outstanding, used = [], [], set()
     for _ in range(draw(st.integers(0, 30))):
         op = draw(st.integers(0, 6))
         if op == 0 and paths:
@@ -46,8 +48,10 @@ def programs(draw, spec):
         elif op == 4 and len(pipes) > 1:
             src, dst = draw(st.permutations(pipes))[:2]
             flag = (src, dst, draw(st.integers(0, spec.event_ids - 1)))
-            out.append(set_flag(*flag))
-            outstanding.append(flag)
+            if flag not in used:
+                used.add(flag)
+                out.append(set_flag(*flag))
+                outstanding.append(flag)
         elif op == 5 and outstanding:
             out.append(wait_flag(*outstanding.pop(draw(st.integers(0, len(outstanding) - 1)))))
         elif op == 6:
