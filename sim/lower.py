@@ -28,7 +28,9 @@ schedule attributes (``ir/schedule/model.py``) say:
   AIC program and an AIV program handing the Cube result over through a GM workspace
   (``sim/split.py``); the launch pairs them in ``groups``;
 * SCALAR ops, the Cube's zero init and FixPipe casts emit nothing (their cost is folded
-  into the neighbours; the scalar unit is not modelled, see sim/README.md).
+  into the neighbours; the scalar unit is not modelled, see sim/README.md); the first
+  mmad after a zero init writes its accumulator without reading it (Ascend's ``Mmad``
+  with ``cmatrixInitVal``), so the race detector sees no read of an unwritten L0C.
 
 Example::
 
@@ -96,10 +98,11 @@ class StreamRecorder:
         self.instrs: list = []
         self.loops = LoopIterations()
         self.slots: dict[str, int] = {}  # buffer -> slot its last write went to
+        self.zeroed: set = set()         # L0C buffers the Cube zeroed, not yet accumulated
 
     # --- hook protocol (backends/reference/interpreter.py Plan.run) ------------------
     def begin(self, program) -> None:
-        self.instrs, self.loops, self.slots = [], LoopIterations(), {}
+        self.instrs, self.loops, self.slots, self.zeroed = [], LoopIterations(), {}, set()
 
     def end(self, program) -> None:
         self._streams.append((program.pid, self.instrs))
@@ -193,7 +196,7 @@ class StreamRecorder:
             if (f.src, f.dst) not in l0_pairs:
                 out.append(wait_flag(f.src, f.dst, f.id_at(it), tag=tag))
         l1_reads = self._refs(op, op.operands[:2], False)
-        acc_reads = self._refs(op, op.operands[2:], False)
+        acc_reads = self._acc_reads(op)
         acc_writes = self._refs(op, op.results, True)
         for c in range(chunks):
             g = it * chunks + c          # the flags and slots rotate per chunk
@@ -213,6 +216,7 @@ class StreamRecorder:
                     out.append(wait_flag(f.src, f.dst, f.id_at(g), tag=tag))
             out.append(mmad(m, n, k0, a.dtype.name, tag=tag, writes=acc_writes,
                             reads=[(l0a, slot), (l0b, slot)] + acc_reads))
+            acc_reads = acc_writes       # later chunks accumulate onto this one
             for f in sets:
                 if (f.src, f.dst) == ("CUBE", "MTE1"):
                     out.append(set_flag(f.src, f.dst, f.id_at(g), tag=tag))
@@ -244,6 +248,14 @@ class StreamRecorder:
             out.append((name, slot))
         return out
 
+    def _acc_reads(self, op) -> list:
+        """The accumulator a dot reads: none right after the Cube zeroed it (the mmad
+        initialises L0C instead of accumulating)."""
+        reads = self._refs(op, op.operands[2:], False)
+        fresh = [r for r in reads if r[0] in self.zeroed]
+        self.zeroed.difference_update(name for name, _ in fresh)
+        return [r for r in reads if r not in fresh]
+
     def _loop_slot(self, op) -> int:
         """The slot of an op's staging buffers in this iteration of its loop."""
         it = self.loops.current
@@ -253,7 +265,7 @@ class StreamRecorder:
         k, pipe, tag = op.kind, op.attrs["pipe"], self._tag(op)
         if pipe == "SCALAR" or is_folded_cast(op) or (k is Kind.SPLAT and pipe == "CUBE"):
             if pipe == "CUBE":
-                self._refs(op, op.results, True)
+                self.zeroed.update(name for name, _ in self._refs(op, op.results, True))
             return
         out = self.instrs
         if k in (Kind.LOAD, Kind.BLOCK_LOAD):
@@ -283,8 +295,7 @@ class StreamRecorder:
             out.append(copy("L1_to_L0B", b.nbytes, tag=tag, writes=[(l0b, slot)],
                             reads=self._refs(op, op.operands[1:2], False)))
             out.append(mmad(a.shape[0], b.shape[1], a.shape[1], a.dtype.name, tag=tag,
-                            reads=[(l0a, slot), (l0b, slot)] +
-                            self._refs(op, op.operands[2:], False),
+                            reads=[(l0a, slot), (l0b, slot)] + self._acc_reads(op),
                             writes=self._refs(op, op.results, True)))
         elif k is Kind.FUSED:
             reads = self._refs(op, op.operands, False)

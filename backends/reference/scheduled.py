@@ -13,7 +13,8 @@ change its numbers.  ``BufferedExecution`` (an interpreter hook) makes the sched
   bytes: NaN in every float dtype, -1 in ints), so reading a buffer nothing wrote shows;
 * ``on_wait=True``: a GM -> scope copy (MTE2) lands in its buffer only when a later
   ``wait_flag`` on a flag that was set after it on the same pipe runs (a pipe is in
-  order, so that set covers every copy issued before it on the pipe).  A consumer
+  order, so that set covers every copy issued before it on the pipe; an op that sets
+  several flags covers them on each, and the copy lands at the first such wait).  A consumer
   without the wait reads the slot's old bytes: poison or a previous tile.
 
 These are the switches of Pallas's TPU interpret mode (uninitialised memory = NaN, DMAs
@@ -45,6 +46,15 @@ class _Place:
         self.name, self.scope, self.offset = name, scope, int(offset)
         self.nbytes, self.stages = int(nbytes), max(1, int(stages))
         self.dtype, self.shape = t.dtype.np, tuple(t.shape)
+
+
+class _Copy:
+    """A GM -> scope copy issued but not landed yet (``on_wait``)."""
+
+    __slots__ = ("place", "slot", "value", "landed")
+
+    def __init__(self, place, slot, value):
+        self.place, self.slot, self.value, self.landed = place, slot, value, False
 
 
 class BufferedExecution:
@@ -137,7 +147,8 @@ class BufferedExecution:
                 slot = self._iteration() % place.stages
                 self.slots[place.name] = slot
                 if self.on_wait and op.attrs.get("pipe") in _GM_COPY_PIPES:
-                    self.pending.setdefault(op.attrs["pipe"], []).append((place, slot, value))
+                    self.pending.setdefault(op.attrs["pipe"], []).append(
+                        _Copy(place, slot, value))
                 else:
                     self._write(place, slot, value)
         self._set(op, "set_flags")
@@ -152,17 +163,25 @@ class BufferedExecution:
         return [(flag.src, flag.dst, i) for i in flag.ids(self._iteration(), every)]
 
     def _set(self, op, attr: str) -> None:
-        for flag in op.attrs.get(attr, ()):
-            for key in self._ids(flag, every=False):
-                copies = self.pending.pop(key[0], [])
-                if copies:
+        # Every flag an op sets covers every copy issued before it on the flag's source
+        # pipe (an op setting MTE2_V and MTE2_MTE1 after two loads: the dot's wait on
+        # MTE2_MTE1 lands both); a copy lands at the first wait that covers it, once.
+        flags = op.attrs.get(attr, ())
+        for flag in flags:
+            copies = self.pending.get(flag.src)
+            if copies:
+                for key in self._ids(flag, every=False):
                     self.covered.setdefault(key, []).extend(copies)
+        for flag in flags:
+            self.pending.pop(flag.src, None)
 
     def _wait(self, op, attr: str, every: bool = False) -> None:
         for flag in op.attrs.get(attr, ()):
             for key in self._ids(flag, every):
-                for place, slot, value in self.covered.pop(key, ()):
-                    self._write(place, slot, value)
+                for c in self.covered.pop(key, ()):
+                    if not c.landed:
+                        c.landed = True
+                        self._write(c.place, c.slot, c.value)
 
     # --- arenas ---------------------------------------------------------------------------
     def _view(self, place: _Place, slot: int) -> np.ndarray:
