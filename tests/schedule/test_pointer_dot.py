@@ -45,7 +45,7 @@ def test_simulates_with_numpys_numbers(spec, debug):
                                             backend="reference", **META)
     np.testing.assert_array_equal(args[2], want)
     assert report.cycles >= report.bound.cycles > 0
-    assert report.flag_issues == []
+    assert report.races == [] and report.flag_issues == []
     assert report.cube_flops == 2 * (GRID[0] * B) * (GRID[1] * B) * K
     # only the masked-in bytes cross GM -> L1: each A row block once per column block
     assert report.bytes_by_path["GM_to_L1"] == (GRID[1] * M * K + GRID[0] * K * N) * 2
