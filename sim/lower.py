@@ -70,9 +70,35 @@ def _once_regions(streams: list) -> list:
     return out
 
 
+_LANE_OPS = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD)
+
+
+class _Template:
+    """A recorded stream with its GM copies' regions taken out: ``instrs`` (regions as
+    recorded) and ``marks``, one ``(position, event, op)`` per copy that carries a region
+    (``event``: where the recording backend's events for that op start, for
+    :meth:`StreamRecorder.repeat`)."""
+
+    __slots__ = ("instrs", "marks")
+
+    def __init__(self, instrs: list, marks: tuple):
+        self.instrs, self.marks = instrs, marks
+
+    def with_regions(self, regions) -> list:
+        out = list(self.instrs)
+        for (pos, _, _), region in zip(self.marks, regions):
+            if out[pos].gm_region != region:
+                out[pos] = out[pos]._replace(gm_region=region)
+        return out
+
+
 class StreamRecorder:
     """The interpreter hook that turns executed ops into one ``CoreProgram`` per program.
     Identical streams share one ``CoreProgram`` object (the engine compiles it once).
+
+    A recording backend that knows two programs executed alike (numba: the same events
+    but for the GM regions) calls :meth:`repeat` for the second instead of replaying it:
+    the stream is the first one's with the regions of the second.
 
     Example::
 
@@ -92,10 +118,13 @@ class StreamRecorder:
         self.groups = None              # (AIC, AIV) program index pairs of a split launch
         self.core = fn.attrs[CORE_ATTR]
         self.buffers = value_buffers(fn)
-        self._streams: list = []        # (pid, instrs) per program, in launch order
+        self._streams: list = []        # (pid, template, regions) per program, in order
+        self._templates: dict = {}      # stream without regions -> its _Template
+        self.template: _Template | None = None   # the last recorded program's
         self._programs: list[CoreProgram] | None = None
         self._tags: dict[int, str] = {}
         self.instrs: list = []
+        self.marks: list = []
         self.loops = LoopIterations()
         self.slots: dict[str, int] = {}  # buffer -> slot its last write went to
         self.zeroed: set = set()         # L0C buffers the Cube zeroed, not yet accumulated
@@ -103,9 +132,35 @@ class StreamRecorder:
     # --- hook protocol (backends/reference/interpreter.py Plan.run) ------------------
     def begin(self, program) -> None:
         self.instrs, self.loops, self.slots, self.zeroed = [], LoopIterations(), {}, set()
+        self.marks = []
 
     def end(self, program) -> None:
-        self._streams.append((program.pid, self.instrs))
+        instrs = self.instrs
+        regions = tuple(instrs[pos].gm_region for pos, _, _ in self.marks)
+        marked = {pos for pos, _, _ in self.marks}
+        key = tuple(ins._replace(gm_region=None) if pos in marked else ins
+                    for pos, ins in enumerate(instrs))
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = _Template(instrs, tuple(self.marks))
+        self.template = template
+        self._streams.append((program.pid, template, regions))
+        self._programs = None
+
+    def repeat(self, program, template: _Template, events) -> None:
+        """Record ``program`` as ``template``'s stream (a program the backend ran exactly
+        as the one ``template`` was recorded from, but for its GM regions), its regions
+        from ``events``: ``events.lanes(op, event)`` is ``(count, lo, hi)`` of a pointer
+        access's active lanes, ``events.operands(op, event)`` the operands the backend
+        would pass the hook for a block access (``event`` as marked in the template)."""
+        regions = []
+        for _, event, op in template.marks:
+            if op.kind in _LANE_OPS:
+                count, lo, hi = events.lanes(op, event)
+                regions.append(lanes_region(op, lo, hi, count))
+            else:
+                regions.append(gm_region(op, events.operands(op, event)))
+        self._streams.append((program.pid, template, tuple(regions)))
         self._programs = None
 
     def launch(self, name: str | None = None) -> Launch:
@@ -117,28 +172,55 @@ class StreamRecorder:
     def programs(self) -> list[CoreProgram]:
         """One ``CoreProgram`` per recorded program; identical streams share one object."""
         if self._programs is None:
-            streams = [(pid, self.core, instrs) for pid, instrs in self._streams]
             self.groups = None
             if (self.spec is not None and self.spec.arch == "separated"
-                    and any(needs_split(instrs) for _, instrs in self._streams)):
-                placed = placed_buffers(self.fn)
-                sizes = {b.name: b.slot_bytes for b in placed}
-                ub_free = self.spec.capacity["UB"] - scope_peaks(placed).get("UB", 0)
-                streams = []
-                for pid, instrs in self._streams:
-                    aic, aiv = split_stream(instrs, pid, self.spec, sizes, ub_free)
-                    streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
-                self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
-            distinct: dict[tuple, CoreProgram] = {}
-            self._programs = []
-            for pid, core, instrs in _once_regions(streams):
-                key = (core, tuple(instrs))
-                prog = distinct.get(key)
-                if prog is None:
-                    prog = distinct[key] = CoreProgram(core, instrs,
-                                                       name=f"{self.fn.name}{pid}")
-                self._programs.append(prog)
+                    and any(needs_split(t.instrs) for t in self._templates.values())):
+                self._programs = self._split_programs()
+            else:
+                self._programs = self._shared_programs()
         return self._programs
+
+    def _shared_programs(self) -> list[CoreProgram]:
+        """One program per recorded stream; streams with one template and the same
+        regions (a region touched once being ``ONCE``) share one ``CoreProgram``."""
+        touches: dict = {}
+        for _, _, regions in self._streams:
+            for r in regions:
+                if r is not None:
+                    touches[r] = touches.get(r, 0) + 1
+        distinct: dict[tuple, CoreProgram] = {}
+        programs = []
+        for pid, template, regions in self._streams:
+            final = tuple(ONCE if r is not None and touches[r] == 1 else r for r in regions)
+            key = (id(template), final)
+            prog = distinct.get(key)
+            if prog is None:
+                prog = distinct[key] = CoreProgram(self.core, template.with_regions(final),
+                                                   name=f"{self.fn.name}{pid}")
+            programs.append(prog)
+        return programs
+
+    def _split_programs(self) -> list[CoreProgram]:
+        """A separated part: every program split into an AIC and an AIV program
+        (``sim/split.py``), paired in ``groups``."""
+        placed = placed_buffers(self.fn)
+        sizes = {b.name: b.slot_bytes for b in placed}
+        ub_free = self.spec.capacity["UB"] - scope_peaks(placed).get("UB", 0)
+        streams = []
+        for pid, template, regions in self._streams:
+            aic, aiv = split_stream(template.with_regions(regions), pid, self.spec, sizes,
+                                    ub_free)
+            streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
+        self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
+        distinct: dict[tuple, CoreProgram] = {}
+        programs = []
+        for pid, core, instrs in _once_regions(streams):
+            key = (core, tuple(instrs))
+            prog = distinct.get(key)
+            if prog is None:
+                prog = distinct[key] = CoreProgram(core, instrs, name=f"{self.fn.name}{pid}")
+            programs.append(prog)
+        return programs
 
     def before(self, program, op, operands) -> None:
         if op.kind is Kind.FOR:
@@ -161,7 +243,7 @@ class StreamRecorder:
             self._emit_chunked_dot(op)
             return
         self._flags_of(op, "wait_flags", wait=True)
-        self._emit(op, operands, results)
+        self._emit(program, op, operands, results)
         self._flags_of(op, "set_flags", wait=False)
 
     # --- emission ----------------------------------------------------------------------
@@ -227,6 +309,11 @@ class StreamRecorder:
     def _region(self, op, operands, nbytes: int):
         return gm_region(op, operands) if self.gm_regions and nbytes else None
 
+    def _mark(self, program, op, nbytes: int) -> None:
+        """The next instruction is a GM copy whose region a repeat recomputes."""
+        if self.gm_regions and nbytes:
+            self.marks.append((len(self.instrs), getattr(program, "event", None), op))
+
     def _tag(self, op) -> str:
         tag = self._tags.get(id(op))
         if tag is None:
@@ -261,7 +348,7 @@ class StreamRecorder:
         it = self.loops.current
         return it % loop_stages(op)
 
-    def _emit(self, op, operands, results) -> None:
+    def _emit(self, program, op, operands, results) -> None:
         k, pipe, tag = op.kind, op.attrs["pipe"], self._tag(op)
         if pipe == "SCALAR" or is_folded_cast(op) or (k is Kind.SPLAT and pipe == "CUBE"):
             if pipe == "CUBE":
@@ -270,6 +357,7 @@ class StreamRecorder:
         out = self.instrs
         if k in (Kind.LOAD, Kind.BLOCK_LOAD):
             nbytes = _moved(op, operands) * op.result.type.dtype.itemsize
+            self._mark(program, op, nbytes)
             out.append(copy(f"GM_to_{op.attrs['scope']}", nbytes, tag=tag,
                             reads=self._refs(op, op.operands[1:], False),
                             writes=self._refs(op, op.results, True),
@@ -283,6 +371,7 @@ class StreamRecorder:
                 out.append(copy("L0C_to_UB", nbytes, tag=tag, reads=reads, writes=staging))
                 reads = staging
             path = "L0C_to_GM" if pipe == "FIXP" else "UB_to_GM"
+            self._mark(program, op, nbytes)
             out.append(copy(path, nbytes, tag=tag, reads=reads,
                             writes=self._refs(op, op.results, True),
                             gm_region=self._region(op, operands, nbytes)))
@@ -319,6 +408,16 @@ def _vec_work(op) -> tuple[str, int, str]:
     return name, big.numel, big.dtype.name
 
 
+def _arg_name(op) -> str:
+    return getattr(op.operands[0], "name", None) or f"arg{id(op.operands[0])}"
+
+
+def lanes_region(op, lo: int, hi: int, count: int) -> tuple | None:
+    """:func:`gm_region` of a pointer access whose ``count`` active lanes have offsets
+    from ``lo`` to ``hi`` (what a recording backend keeps of them)."""
+    return (_arg_name(op), lo, hi, count) if count else None
+
+
 def gm_region(op, operands) -> tuple | None:
     """The L2 key of the GM bytes a load/store touches (``sim/l2.py``): the pointer
     argument's name and, for a block pointer, the in-bounds box ``(lo, hi)`` per axis; for
@@ -330,7 +429,7 @@ def gm_region(op, operands) -> tuple | None:
         >>> gm_region(block_load_op, [a, 64, 64, 64, 1, 0, 32])   # doctest: +SKIP
         ('a_ptr', ((0, 64), (32, 64)))
     """
-    arg = getattr(op.operands[0], "name", None) or f"arg{id(op.operands[0])}"
+    arg = _arg_name(op)
     k = op.kind
     if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
         offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
@@ -339,7 +438,7 @@ def gm_region(op, operands) -> tuple | None:
             offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
         if not offsets.size:
             return None
-        return (arg, int(offsets.min()), int(offsets.max()), int(offsets.size))
+        return lanes_region(op, int(offsets.min()), int(offsets.max()), int(offsets.size))
     block = tuple(op.attrs["block_shape"])
     r = len(block)
     shape = [int(x) for x in operands[1:1 + r]]
@@ -356,7 +455,7 @@ def _moved(op, operands) -> int:
     k = op.kind
     if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
         mask_at = op.info.operand_index("mask", len(operands))
-        if mask_at is not None:
+        if mask_at is not None and operands[mask_at] is not None:
             return int(np.count_nonzero(operands[mask_at]))
         return int(np.asarray(operands[op.info.operand_index("offsets", len(operands))]).size)
     block = tuple(op.attrs["block_shape"])
