@@ -13,8 +13,8 @@ change its numbers.  ``BufferedExecution`` (an interpreter hook) makes the sched
   bytes: NaN in every float dtype, -1 in ints), so reading a buffer nothing wrote shows;
 * ``on_wait=True``: a GM -> scope copy (MTE2) lands in its buffer only when a later
   ``wait_flag`` on a flag that was set after it on the same pipe runs (a pipe is in
-  order, so that set covers every copy issued before it on the pipe; an op that sets
-  several flags covers them on each, and the copy lands at the first such wait).  A consumer
+  order, so every set covers every copy issued before it on the pipe that has not landed;
+  the copy lands at the first such wait).  A consumer
   without the wait reads the slot's old bytes: poison or a previous tile.
 
 These are the switches of Pallas's TPU interpret mode (uninitialised memory = NaN, DMAs
@@ -163,17 +163,16 @@ class BufferedExecution:
         return [(flag.src, flag.dst, i) for i in flag.ids(self._iteration(), every)]
 
     def _set(self, op, attr: str) -> None:
-        # Every flag an op sets covers every copy issued before it on the flag's source
-        # pipe (an op setting MTE2_V and MTE2_MTE1 after two loads: the dot's wait on
-        # MTE2_MTE1 lands both); a copy lands at the first wait that covers it, once.
-        flags = op.attrs.get(attr, ())
-        for flag in flags:
-            copies = self.pending.get(flag.src)
-            if copies:
+        # A pipe runs in order, so every flag set on it covers every copy issued on it
+        # before and not landed yet, whatever flags earlier sets covered them with (A's
+        # load sets MTE2_V, B's load MTE2_MTE1: the dot's wait on MTE2_MTE1 lands both);
+        # a copy lands at the first wait that covers it, once, in issue order.
+        for flag in op.attrs.get(attr, ()):
+            live = [c for c in self.pending.get(flag.src, ()) if not c.landed]
+            self.pending[flag.src] = live
+            if live:
                 for key in self._ids(flag, every=False):
-                    self.covered.setdefault(key, []).extend(copies)
-        for flag in flags:
-            self.pending.pop(flag.src, None)
+                    self.covered.setdefault(key, []).extend(live)
 
     def _wait(self, op, attr: str, every: bool = False) -> None:
         for flag in op.attrs.get(attr, ()):

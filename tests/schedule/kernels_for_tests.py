@@ -48,3 +48,26 @@ def pointer_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, st
         b_ptrs += BLOCK_K * stride_bk
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     nl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@npu_kernel
+def shifted_pointer_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, a_off, stride_am, stride_ak,
+                                  stride_bk, stride_bn, BLOCK_M: nl.constexpr,
+                                  BLOCK_N: nl.constexpr, BLOCK_K: nl.constexpr):
+    # A starts a_off elements in: nothing proves its rows start at or after 0, so A keeps
+    # the general path (offsets tile on the Vector, carried through the K loop) while B
+    # becomes a block copy (ir/passes/affine_access.py)
+    offs_m = nl.program_id(0) * BLOCK_M + nl.arange(0, BLOCK_M)
+    offs_n = nl.program_id(1) * BLOCK_N + nl.arange(0, BLOCK_N)
+    offs_k = nl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + a_off + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = nl.zeros((BLOCK_M, BLOCK_N), dtype=nl.float32)
+    for k in nl.range(0, K, BLOCK_K):
+        a = nl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] + k < K), other=0.0)
+        b = nl.load(b_ptrs, mask=(offs_k[:, None] + k < K) & (offs_n[None, :] < N), other=0.0)
+        acc += nl.dot(a, b)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    nl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
