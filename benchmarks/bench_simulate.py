@@ -55,7 +55,7 @@ def phases(kernel, grid, args, meta, numerics: bool) -> tuple[float, float, floa
     sig = k.signature
     bound = sig.bind(args, meta)
     rt = sig.runtime_args(c.sigs, c.runtime_index, bound)
-    g = tuple(sig.grid(grid, bound)) + (1,) * (3 - len(grid))
+    g = tuple(sig.grid(grid, bound))
     t0 = time.perf_counter()
     events = record_launch(c.ir, g, rt, None if numerics else {"numerics": False})
     t1 = time.perf_counter()

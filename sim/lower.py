@@ -151,15 +151,16 @@ class StreamRecorder:
         """Record ``program`` as ``template``'s stream (a program the backend ran exactly
         as the one ``template`` was recorded from, but for its GM regions), its regions
         from ``events``: ``events.lanes(op, event)`` is ``(count, lo, hi)`` of a pointer
-        access's active lanes, ``events.operands(op, event)`` the operands the backend
-        would pass the hook for a block access (``event`` as marked in the template)."""
+        access's active lanes, ``events.block(op, event)`` ``(shape, offsets)`` of a block
+        access (``event`` as marked in the template)."""
         regions = []
         for _, event, op in template.marks:
             if op.kind in _LANE_OPS:
                 count, lo, hi = events.lanes(op, event)
                 regions.append(lanes_region(op, lo, hi, count))
             else:
-                regions.append(gm_region(op, events.operands(op, event)))
+                shape, offsets = events.block(op, event)
+                regions.append(block_region(op, shape, offsets))
         self._streams.append((program.pid, template, tuple(regions)))
         self._programs = None
 
@@ -439,14 +440,18 @@ def gm_region(op, operands) -> tuple | None:
         if not offsets.size:
             return None
         return lanes_region(op, int(offsets.min()), int(offsets.max()), int(offsets.size))
-    block = tuple(op.attrs["block_shape"])
-    r = len(block)
-    shape = [int(x) for x in operands[1:1 + r]]
-    offsets = [int(x) for x in operands[1 + 2 * r:1 + 3 * r]]
-    checked = set(op.attrs.get("boundary_check", ()))
+    r = len(op.attrs["block_shape"])
+    return block_region(op, [int(x) for x in operands[1:1 + r]],
+                        [int(x) for x in operands[1 + 2 * r:1 + 3 * r]])
+
+
+def block_region(op, shape, offsets) -> tuple:
+    """:func:`gm_region` of a block access with this ``shape`` and these ``offsets``."""
+    block = op.attrs["block_shape"]
+    checked = op.attrs.get("boundary_check", ())
     box = tuple((max(offsets[d], 0), min(offsets[d] + block[d], shape[d])) if d in checked
-                else (offsets[d], offsets[d] + block[d]) for d in range(r))
-    return (arg, box)
+                else (offsets[d], offsets[d] + block[d]) for d in range(len(block)))
+    return (_arg_name(op), box)
 
 
 def _moved(op, operands) -> int:

@@ -126,7 +126,7 @@ class Replay:
     a program whose events equal an earlier one's but for where its GM accesses are
     (pointer lanes' lowest/highest offset, block offsets with the same in-bounds extent):
     ``hook.repeat(program, hook.template, self)`` records it from the earlier program's
-    stream, asking :meth:`lanes` / :meth:`operands` for the memory op whose events start
+    stream, asking :meth:`lanes` / :meth:`block` for the memory op whose events start
     ``event`` rows into the program.  Every memory op's ``program.event`` is that row
     offset when the hook sees it."""
 
@@ -202,13 +202,12 @@ class Replay:
             keys[rows, 3] = 0
         return keys
 
-    def operands(self, op, event: int) -> list:
-        """The operands the walk passes the hook for memory op ``op`` whose events start
-        ``event`` rows into the current program."""
-        self.pos = self.start + event
-        operands = [None] * len(op.operands)
-        self._memory_operands(op, operands)
-        return operands
+    def block(self, op, event: int) -> tuple:
+        """``(shape, offsets)`` of the block access ``op`` whose events start ``event``
+        rows into the current program."""
+        at = self.start + event
+        rows = self.ev[at:at + len(op.attrs["block_shape"])].tolist()
+        return [row[1] for row in rows], [row[3] for row in rows]
 
     def lanes(self, op, event: int) -> tuple:
         """``(active lanes, lowest offset, highest offset)`` of the pointer access ``op``
