@@ -85,7 +85,7 @@ def _plan(op: Op, forms: AffineForms):
     """``(positions, strides, bounds, padding)`` for ``op``, or None to keep it."""
     offsets = op.operand("offsets")
     shape = tuple(offsets.type.shape)
-    if len(shape) != 2:
+    if len(shape) != 2 or offsets.type.dtype.bits not in (32, 64):
         return None
     f = forms.of(offsets)
     if f is None or any(len(c) > 1 for c in f.coefs):
