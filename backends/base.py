@@ -27,12 +27,14 @@ class Backend(Protocol):
         """Return ``run(grid, args)`` for the IR function ``fn``."""
         ...
 
-    def run_recorded(self, fn, grid, args, hook, buffers=None) -> None:
+    def run_recorded(self, fn, grid, args, hook, buffers=None, numerics: bool = True) -> None:
         """Run ``fn`` over ``grid`` with ``args`` (outputs land in ``args``), calling
         ``hook`` for every executed op as the reference interpreter's ``Plan.run`` does
         (``begin``/``end`` per program, ``op`` per op, loop events): what the simulator's
         stream recorder (``sim/lower.py``) consumes.  ``buffers=(poison, on_wait)`` keeps
-        every tile in its scheduled buffer (reference backend only)."""
+        every tile in its scheduled buffer (reference backend only).  ``numerics=False``
+        executes only the ops that decide the stream (``ir.slice.stream_slice``): the
+        hook sees the same ops and operands it reads, outputs may hold garbage."""
         ...
 
 

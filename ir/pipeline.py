@@ -2,8 +2,8 @@
 
 ``pipeline(ctx)`` is the list (DESIGN.md, "Data flow")::
 
-    verify → check-strided-views → [index-checks] → fold → cse → dce → fuse-elementwise →
-    dce → place-and-assign-pipes → allocate-buffers → insert-sync → verify-schedule
+    verify → check-strided-views → [index-checks] → fold → cse → dce → affine-access → cse →
+    dot-accumulate → fuse-elementwise → dce → place-and-assign-pipes → allocate-buffers → insert-sync → verify-schedule
 
 Every step is a small object with a ``name`` and ``run(fn, ctx) -> bool`` (did it change
 anything?); steps keep no state between runs, so one list may serve many threads.  The
@@ -35,7 +35,9 @@ from npujit import knobs
 from . import verifier
 from .core import Function
 from .passes.cse import CSE
+from .passes.affine_access import AffineAccess
 from .passes.dce import DCE
+from .passes.dot_accumulate import DotAccumulate
 from .passes.fold import Fold
 from .passes.fuse import FuseElementwise
 from .passes.index_checks import IndexChecks
@@ -103,7 +105,9 @@ def pipeline(ctx: CompileContext) -> list:
     steps = [Verify(), CheckStridedViews()]
     if ctx.debug:      # int32 address arithmetic that wraps raises IndexOverflowError
         steps.append(IndexChecks())
-    steps += [Fold(), CSE(), DCE(), FuseElementwise(), DCE()]
+    # cse again after affine-access: the block copies' scalars reuse the kernel's own
+    steps += [Fold(), CSE(), DCE(), AffineAccess(), CSE(), DotAccumulate(), FuseElementwise(),
+              DCE()]
     if ctx.spec is not None:
         steps += schedule_steps()
     return steps

@@ -16,6 +16,8 @@ Example::
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .core import Op, Value
 from .ops import Kind
 
@@ -68,10 +70,12 @@ def narrow_offsets_message(kernel: str, arg: str, loc, size: str) -> str:
             "pass the array in pieces")
 
 
-def backward_slice(roots, stop=frozenset()) -> tuple[list[Op], list[Value]]:
+def backward_slice(roots, stop=frozenset(), seen: set | None = None
+                   ) -> tuple[list[Op], list[Value]]:
     """``(ops, arguments)``: the ops that compute ``roots`` (each once, in no particular
-    order; ``stop`` kinds included but not followed) and the function arguments reached."""
-    seen: set[int] = set()
+    order; ``stop`` kinds included but not followed) and the function arguments reached.
+    ``seen`` (optional) is filled with the ids of every value on the way."""
+    seen = set() if seen is None else seen
     ops: dict[int, Op] = {}
     args: dict[int, Value] = {}
     stack = list(roots)
@@ -102,3 +106,58 @@ def _loop_sources(loop: Op, i: int) -> list[Value]:
     """The values that define carried value ``i`` of ``loop``: its init and its yield."""
     term = loop.body.terminator
     return [loop.operands[3 + i]] + ([term.operands[i]] if term is not None else [])
+
+
+_READS_GM = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_ADD)
+_WRITES_GM = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD)
+
+
+@dataclass(frozen=True)
+class StreamSlice:
+    """What :func:`stream_slice` finds: ids of the ``ops`` to execute and of the
+    ``values`` they need (loop-carried values included)."""
+
+    ops: frozenset
+    values: frozenset
+
+
+def stream_slice(fn) -> StreamSlice:
+    """The ops whose results decide a program's instruction stream: what its
+    addresses, masks and loop trip counts are computed from (gathered indices and
+    data-dependent counts included), closed over GM: a load in the slice makes every
+    store or atomic to the same pointer argument write real values.  The rest is
+    arithmetic whose values only land in outputs, which a timing-only simulation
+    (``kernel.simulate(..., numerics=False)``) skips.  Memory ops and loops are always
+    walked (they make the stream); they are in the set when they must also move data.
+
+    Example::
+
+        >>> needed = stream_slice(softmax_fn).ops     # doctest: +SKIP
+        >>> any(op.kind is Kind.EXP and id(op) in needed for op in softmax_fn.walk())  # doctest: +SKIP
+        False
+    """
+    roots: list[Value] = []
+    accesses = []
+    for op in fn.walk():
+        if op.kind is Kind.FOR:
+            roots += op.operands[:3]
+        elif op.kind in _READS_GM or op.kind in _WRITES_GM:
+            accesses.append(op)
+            roots += addressing(op)
+            mask = op.operand("mask") if op.kind in (Kind.LOAD, Kind.STORE,
+                                                     Kind.ATOMIC_ADD) else None
+            if mask is not None:
+                roots.append(mask)
+    writers: set[int] = set()
+    while True:
+        values: set[int] = set()
+        ops, _ = backward_slice(roots, seen=values)
+        needed = {id(op) for op in ops} | writers
+        read = {id(op.operands[0]) for op in ops if op.kind in _READS_GM}
+        more = [op for op in accesses if op.kind in _WRITES_GM and id(op) not in needed
+                and id(op.operands[0]) in read]
+        if not more:
+            return StreamSlice(frozenset(needed), frozenset(values))
+        for op in more:
+            writers.add(id(op))
+            roots += op.operands[1:]

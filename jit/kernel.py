@@ -242,11 +242,15 @@ class NPUKernel:
         self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = (
             c, c.runnable(), make_plan(c.sigs, c.runtime_index))
 
-    def simulate(self, *args, grid, spec=None, debug=None, backend=None, **kwargs):
+    def simulate(self, *args, grid, spec=None, debug=None, backend=None, numerics=True,
+                 **kwargs):
         """Launch on ``grid`` through the schedule and the NPU timing simulator; outputs
         are written as by ``kernel[grid](...)``; returns a ``npujit.sim.SimReport``.
         ``backend`` runs the programs (numba records and replays; default: the kernel's
-        option, else numba for big arrays; see jit/simulate.py).
+        option, else numba for big arrays; see jit/simulate.py).  ``numerics=False``:
+        timing only -- same cycles, bytes and instructions, but only what decides the
+        instruction streams is computed, so the outputs hold garbage
+        (``report.numerics is False``).
 
         Example::
 
@@ -255,7 +259,7 @@ class NPUKernel:
         """
         from .simulate import simulate_kernel
         return simulate_kernel(self, grid, args, kwargs, spec=spec, debug=debug,
-                               backend=backend)
+                               backend=backend, numerics=numerics)
 
     # --- introspection -----------------------------------------------------------------
     def emit(self, target: str, out_dir: str, *args, **kwargs) -> list:

@@ -32,12 +32,20 @@ NUMBA_FROM_BYTES = 1 << 20
 
 
 def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bool = True,
-                    backend: str | None = None):
+                    backend: str | None = None, numerics: bool = True):
     """Launch ``kernel`` on ``grid`` with ``args``/``kwargs`` through the simulator and
     return its ``npujit.sim.SimReport``.  ``spec`` defaults to the kernel's ``spec``
     option, else the 910B-like preset; ``debug`` is a ``npujit.sim.DebugOptions``;
     ``backend`` runs the programs (default: the kernel's ``backend`` option if set, else
     numba for launches with at least ``NUMBA_FROM_BYTES`` of arrays, else the reference).
+
+    ``numerics=False`` is the timing-only mode: only the ops that decide the instruction
+    streams run (addresses, masks, trip counts, gathered indices and what they are
+    computed from, ``ir.slice.stream_slice``); the arithmetic that only feeds outputs is
+    skipped.  Cycles, bytes and instruction counts are those of the full run, but the
+    output arrays hold garbage (whatever they held, or partial results), and the report
+    says so: ``report.numerics is False``.  The debug switches that change numbers
+    (``uninitialized="nan"``, ``dma_execution_mode="on_wait"``) need the numbers.
 
     Example::
 
@@ -61,6 +69,11 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
     if debug is not None and (debug.uninitialized == "nan" or
                               debug.dma_execution_mode == "on_wait"):
         buffers = (debug.uninitialized == "nan", debug.dma_execution_mode == "on_wait")
+    if buffers and not numerics:
+        raise ValueError("simulate: numerics=False skips the arithmetic, but "
+                         "DebugOptions(uninitialized='nan') and dma_execution_mode='on_wait' "
+                         "check the numbers a schedule gives; turn those off or keep "
+                         "numerics=True")
     if buffers:
         backend = "reference"
     elif backend is None:
@@ -69,18 +82,22 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
         big = sum(getattr(v, "nbytes", 0) for v in rt) >= NUMBA_FROM_BYTES
         backend = knobs.backend() if big else "reference"
     # Regions so the L2 sees re-reads; the spec so a separated part splits AIC / AIV work.
-    launch = lower(c.ir, g, rt, name=kernel.name, spec=spec, backend=backend, buffers=buffers)
-    return simulate(launch, spec, trace=trace, debug=debug)
+    launch = lower(c.ir, g, rt, name=kernel.name, spec=spec, backend=backend, buffers=buffers,
+                   numerics=numerics)
+    report = simulate(launch, spec, trace=trace, debug=debug)
+    report.numerics = numerics
+    return report
 
 
 def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True, spec=None,
-          backend: str = "reference", buffers: tuple | None = None):
+          backend: str = "reference", buffers: tuple | None = None, numerics: bool = True):
     """Run the scheduled ``fn`` over ``grid`` on ``backend`` with the simulator's stream
     recorder as its hook and return the recorded ``npujit.sim.Launch`` (outputs land in
     ``args``, the backend calling convention).  ``gm_regions`` tags GM copies with the
     region they touch (for the spec's L2); a separated ``spec`` splits mixed Cube + Vector
     programs into AIC + AIV pairs; ``buffers=(poison, on_wait)`` keeps tiles in their
-    scheduled buffers (reference backend).
+    scheduled buffers (reference backend); ``numerics=False`` runs only the ops that
+    decide the streams (see :func:`simulate_kernel`).
 
     Example::
 
@@ -91,5 +108,6 @@ def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True, spec
     if backend not in ("reference", "numba"):
         raise ValueError(f"lower: backend must be 'reference' or 'numba', got {backend!r}")
     recorder = StreamRecorder(fn, gm_regions=gm_regions, spec=spec)
-    get_backend(backend).run_recorded(fn, grid, args, recorder, buffers=buffers)
+    get_backend(backend).run_recorded(fn, grid, args, recorder, buffers=buffers,
+                                      numerics=numerics)
     return recorder.launch(name)

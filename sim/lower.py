@@ -28,7 +28,9 @@ schedule attributes (``ir/schedule/model.py``) say:
   AIC program and an AIV program handing the Cube result over through a GM workspace
   (``sim/split.py``); the launch pairs them in ``groups``;
 * SCALAR ops, the Cube's zero init and FixPipe casts emit nothing (their cost is folded
-  into the neighbours; the scalar unit is not modelled, see sim/README.md).
+  into the neighbours; the scalar unit is not modelled, see sim/README.md); the first
+  mmad after a zero init writes its accumulator without reading it (Ascend's ``Mmad``
+  with ``cmatrixInitVal``), so the race detector sees no read of an unwritten L0C.
 
 Example::
 
@@ -68,9 +70,35 @@ def _once_regions(streams: list) -> list:
     return out
 
 
+_LANE_OPS = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD)
+
+
+class _Template:
+    """A recorded stream with its GM copies' regions taken out: ``instrs`` (regions as
+    recorded) and ``marks``, one ``(position, event, op)`` per copy that carries a region
+    (``event``: where the recording backend's events for that op start, for
+    :meth:`StreamRecorder.repeat`)."""
+
+    __slots__ = ("instrs", "marks")
+
+    def __init__(self, instrs: list, marks: tuple):
+        self.instrs, self.marks = instrs, marks
+
+    def with_regions(self, regions) -> list:
+        out = list(self.instrs)
+        for (pos, _, _), region in zip(self.marks, regions):
+            if out[pos].gm_region != region:
+                out[pos] = out[pos]._replace(gm_region=region)
+        return out
+
+
 class StreamRecorder:
     """The interpreter hook that turns executed ops into one ``CoreProgram`` per program.
     Identical streams share one ``CoreProgram`` object (the engine compiles it once).
+
+    A recording backend that knows two programs executed alike (numba: the same events
+    but for the GM regions) calls :meth:`repeat` for the second instead of replaying it:
+    the stream is the first one's with the regions of the second.
 
     Example::
 
@@ -90,19 +118,50 @@ class StreamRecorder:
         self.groups = None              # (AIC, AIV) program index pairs of a split launch
         self.core = fn.attrs[CORE_ATTR]
         self.buffers = value_buffers(fn)
-        self._streams: list = []        # (pid, instrs) per program, in launch order
+        self._streams: list = []        # (pid, template, regions) per program, in order
+        self._templates: dict = {}      # stream without regions -> its _Template
+        self.template: _Template | None = None   # the last recorded program's
         self._programs: list[CoreProgram] | None = None
         self._tags: dict[int, str] = {}
         self.instrs: list = []
+        self.marks: list = []
         self.loops = LoopIterations()
         self.slots: dict[str, int] = {}  # buffer -> slot its last write went to
+        self.zeroed: set = set()         # L0C buffers the Cube zeroed, not yet accumulated
 
     # --- hook protocol (backends/reference/interpreter.py Plan.run) ------------------
     def begin(self, program) -> None:
-        self.instrs, self.loops, self.slots = [], LoopIterations(), {}
+        self.instrs, self.loops, self.slots, self.zeroed = [], LoopIterations(), {}, set()
+        self.marks = []
 
     def end(self, program) -> None:
-        self._streams.append((program.pid, self.instrs))
+        instrs = self.instrs
+        regions = tuple(instrs[pos].gm_region for pos, _, _ in self.marks)
+        marked = {pos for pos, _, _ in self.marks}
+        key = tuple(ins._replace(gm_region=None) if pos in marked else ins
+                    for pos, ins in enumerate(instrs))
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = _Template(instrs, tuple(self.marks))
+        self.template = template
+        self._streams.append((program.pid, template, regions))
+        self._programs = None
+
+    def repeat(self, program, template: _Template, events) -> None:
+        """Record ``program`` as ``template``'s stream (a program the backend ran exactly
+        as the one ``template`` was recorded from, but for its GM regions), its regions
+        from ``events``: ``events.lanes(op, event)`` is ``(count, lo, hi)`` of a pointer
+        access's active lanes, ``events.block(op, event)`` ``(shape, offsets)`` of a block
+        access (``event`` as marked in the template)."""
+        regions = []
+        for _, event, op in template.marks:
+            if op.kind in _LANE_OPS:
+                count, lo, hi = events.lanes(op, event)
+                regions.append(lanes_region(op, lo, hi, count))
+            else:
+                shape, offsets = events.block(op, event)
+                regions.append(block_region(op, shape, offsets))
+        self._streams.append((program.pid, template, tuple(regions)))
         self._programs = None
 
     def launch(self, name: str | None = None) -> Launch:
@@ -114,28 +173,55 @@ class StreamRecorder:
     def programs(self) -> list[CoreProgram]:
         """One ``CoreProgram`` per recorded program; identical streams share one object."""
         if self._programs is None:
-            streams = [(pid, self.core, instrs) for pid, instrs in self._streams]
             self.groups = None
             if (self.spec is not None and self.spec.arch == "separated"
-                    and any(needs_split(instrs) for _, instrs in self._streams)):
-                placed = placed_buffers(self.fn)
-                sizes = {b.name: b.slot_bytes for b in placed}
-                ub_free = self.spec.capacity["UB"] - scope_peaks(placed).get("UB", 0)
-                streams = []
-                for pid, instrs in self._streams:
-                    aic, aiv = split_stream(instrs, pid, self.spec, sizes, ub_free)
-                    streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
-                self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
-            distinct: dict[tuple, CoreProgram] = {}
-            self._programs = []
-            for pid, core, instrs in _once_regions(streams):
-                key = (core, tuple(instrs))
-                prog = distinct.get(key)
-                if prog is None:
-                    prog = distinct[key] = CoreProgram(core, instrs,
-                                                       name=f"{self.fn.name}{pid}")
-                self._programs.append(prog)
+                    and any(needs_split(t.instrs) for t in self._templates.values())):
+                self._programs = self._split_programs()
+            else:
+                self._programs = self._shared_programs()
         return self._programs
+
+    def _shared_programs(self) -> list[CoreProgram]:
+        """One program per recorded stream; streams with one template and the same
+        regions (a region touched once being ``ONCE``) share one ``CoreProgram``."""
+        touches: dict = {}
+        for _, _, regions in self._streams:
+            for r in regions:
+                if r is not None:
+                    touches[r] = touches.get(r, 0) + 1
+        distinct: dict[tuple, CoreProgram] = {}
+        programs = []
+        for pid, template, regions in self._streams:
+            final = tuple(ONCE if r is not None and touches[r] == 1 else r for r in regions)
+            key = (id(template), final)
+            prog = distinct.get(key)
+            if prog is None:
+                prog = distinct[key] = CoreProgram(self.core, template.with_regions(final),
+                                                   name=f"{self.fn.name}{pid}")
+            programs.append(prog)
+        return programs
+
+    def _split_programs(self) -> list[CoreProgram]:
+        """A separated part: every program split into an AIC and an AIV program
+        (``sim/split.py``), paired in ``groups``."""
+        placed = placed_buffers(self.fn)
+        sizes = {b.name: b.slot_bytes for b in placed}
+        ub_free = self.spec.capacity["UB"] - scope_peaks(placed).get("UB", 0)
+        streams = []
+        for pid, template, regions in self._streams:
+            aic, aiv = split_stream(template.with_regions(regions), pid, self.spec, sizes,
+                                    ub_free)
+            streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
+        self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
+        distinct: dict[tuple, CoreProgram] = {}
+        programs = []
+        for pid, core, instrs in _once_regions(streams):
+            key = (core, tuple(instrs))
+            prog = distinct.get(key)
+            if prog is None:
+                prog = distinct[key] = CoreProgram(core, instrs, name=f"{self.fn.name}{pid}")
+            programs.append(prog)
+        return programs
 
     def before(self, program, op, operands) -> None:
         if op.kind is Kind.FOR:
@@ -158,7 +244,7 @@ class StreamRecorder:
             self._emit_chunked_dot(op)
             return
         self._flags_of(op, "wait_flags", wait=True)
-        self._emit(op, operands, results)
+        self._emit(program, op, operands, results)
         self._flags_of(op, "set_flags", wait=False)
 
     # --- emission ----------------------------------------------------------------------
@@ -193,7 +279,7 @@ class StreamRecorder:
             if (f.src, f.dst) not in l0_pairs:
                 out.append(wait_flag(f.src, f.dst, f.id_at(it), tag=tag))
         l1_reads = self._refs(op, op.operands[:2], False)
-        acc_reads = self._refs(op, op.operands[2:], False)
+        acc_reads = self._acc_reads(op)
         acc_writes = self._refs(op, op.results, True)
         for c in range(chunks):
             g = it * chunks + c          # the flags and slots rotate per chunk
@@ -213,6 +299,7 @@ class StreamRecorder:
                     out.append(wait_flag(f.src, f.dst, f.id_at(g), tag=tag))
             out.append(mmad(m, n, k0, a.dtype.name, tag=tag, writes=acc_writes,
                             reads=[(l0a, slot), (l0b, slot)] + acc_reads))
+            acc_reads = acc_writes       # later chunks accumulate onto this one
             for f in sets:
                 if (f.src, f.dst) == ("CUBE", "MTE1"):
                     out.append(set_flag(f.src, f.dst, f.id_at(g), tag=tag))
@@ -222,6 +309,11 @@ class StreamRecorder:
 
     def _region(self, op, operands, nbytes: int):
         return gm_region(op, operands) if self.gm_regions and nbytes else None
+
+    def _mark(self, program, op, nbytes: int) -> None:
+        """The next instruction is a GM copy whose region a repeat recomputes."""
+        if self.gm_regions and nbytes:
+            self.marks.append((len(self.instrs), getattr(program, "event", None), op))
 
     def _tag(self, op) -> str:
         tag = self._tags.get(id(op))
@@ -244,20 +336,29 @@ class StreamRecorder:
             out.append((name, slot))
         return out
 
+    def _acc_reads(self, op) -> list:
+        """The accumulator a dot reads: none right after the Cube zeroed it (the mmad
+        initialises L0C instead of accumulating)."""
+        reads = self._refs(op, op.operands[2:], False)
+        fresh = [r for r in reads if r[0] in self.zeroed]
+        self.zeroed.difference_update(name for name, _ in fresh)
+        return [r for r in reads if r not in fresh]
+
     def _loop_slot(self, op) -> int:
         """The slot of an op's staging buffers in this iteration of its loop."""
         it = self.loops.current
         return it % loop_stages(op)
 
-    def _emit(self, op, operands, results) -> None:
+    def _emit(self, program, op, operands, results) -> None:
         k, pipe, tag = op.kind, op.attrs["pipe"], self._tag(op)
         if pipe == "SCALAR" or is_folded_cast(op) or (k is Kind.SPLAT and pipe == "CUBE"):
             if pipe == "CUBE":
-                self._refs(op, op.results, True)
+                self.zeroed.update(name for name, _ in self._refs(op, op.results, True))
             return
         out = self.instrs
         if k in (Kind.LOAD, Kind.BLOCK_LOAD):
             nbytes = _moved(op, operands) * op.result.type.dtype.itemsize
+            self._mark(program, op, nbytes)
             out.append(copy(f"GM_to_{op.attrs['scope']}", nbytes, tag=tag,
                             reads=self._refs(op, op.operands[1:], False),
                             writes=self._refs(op, op.results, True),
@@ -271,6 +372,7 @@ class StreamRecorder:
                 out.append(copy("L0C_to_UB", nbytes, tag=tag, reads=reads, writes=staging))
                 reads = staging
             path = "L0C_to_GM" if pipe == "FIXP" else "UB_to_GM"
+            self._mark(program, op, nbytes)
             out.append(copy(path, nbytes, tag=tag, reads=reads,
                             writes=self._refs(op, op.results, True),
                             gm_region=self._region(op, operands, nbytes)))
@@ -283,8 +385,7 @@ class StreamRecorder:
             out.append(copy("L1_to_L0B", b.nbytes, tag=tag, writes=[(l0b, slot)],
                             reads=self._refs(op, op.operands[1:2], False)))
             out.append(mmad(a.shape[0], b.shape[1], a.shape[1], a.dtype.name, tag=tag,
-                            reads=[(l0a, slot), (l0b, slot)] +
-                            self._refs(op, op.operands[2:], False),
+                            reads=[(l0a, slot), (l0b, slot)] + self._acc_reads(op),
                             writes=self._refs(op, op.results, True)))
         elif k is Kind.FUSED:
             reads = self._refs(op, op.operands, False)
@@ -308,6 +409,16 @@ def _vec_work(op) -> tuple[str, int, str]:
     return name, big.numel, big.dtype.name
 
 
+def _arg_name(op) -> str:
+    return getattr(op.operands[0], "name", None) or f"arg{id(op.operands[0])}"
+
+
+def lanes_region(op, lo: int, hi: int, count: int) -> tuple | None:
+    """:func:`gm_region` of a pointer access whose ``count`` active lanes have offsets
+    from ``lo`` to ``hi`` (what a recording backend keeps of them)."""
+    return (_arg_name(op), lo, hi, count) if count else None
+
+
 def gm_region(op, operands) -> tuple | None:
     """The L2 key of the GM bytes a load/store touches (``sim/l2.py``): the pointer
     argument's name and, for a block pointer, the in-bounds box ``(lo, hi)`` per axis; for
@@ -319,7 +430,7 @@ def gm_region(op, operands) -> tuple | None:
         >>> gm_region(block_load_op, [a, 64, 64, 64, 1, 0, 32])   # doctest: +SKIP
         ('a_ptr', ((0, 64), (32, 64)))
     """
-    arg = getattr(op.operands[0], "name", None) or f"arg{id(op.operands[0])}"
+    arg = _arg_name(op)
     k = op.kind
     if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
         offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
@@ -328,15 +439,19 @@ def gm_region(op, operands) -> tuple | None:
             offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
         if not offsets.size:
             return None
-        return (arg, int(offsets.min()), int(offsets.max()), int(offsets.size))
-    block = tuple(op.attrs["block_shape"])
-    r = len(block)
-    shape = [int(x) for x in operands[1:1 + r]]
-    offsets = [int(x) for x in operands[1 + 2 * r:1 + 3 * r]]
-    checked = set(op.attrs.get("boundary_check", ()))
+        return lanes_region(op, int(offsets.min()), int(offsets.max()), int(offsets.size))
+    r = len(op.attrs["block_shape"])
+    return block_region(op, [int(x) for x in operands[1:1 + r]],
+                        [int(x) for x in operands[1 + 2 * r:1 + 3 * r]])
+
+
+def block_region(op, shape, offsets) -> tuple:
+    """:func:`gm_region` of a block access with this ``shape`` and these ``offsets``."""
+    block = op.attrs["block_shape"]
+    checked = op.attrs.get("boundary_check", ())
     box = tuple((max(offsets[d], 0), min(offsets[d] + block[d], shape[d])) if d in checked
-                else (offsets[d], offsets[d] + block[d]) for d in range(r))
-    return (arg, box)
+                else (offsets[d], offsets[d] + block[d]) for d in range(len(block)))
+    return (_arg_name(op), box)
 
 
 def _moved(op, operands) -> int:
@@ -345,7 +460,7 @@ def _moved(op, operands) -> int:
     k = op.kind
     if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
         mask_at = op.info.operand_index("mask", len(operands))
-        if mask_at is not None:
+        if mask_at is not None and operands[mask_at] is not None:
             return int(np.count_nonzero(operands[mask_at]))
         return int(np.asarray(operands[op.info.operand_index("offsets", len(operands))]).size)
     block = tuple(op.attrs["block_shape"])

@@ -59,8 +59,10 @@ class SimReport:
     ``l2_hit_bytes`` (of those, served by the L2), ``l2_write_bytes`` (GM writes with a
     region: written back, so also HBM write bytes), ``l2_bytes_served`` (what the L2's
     bandwidth server integrated; equals hits + those writes), ``cube_flops``, ``vector_elems``,
-    ``bound`` (:class:`~npujit.sim.roofline.RooflineBound`), and the debug results
-    ``races``, ``flag_issues``, ``landings``.
+    ``bound`` (:class:`~npujit.sim.roofline.RooflineBound`), the debug results
+    ``races``, ``flag_issues``, ``landings``, and ``numerics``: False when the launch ran
+    timing-only (``kernel.simulate(..., numerics=False)``), so its output arrays hold
+    garbage.
 
     Example::
 
@@ -92,6 +94,7 @@ class SimReport:
     l2_hit_bytes: int = 0
     l2_write_bytes: int = 0
     l2_bytes_served: float = 0.0
+    numerics: bool = True
     timeline: object = field(default=None, repr=False, compare=False)
 
     # -- derived numbers --------------------------------------------------------------------
@@ -211,7 +214,8 @@ class SimReport:
             kinds[r.kind] = kinds.get(r.kind, 0) + 1
         progs = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
         lines = [
-            f"SimReport: launch {self.launch!r} on {spec.name}",
+            f"SimReport: launch {self.launch!r} on {spec.name}" +
+            ("" if self.numerics else " (timing only: the outputs were not computed)"),
             f"  cycles        {self.cycles:,}  ({self.time_s * 1e6:,.2f} us at "
             f"{spec.clock_hz / 1e9:.2f} GHz)",
             f"  programs      {len(self.programs)} ({progs or 'none'}), waves {self.waves}, "

@@ -46,14 +46,16 @@ class NumbaBackend:
         module = import_source(ksrc.text, cache=bool(opts["cache"]))
         return Launcher(module, ksrc, fn, opts)
 
-    def run_recorded(self, fn, grid, args, hook, buffers=None) -> None:
+    def run_recorded(self, fn, grid, args, hook, buffers=None, numerics: bool = True) -> None:
         """Run ``fn`` in recording mode and replay its events into ``hook``
-        (``record.py``): the reference interpreter's hook calls, at numba speed."""
+        (``record.py``): the reference interpreter's hook calls, at numba speed.
+        ``numerics=False`` records with a build that runs only the stream's slice."""
         if buffers is not None:
             raise ValueError("tiles in their buffers (poison / copies at wait) need the "
                              "reference backend")
         grid = tuple(grid) + (1,) * (3 - len(grid))
-        replay(fn, grid, record_launch(fn, grid, args), hook)
+        options = None if numerics else {"numerics": False}
+        replay(fn, grid, record_launch(fn, grid, args, options), hook)
 
 
 _RECORDERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

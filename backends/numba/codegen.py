@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from npujit.ir.core import Function, Op, Value
 from npujit.ir.ops import Kind
+from npujit.ir.slice import stream_slice
 from npujit.ir.types import PtrType
 
 from . import (lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile,
@@ -87,6 +88,9 @@ class Codegen:
         self._use_blocks: dict[int, list] = {}
         self._op_ids: dict | None = None    # op numbers for recorded events, on demand
         self.oob_sites: list[str] = []      # range-check message templates (range_check.py)
+        # Timing-only recording (options["numerics"] False): only the ops that decide the
+        # stream run (ir/slice.py stream_slice); other memory ops just record their event.
+        self.needed = stream_slice(fn) if options.get("numerics") is False else None
         for block in _blocks(fn.body):
             for a in block.args:
                 self._def_block[id(a)] = block
@@ -193,7 +197,12 @@ class Codegen:
             raise NotImplementedError(f"numba backend: no lowering for {op.kind.value} "
                                       f"(at {op.loc})")
         mark, depth = len(self.w.lines), self.w.depth
-        fn(self, op)
+        parent = op.parent.parent_op if op.parent is not None else None
+        if (self.needed is None or op.kind is Kind.FOR or id(op) in self.needed.ops
+                or (parent is not None and parent.kind is Kind.FUSED)):
+            fn(self, op)
+        elif op.kind not in record.RECORDED:
+            return
         if op.kind in record.RECORDED and self.options.get("record"):
             record.emit_memory(self, op)
         if len(self.w.lines) > mark:  # ops that only make views get no comment

@@ -48,8 +48,13 @@ def lower_for(cg, op) -> None:
     lb, ub, step = (cg.val(v) for v in op.operands[:3])
     body = op.body
     iv_arg, carried_args = body.args[0], body.args[1:]
+    # a timing-only recording (codegen ``needed``) carries only the values it needs
+    live = [cg.needed is None or id(a) in cg.needed.values for a in carried_args]
     carried = []
-    for init, arg in zip(op.operands[3:], carried_args):
+    for init, arg, keep in zip(op.operands[3:], carried_args, live):
+        if not keep:
+            carried.append(None)
+            continue
         t = arg.type
         if t.shape == ():
             name = w.fresh(arg.name or "carried")
@@ -74,15 +79,19 @@ def lower_for(cg, op) -> None:
         w.line(f"{iv} = {np_type(iv_arg.type.dtype)}({raw})")
         cg.bind(iv_arg, Val.scalar(iv, iv_arg.type.dtype))
         for arg, val in zip(carried_args, carried):
-            cg.bind(arg, val)
+            if val is not None:
+                cg.bind(arg, val)
         with cg.region():
             cg.lower_block(body)
             term = body.terminator
-            _next_iteration(cg, carried, [cg.val(y) for y in term.operands] if term else [])
+            pairs = [(c, cg.val(y)) for c, y in zip(carried, term.operands if term else [])
+                     if c is not None]
+            _next_iteration(cg, [c for c, _ in pairs], [y for _, y in pairs])
     if recording:
         emit_event(cg, op, "0")
     for r, val in zip(op.results, carried):
-        cg.bind(r, val)
+        if val is not None:
+            cg.bind(r, val)
 
 
 def _next_iteration(cg, carried, yields) -> None:

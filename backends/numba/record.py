@@ -103,10 +103,14 @@ def _count(w, cnt, lo, hi, off, mask) -> None:
 
 # --- running and replaying ------------------------------------------------------------------
 class _Program:
-    """What a hook may look at: the program id (as the reference interpreter's)."""
+    """What a hook may look at: the program id (as the reference interpreter's) and, at a
+    memory op, ``event``: where its events start in the program's."""
+
+    __slots__ = ("pid", "event")
 
     def __init__(self, pid):
         self.pid = pid
+        self.event = None
 
 
 def replay(fn, grid, events: np.ndarray, hook) -> None:
@@ -117,10 +121,21 @@ def replay(fn, grid, events: np.ndarray, hook) -> None:
 
 
 class Replay:
+    """Walks ``fn`` against the events, program by program, calling the hook.  A hook
+    with a ``repeat`` method (``npujit.sim.lower.StreamRecorder``) is not walked through
+    a program whose events equal an earlier one's but for where its GM accesses are
+    (pointer lanes' lowest/highest offset, block offsets with the same in-bounds extent):
+    ``hook.repeat(program, hook.template, self)`` records it from the earlier program's
+    stream, asking :meth:`lanes` / :meth:`block` for the memory op whose events start
+    ``event`` rows into the program.  Every memory op's ``program.event`` is that row
+    offset when the hook sees it."""
+
     def __init__(self, fn, events, hook):
         self.fn, self.ev, self.hook = fn, events, hook
         self.ids = op_ids(fn)
+        self.ops = {i: op for op in fn.walk() for i in (self.ids[id(op)],)}
         self.pos = 0
+        self.start = 0
 
     def _next(self, op):
         if self.pos >= len(self.ev):
@@ -134,12 +149,71 @@ class Replay:
         return e
 
     def run(self, gx, gy) -> None:
-        while self.pos < len(self.ev):
-            p = int(self._next(None)[1])
+        hook, ev = self.hook, self.ev
+        starts = np.flatnonzero(ev[:, 0] == -1) if len(ev) else np.zeros(0, np.int64)
+        if len(ev) and (not len(starts) or starts[0] != 0):
+            raise ValueError("recorded events: the first does not match a program start")
+        ends = np.append(starts[1:], len(ev))
+        keys = self._keys() if hasattr(hook, "repeat") else None
+        templates: dict = {}
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            p = int(ev[s, 1])
             program = _Program((p % gx, (p // gx) % gy, p // (gx * gy)))
-            self.hook.begin(program)
+            key = keys[s + 1:e].tobytes() if keys is not None else None
+            template = templates.get(key) if key is not None else None
+            if template is not None:
+                self.start = s
+                hook.repeat(program, template, self)
+                continue
+            self.pos = self.start = s
+            self._next(None)
+            hook.begin(program)
             self._block(program, self.fn.body)
-            self.hook.end(program)
+            hook.end(program)
+            if self.pos != e:
+                raise ValueError(f"program {p} recorded {e - s} events but its walk "
+                                 f"used {self.pos - s}")
+            if key is not None:
+                templates[key] = hook.template
+
+    def _keys(self) -> np.ndarray:
+        """The events with what differs between programs that run alike taken out: a
+        pointer access's lowest and highest offset, a block axis's offset (its in-bounds
+        extent stays, in the shape's place)."""
+        ev = self.ev
+        keys = ev.copy()
+        for i, op in self.ops.items():
+            if op.kind not in RECORDED:
+                continue
+            rows = np.flatnonzero(ev[:, 0] == i)
+            if not len(rows):
+                continue
+            if op.kind in _POINTER_OPS:
+                keys[rows, 2:] = 0
+                continue
+            bs = tuple(op.attrs["block_shape"])
+            checked = set(op.attrs.get("boundary_check", ()))
+            axis = np.arange(len(rows)) % len(bs)
+            block = np.asarray(bs, np.int64)[axis]
+            shape, off = ev[rows, 1], ev[rows, 3]
+            inside = np.maximum(0, np.minimum(off + block, shape) - np.maximum(off, 0))
+            is_checked = np.isin(axis, list(checked))
+            keys[rows, 1] = np.where(is_checked, inside, block)
+            keys[rows, 3] = 0
+        return keys
+
+    def block(self, op, event: int) -> tuple:
+        """``(shape, offsets)`` of the block access ``op`` whose events start ``event``
+        rows into the current program."""
+        at = self.start + event
+        rows = self.ev[at:at + len(op.attrs["block_shape"])].tolist()
+        return [row[1] for row in rows], [row[3] for row in rows]
+
+    def lanes(self, op, event: int) -> tuple:
+        """``(active lanes, lowest offset, highest offset)`` of the pointer access ``op``
+        whose event is ``event`` rows into the current program."""
+        _, count, lo, hi = self.ev[self.start + event].tolist()
+        return count, lo, hi
 
     def _block(self, program, block) -> None:
         hook = self.hook
@@ -158,14 +232,19 @@ class Replay:
             for region in op.regions:       # npu.fused: its body runs as part of it
                 self._block(program, region)
                 hook.before(program, region.terminator, [])
-            if op.kind in _POINTER_OPS:
-                self._pointer_operands(op, operands)
-            elif op.kind in _BLOCK_OPS:
-                r = len(op.attrs["block_shape"])
-                for d_ in range(r):
-                    _, operands[1 + d_], operands[1 + r + d_], operands[1 + 2 * r + d_] = \
-                        (int(x) for x in self._next(op))
+            if op.kind in RECORDED:
+                program.event = self.pos - self.start
+                self._memory_operands(op, operands)
             hook.after(program, op, operands, [None] * len(op.results))
+
+    def _memory_operands(self, op, operands) -> None:
+        if op.kind in _POINTER_OPS:
+            self._pointer_operands(op, operands)
+        else:
+            r = len(op.attrs["block_shape"])
+            for d_ in range(r):
+                _, operands[1 + d_], operands[1 + r + d_], operands[1 + 2 * r + d_] = \
+                    (int(x) for x in self._next(op))
 
     def _pointer_operands(self, op, operands) -> None:
         """Offsets holding the active lanes' lowest and highest offset, and an all-true

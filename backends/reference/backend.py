@@ -29,7 +29,7 @@ import numpy as np
 
 from npujit.errors import LaunchError
 from npujit.ir.core import Function
-from npujit.ir.slice import INT32_REACH, narrow_offsets, narrow_offsets_message
+from npujit.ir.slice import INT32_REACH, narrow_offsets, narrow_offsets_message, stream_slice
 from npujit.ir.types import PtrType, TensorType
 
 from .interpreter import Plan
@@ -74,13 +74,19 @@ class ReferenceBackend:
         """Prepare ``fn`` once; the result runs any grid with any matching arguments."""
         return ReferenceKernel(fn, options or {})
 
-    def run_recorded(self, fn: Function, grid, args, hook, buffers=None) -> None:
+    def run_recorded(self, fn: Function, grid, args, hook, buffers=None,
+                     numerics: bool = True) -> None:
         """Interpret ``fn`` with ``hook`` (see ``backends/base.py``); ``buffers=(poison,
-        on_wait)`` keeps tiles in their scheduled buffers (:func:`run_buffered`)."""
+        on_wait)`` keeps tiles in their scheduled buffers (:func:`run_buffered`);
+        ``numerics=False`` runs only the ops in ``stream_slice(fn)``."""
         if buffers is not None:
+            if not numerics:
+                raise ValueError("tiles in their buffers (poison / copies at wait) check "
+                                 "numbers; they need numerics=True")
             run_buffered(fn, grid, args, *buffers, hook=hook)
         else:
-            Plan(fn).run(normalize_grid(grid), bind_args(fn, args), hook=hook)
+            needed = None if numerics else stream_slice(fn).ops
+            Plan(fn, needed=needed).run(normalize_grid(grid), bind_args(fn, args), hook=hook)
 
 
 def run_buffered(fn: Function, grid, args, poison: bool = True, on_wait: bool = True,

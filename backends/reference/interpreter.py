@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npujit.ir.core import Block, Function, Op, Value
+from npujit.ir.ops import Kind
 from npujit.ir.types import TensorType
 from npujit.errors import DeviceAssertionError
 
@@ -73,15 +74,20 @@ class Plan:
     Raises ``NotImplementedError`` for an op kind without reference semantics and
     ``ValueError`` for an operand used before it is defined.
 
+    ``needed`` (the ids of ``ir.slice.stream_slice(fn)``) runs a timing-only program: an
+    op outside it is not executed (its results are None; a hook still sees it), loops
+    always run.
+
     Example::
 
         >>> plan = Plan(fn)          # doctest: +SKIP
         >>> plan.run((4, 1, 1), [x, y, out, 4096])       # doctest: +SKIP
     """
 
-    def __init__(self, fn: Function, semantics=SEMANTICS):
+    def __init__(self, fn: Function, semantics=SEMANTICS, needed: set | None = None):
         self.fn = fn
         self.semantics = semantics
+        self.needed = needed
         self.slots: dict[int, int] = {}          # id(Value) -> slot
         self.blocks: dict[Block, BlockPlan] = {}
         self._plan_block(fn.body)
@@ -115,6 +121,11 @@ class Plan:
             results = tuple(self._define(r) for r in op.results)
             expect = tuple((r.type.dtype.np, r.type.shape) if isinstance(r.type, TensorType)
                            else None for r in op.results)
+            if self.needed is not None and not op.info.terminator and not _fused(op):
+                if op.kind is Kind.FOR:      # carried values outside the slice stay None
+                    expect = (None,) * len(op.results)
+                elif id(op) not in self.needed:
+                    fn = _skipped
             steps.append(Step(fn, op, operands, results, expect, op.info.terminator))
         self.blocks[block] = BlockPlan(args, tuple(steps))
 
@@ -207,6 +218,8 @@ class Program:
 
 def _checked(value, step: Step, i: int) -> np.ndarray:
     """``value`` as an array (numpy scalars become 0-d), verified against the IR type."""
+    if step.expect[i] is None:
+        return value
     arr = np.asarray(value)
     dtype, shape = step.expect[i]
     if arr.dtype != dtype or arr.shape != shape:
@@ -236,8 +249,27 @@ def interpret(fn: Function, grid: tuple, args: list) -> None:
     Plan(fn).run(tuple(grid), list(args))
 
 
+def _fused(op: Op) -> bool:
+    """Is ``op`` inside an ``npu.fused`` region (it runs when the fused op runs)?"""
+    parent = op.parent.parent_op if op.parent is not None else None
+    return parent is not None and parent.kind is Kind.FUSED
+
+
+def _skipped(ctx, op, *operands):
+    """An op a timing-only run does not execute."""
+    return _SKIPPED
+
+
+_SKIPPED = object()
+
+
 def _store_results(env: list, step, out) -> None:
-    """Put an op's result(s) into their slots, checked against the IR's types."""
+    """Put an op's result(s) into their slots, checked against the IR's types (not
+    checked where the type is not a tile: a timing-only loop's unexecuted values)."""
+    if out is _SKIPPED:
+        for slot in step.results:
+            env[slot] = None
+        return
     if len(step.results) == 1:
         value = out[0] if isinstance(out, tuple) else out
         env[step.results[0]] = _checked(value, step, 0)

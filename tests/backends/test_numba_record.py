@@ -121,3 +121,45 @@ def test_events_that_do_not_match_the_ir_are_an_error():
     events = record_launch(fn, (1, 1, 1), [x, np.zeros_like(x), np.array([1], np.int32)])
     with pytest.raises(ValueError, match="does not match"):
         replay(fn, (1, 1, 1), events[1:], Log())
+
+
+class _Walked:
+    """A StreamRecorder without ``repeat``: the replay walks every program."""
+
+    def __init__(self, rec):
+        self.rec = rec
+
+    def __getattr__(self, name):
+        if name == "repeat":
+            raise AttributeError(name)
+        return getattr(self.rec, name)
+
+
+@pytest.mark.parametrize("case", ["matmul", "softmax"])
+def test_repeated_programs_give_the_streams_a_walk_gives(case):
+    """Programs that ran alike are recorded from the first one's stream with their own GM
+    regions (``hook.repeat``): instruction for instruction what walking each one gives,
+    with the same sharing of CoreProgram objects."""
+    from npujit.sim import ASCEND_910_LIKE, StreamRecorder
+    rng = np.random.default_rng(4)
+    if case == "matmul":          # boundary tiles (K = 40, M = 40) and re-read A/B tiles
+        a = rng.random((40, 40)).astype(np.float16)
+        b = rng.random((40, 48)).astype(np.float16)
+        args = (a, b, np.zeros((40, 48), np.float32), 40, 48, 40, 40, 1, 48, 1, 48, 1)
+        meta = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "NUM_STAGES": 2}
+        kernel, grid = matmul_kernel, (3, 3, 1)
+    else:
+        x = rng.standard_normal((5, 40)).astype(np.float32)
+        args, meta = (x, np.zeros_like(x), 40, 40, 40), {"BLOCK": 64}
+        kernel, grid = softmax_kernel, (5, 1, 1)
+    c = kernel.with_options(spec=ASCEND_910_LIKE).compile(*args, **meta)
+    rt = c.signature.runtime_args(c.sigs, c.runtime_index, c.signature.bind(args, meta))
+    events = record_launch(c.ir, grid, rt)
+    fast = StreamRecorder(c.ir, gm_regions=True, spec=ASCEND_910_LIKE)
+    walked = StreamRecorder(c.ir, gm_regions=True, spec=ASCEND_910_LIKE)
+    replay(c.ir, grid, events, fast)
+    replay(c.ir, grid, events, _Walked(walked))
+    assert len(fast._templates) < len(fast._streams)      # some programs were repeats
+    fp, wp = fast.programs, walked.programs
+    assert [p.instrs for p in fp] == [p.instrs for p in wp]
+    assert [fp.index(p) for p in fp] == [wp.index(p) for p in wp]

@@ -17,7 +17,8 @@ T = "tensor<4xf32>"
 
 def test_default_pipeline_order():
     assert [p.name for p in DEFAULT_PASSES] == ["verify", "check-strided-views", "fold", "cse",
-                                                "dce", "fuse-elementwise", "dce"]
+                                                "dce", "affine-access", "cse",
+                                                "dot-accumulate", "fuse-elementwise", "dce"]
 
 
 def test_one_pipeline_list_holds_every_step():
@@ -25,7 +26,7 @@ def test_one_pipeline_list_holds_every_step():
     schedule verifier: one list, so a dump can follow any step."""
     names = [p.name for p in pipeline(CompileContext(spec=ASCEND_910B_LIKE, debug=True))]
     assert names == ["verify", "check-strided-views", "index-checks", "fold", "cse", "dce",
-                     "fuse-elementwise", "dce", "clear-schedule", "place-and-assign-pipes",
+                     "affine-access", "cse", "dot-accumulate", "fuse-elementwise", "dce", "clear-schedule", "place-and-assign-pipes",
                      "allocate-buffers", "insert-sync", "verify-schedule"]
 
 
@@ -133,7 +134,7 @@ def test_passes_report_no_change_on_a_second_run():
 
 
 MODULES = ["printer", "parser", "verifier", "passes", "passes.fold", "passes.cse", "passes.dce",
-           "passes.fuse", "pipeline"]
+           "passes.affine_access", "passes.affine_forms", "passes.dot_accumulate", "passes.fuse", "pipeline"]
 
 
 @pytest.mark.parametrize("name", MODULES)

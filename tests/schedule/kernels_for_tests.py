@@ -24,3 +24,50 @@ def many_sums_kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
     for i in nl.static_range(1, 9):
         total = total + nl.sum(nl.load(x_ptr + i * BLOCK + offs), axis=0)
     nl.store(out_ptr + nl.arange(0, 1), nl.reshape(total, (1,)))
+
+
+@npu_kernel
+def pointer_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                          stride_bn, stride_cm, stride_cn, BLOCK_M: nl.constexpr,
+                          BLOCK_N: nl.constexpr, BLOCK_K: nl.constexpr,
+                          NUM_STAGES: nl.constexpr = 1):
+    # Triton's matmul as people write it: pointer tiles, masked loads, acc += dot.
+    pid_m = nl.program_id(0)
+    pid_n = nl.program_id(1)
+    offs_m = pid_m * BLOCK_M + nl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + nl.arange(0, BLOCK_N)
+    offs_k = nl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = nl.zeros((BLOCK_M, BLOCK_N), dtype=nl.float32)
+    for k in nl.range(0, K, BLOCK_K, num_stages=NUM_STAGES):
+        a = nl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] + k < K), other=0.0)
+        b = nl.load(b_ptrs, mask=(offs_k[:, None] + k < K) & (offs_n[None, :] < N), other=0.0)
+        acc += nl.dot(a, b)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    nl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@npu_kernel
+def shifted_pointer_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, a_off, stride_am, stride_ak,
+                                  stride_bk, stride_bn, BLOCK_M: nl.constexpr,
+                                  BLOCK_N: nl.constexpr, BLOCK_K: nl.constexpr):
+    # A starts a_off elements in: nothing proves its rows start at or after 0, so A keeps
+    # the general path (offsets tile on the Vector, carried through the K loop) while B
+    # becomes a block copy (ir/passes/affine_access.py)
+    offs_m = nl.program_id(0) * BLOCK_M + nl.arange(0, BLOCK_M)
+    offs_n = nl.program_id(1) * BLOCK_N + nl.arange(0, BLOCK_N)
+    offs_k = nl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + a_off + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = nl.zeros((BLOCK_M, BLOCK_N), dtype=nl.float32)
+    for k in nl.range(0, K, BLOCK_K):
+        a = nl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] + k < K), other=0.0)
+        b = nl.load(b_ptrs, mask=(offs_k[:, None] + k < K) & (offs_n[None, :] < N), other=0.0)
+        acc += nl.dot(a, b)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    nl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))

@@ -1,0 +1,86 @@
+"""dot-accumulate: ``acc + dot(a, b)`` becomes ``dot(a, b, acc)``, so the Cube accumulates.
+
+Triton's matmul is written ``acc += nl.dot(a, b)``: traced, that is a dot with no
+accumulator whose result an ``npu.add`` on the Vector adds to ``acc``.  On the NPU that
+costs an L0C -> UB move and a Vector add per K step, and on a separated part (910B) the
+Cube result would have to cross to the Vector core through GM inside the loop.  The dot's
+reference semantics are ``acc + a @ b`` in the result type (``backends/reference/
+semantics_cube.py``), exactly the add's, so when the dot's result feeds nothing but that
+add, the add folds into the dot and ``acc`` stays in L0C (as with ``nl.dot(a, b, acc)``).
+
+Example::
+
+    %2 = "npu.dot"(%a, %b) : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf32>
+    %3 = "npu.add"(%acc, %2) : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    // after: %3 = "npu.dot"(%a, %b, %acc) : (...) -> tensor<16x16xf32>
+"""
+from __future__ import annotations
+
+from ..core import Block, Function, Op
+from ..ops import Kind
+
+
+def _uses(fn: Function) -> dict[int, int]:
+    uses: dict[int, int] = {}
+    for op in fn.walk():
+        for v in op.operands:
+            uses[id(v)] = uses.get(id(v), 0) + 1
+    return uses
+
+
+class DotAccumulate:
+    """Folds ``add(acc, dot(a, b))`` (either operand order) into ``dot(a, b, acc)``.
+
+    Example::
+
+        >>> from npujit.ir.parser import parse_function
+        >>> fn = parse_function('''"func.func"() ({
+        ... ^bb0(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %c: tensor<16x16xf32>):
+        ...   %0 = "npu.dot"(%a, %b) : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf32>
+        ...   %1 = "npu.add"(%c, %0) : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+        ...   "npu.print"(%1) {prefix = ""} : (tensor<16x16xf32>) -> ()
+        ...   "func.return"() : () -> ()
+        ... }) {function_type = (tensor<16x16xf16>, tensor<16x16xf16>, tensor<16x16xf32>) -> (),
+        ...     sym_name = "k"} : () -> ()''')
+        >>> DotAccumulate().run(fn), [op.kind.value for op in fn.body.ops]
+        (True, ['npu.dot', 'npu.print', 'func.return'])
+    """
+
+    name = "dot-accumulate"
+
+    def run(self, fn: Function, ctx=None) -> bool:
+        uses = _uses(fn)
+        replaced: dict[int, object] = {}
+        changed = self._block(fn.body, uses, replaced)
+        if changed:
+            for op in fn.walk():
+                op.operands = [replaced.get(id(v), v) for v in op.operands]
+        return changed
+
+    def _block(self, block: Block, uses: dict, replaced: dict) -> bool:
+        changed = False
+        for op in list(block.ops):
+            for region in op.regions:
+                changed |= self._block(region, uses, replaced)
+            if op.kind is Kind.ADD:
+                changed |= self._fold(block, op, uses, replaced)
+        return changed
+
+    @staticmethod
+    def _fold(block: Block, add: Op, uses: dict, replaced: dict) -> bool:
+        for i, d in enumerate(add.operands):
+            dot = d.op
+            if (dot is None or dot.kind is not Kind.DOT or dot.parent is not block
+                    or len(dot.operands) != 2 or uses.get(id(d), 0) != 1):
+                continue
+            acc = add.operands[1 - i]
+            if acc.type != d.type or add.result.type != d.type:
+                continue
+            # The dot moves to the add's place: its operands are defined before the dot,
+            # the accumulator before the add, so both are defined there.
+            block.ops.remove(dot)
+            block.ops[block.ops.index(add)] = dot
+            dot.operands.append(acc)
+            replaced[id(add.result)] = dot.result
+            return True
+        return False
