@@ -352,17 +352,19 @@ def landing_points(program: CoreProgram) -> dict[int, int | None]:
         ws = waits.get(flag, [])
         for k, s in enumerate(ss):
             wait_of_set[s] = ws[k] if k < len(ws) else None
+    # A pipe runs in order, so every set it issues after a copy covers the copy: the copy
+    # lands at the earliest wait of any of those sets (as backends/reference/scheduled.py
+    # lands the numbers).  One backward sweep keeps, per pipe, the earliest such wait.
     out: dict[int, int | None] = {}
-    open_copies: dict[str, list[int]] = {}
-    for n, ins in enumerate(instrs):
-        if ins.kind == "copy":
-            open_copies.setdefault(ins.pipe, []).append(n)
-        elif ins.kind == "set_flag":
-            for c in open_copies.pop(ins.pipe, []):
-                out[c] = wait_of_set[n]
-    for cs in open_copies.values():
-        for c in cs:
-            out[c] = None
+    earliest: dict[str, int | None] = {}
+    for n in range(len(instrs) - 1, -1, -1):
+        ins = instrs[n]
+        if ins.kind == "set_flag":
+            w, best = wait_of_set[n], earliest.get(ins.pipe)
+            if w is not None and (best is None or w < best):
+                earliest[ins.pipe] = w
+        elif ins.kind == "copy":
+            out[n] = earliest.get(ins.pipe)
     return dict(sorted(out.items()))
 
 

@@ -170,3 +170,13 @@ def test_a_scalar_wait_orders_what_is_issued_after_it():
     early = CoreProgram("AIV", [copy("GM_to_UB", 256, writes="x"), vec("add", 128, reads="x"),
                                 set_flag("MTE2", "SCALAR"), wait_flag("MTE2", "SCALAR")])
     assert [r.kind for r in find_races(early)] == ["RAW"]
+
+
+def test_a_copy_lands_at_the_earliest_wait_of_any_later_set_on_its_pipe():
+    # MTE2 runs in order: the MTE2 -> VECTOR set after the second copy also covers the
+    # first, so the first copy is visible at that (earlier) wait, not only at MTE2 -> MTE3's.
+    p = CoreProgram("AIV", [copy("GM_to_UB", 256), set_flag("MTE2", "MTE3"),
+                            copy("GM_to_UB", 256), set_flag("MTE2", "VECTOR"),
+                            wait_flag("MTE2", "VECTOR"), vec("add", 128),
+                            wait_flag("MTE2", "MTE3"), copy("GM_to_UB", 64)])
+    assert landing_points(p) == {0: 4, 2: 4, 7: None}
