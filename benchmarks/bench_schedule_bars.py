@@ -28,8 +28,7 @@ from npujit.kernels.matmul import matmul_kernel
 from npujit.sim import ASCEND_910B_LIKE, DebugOptions
 from npujit.sim.sensitivity import sensitivity
 
-FULL_DEBUG = DebugOptions(detect_races=True, check_flags=True, uninitialized="nan",
-                          dma_execution_mode="on_wait", raise_on_race=True)
+FULL_DEBUG = DebugOptions.full(raise_on_race=True)
 
 
 def add(n: int, programs: int, stages: int, spec, block: int = 8192, debug=FULL_DEBUG):

@@ -99,19 +99,24 @@ def constants(spec: NPUSpec) -> dict[str, object]:
     return out
 
 
+def sources(spec: NPUSpec) -> dict[str, str]:
+    """The source of every constant of ``spec``, by dotted name: its preset's entry while
+    the value is the preset's, else ``"user"`` (a spec of one's own, or a preset with that
+    constant replaced)."""
+    preset, table = PRESETS.get(spec.name), SOURCES.get(spec.name, {})
+    mine = constants(spec)
+    theirs = constants(preset) if preset is not None else {}
+    return {n: table[n] if n in table and theirs.get(n) == v else "user"
+            for n, v in mine.items()}
+
+
 def source_of(spec: NPUSpec, name: str) -> str:
-    """The source of constant ``name`` of ``spec``: its preset's entry while the value is
-    the preset's, else ``"user"`` (a spec of one's own, or a preset with it replaced)."""
-    preset = PRESETS.get(spec.name)
-    table = SOURCES.get(spec.name)
-    if preset is None or table is None or name not in table:
-        return "user"
-    if constants(preset).get(name) != constants(spec).get(name):
-        return "user"
-    return table[name]
+    """The source of constant ``name`` of ``spec`` (see :func:`sources`)."""
+    return sources(spec).get(name, "user")
 
 
-def uncertain_fields(spec: NPUSpec) -> list[str]:
-    """The constants of ``spec`` that are assumed or uncertain (``[U]``), by dotted name."""
-    return [n for n in constants(spec) if n != "name"
-            and any(w in source_of(spec, n) for w in ("assumed", "[U]", "user"))]
+def uncertain_fields(spec: NPUSpec) -> dict[str, str]:
+    """The constants of ``spec`` that are assumed, uncertain (``[U]``) or the user's, by
+    dotted name, with their sources."""
+    return {n: src for n, src in sources(spec).items() if n != "name"
+            and any(w in src for w in ("assumed", "[U]", "user"))}

@@ -83,6 +83,20 @@ class DebugOptions:
             raise ValueError("dma_execution_mode must be 'eager' or 'on_wait', "
                              f"got {self.dma_execution_mode!r}")
 
+    @classmethod
+    def full(cls, raise_on_race: bool = False) -> "DebugOptions":
+        """Every check on: races, NaN-poisoned buffers, copies landing at their wait, flags
+        (what the schedule tests, the fuzzer's checked tier and ``npujit simulate --check``
+        run under).
+
+        Example::
+
+            >>> DebugOptions.full().dma_execution_mode
+            'on_wait'
+        """
+        return cls(detect_races=True, uninitialized="nan", dma_execution_mode="on_wait",
+                   check_flags=True, raise_on_race=raise_on_race)
+
 
 class RaceError(RuntimeError):
     """Raised by ``simulate`` when ``DebugOptions(raise_on_race=True)`` finds races."""

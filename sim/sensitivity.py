@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from npujit.provenance import source_of, uncertain_fields
+from npujit.provenance import uncertain_fields
 from npujit.target import NPUSpec
 
 from .isa import CoreProgram, Launch
+from .simulate import simulate
 
 
 def _gm(path: str) -> bool:
@@ -119,7 +120,6 @@ def sensitivity(launch, spec: NPUSpec, factor: float = 2.0,
     ones ``npujit.provenance`` marks assumed or ``[U]``) divided and multiplied by
     ``factor``.  ``groups`` picks some of :data:`GROUPS`; a group with no uncertain
     constant on this spec is left out."""
-    from .simulate import simulate          # simulate's report offers this table
     if not factor > 1:
         raise ValueError(f"factor must be > 1, got {factor!r}")
     if isinstance(launch, CoreProgram):
@@ -138,7 +138,7 @@ def sensitivity(launch, spec: NPUSpec, factor: float = 2.0,
         names = [n for n in uncertain if GROUPS[g](n)]
         if not names:
             continue
-        rows.append(Row(g, tuple(names), tuple(source_of(spec, n) for n in names),
+        rows.append(Row(g, tuple(names), tuple(uncertain[n] for n in names),
                         cycles(_scaled(spec, names, 1 / factor)), base,
                         cycles(_scaled(spec, names, factor))))
     rows.sort(key=lambda r: -r.spread())

@@ -54,8 +54,7 @@ def run(args) -> int:
     kernel, _, grid, largs, kwargs, reference = resolve(args)
     debug = None
     if args.check:
-        debug = DebugOptions(detect_races=True, uninitialized="nan",
-                             dma_execution_mode="on_wait", check_flags=True)
+        debug = DebugOptions.full()
     run_args = [copy_value(a) for a in largs]
     with np.errstate(all="ignore"):
         report = kernel.simulate(*run_args, grid=grid, spec=spec, debug=debug, **kwargs)

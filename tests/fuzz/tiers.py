@@ -125,8 +125,7 @@ def simulation_spec(sub) -> str | None:
 
 # The full debug options of the "checked" tier: NaN-poisoned buffers, copies landing at
 # their wait, the race detector and the 1-bit flag check (sim/debug.py).
-FULL_DEBUG = DebugOptions(detect_races=True, check_flags=True, uninitialized="nan",
-                          dma_execution_mode="on_wait")
+FULL_DEBUG = DebugOptions.full()
 
 
 def run_simulated(subs, args, outs, debug: DebugOptions | None = None) -> list:

@@ -16,8 +16,7 @@ from npujit.sim import ASCEND_910_LIKE, ASCEND_910B_LIKE, DebugOptions
 from npujit.testing.tiers import expected_outputs, stored_arguments
 
 
-FULL = DebugOptions(detect_races=True, check_flags=True, uninitialized="nan",
-                    dma_execution_mode="on_wait")
+FULL = DebugOptions.full()
 PRESETS = [ASCEND_910B_LIKE, ASCEND_910_LIKE]
 EXAMPLES = [("elementwise", "add_kernel"), ("elementwise", "add_stream_kernel"),
             ("softmax", "softmax_kernel"), ("layernorm", "layernorm_kernel"),

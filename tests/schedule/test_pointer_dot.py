@@ -12,8 +12,7 @@ from npujit.sim import ASCEND_910_LIKE, ASCEND_910B_LIKE, DebugOptions
 
 from .kernels_for_tests import pointer_matmul_kernel, shifted_pointer_matmul_kernel
 
-FULL = DebugOptions(detect_races=True, check_flags=True, uninitialized="nan",
-                    dma_execution_mode="on_wait")
+FULL = DebugOptions.full()
 M, N, K, B = 40, 24, 48, 16
 META = {"BLOCK_M": B, "BLOCK_N": B, "BLOCK_K": B}
 GRID = (cdiv(M, B), cdiv(N, B))

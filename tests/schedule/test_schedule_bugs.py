@@ -12,8 +12,7 @@ from npujit.sim import ASCEND_910_LIKE, ASCEND_910B_LIKE, DebugOptions
 from npujit.sim.debug import find_races
 from npujit.sim.isa import CoreProgram
 
-FULL = DebugOptions(detect_races=True, check_flags=True, uninitialized="nan",
-                    dma_execution_mode="on_wait")
+FULL = DebugOptions.full()
 PRESETS = [ASCEND_910B_LIKE, ASCEND_910_LIKE]
 
 
