@@ -183,9 +183,16 @@ class GlobalRead:
 
 def find_global_reads(fn: types.FunctionType, kernel: str) -> list:
     """Every global binding ``fn`` and the helpers it calls read (see the module doc)."""
+    return scan_kernel(fn)[0]
+
+
+def scan_kernel(fn: types.FunctionType) -> tuple:
+    """``(global reads, helper functions)`` of ``fn``: the bindings it and its helpers
+    read, and the user functions it calls (in the order met; jit/cache_key.py hashes
+    their code)."""
     scan = _Scan(fn.__globals__)
     scan.function(fn, "")
-    return list(scan.found.values())
+    return list(scan.found.values()), scan.helpers
 
 
 def _unwrap(f):
@@ -211,12 +218,15 @@ class _Scan:
         self.home = home           # the kernel's module globals
         self.found: dict = {}      # (id(module globals), name) -> GlobalRead
         self.seen: set = set()     # code objects already scanned
+        self.helpers: list = []    # user functions called, besides the kernel
 
     def function(self, f, reader: str) -> None:
         f = _unwrap(f)
         code = getattr(f, "__code__", None)
         if code is None or id(code) in self.seen or _ours(f):
             return
+        if reader:
+            self.helpers.append(f)
         cells = dict(zip(code.co_freevars, [_cell(c) for c in (f.__closure__ or ())]))
         self.code(code, f.__globals__, cells, reader)
 

@@ -1,0 +1,111 @@
+"""What a compiled kernel depends on, as hashes: the keys of the kernel cache and of the
+autotuner's stored results.
+
+``compiler_hash()``  the compiler itself: every ``.py`` file of npujit's own packages
+                     (jit/, ir/, backends/, sim/, npujit/), the versions of Python, numpy,
+                     numba and llvmlite.  A change to any of them makes every cached
+                     entry a miss (never a stale hit).
+``kernel_hash(k)``   one kernel's code: its bytecode, constants and names, the code of
+                     every helper it calls (found as jit/kernel_globals.py finds them) and
+                     the values of the globals it and its helpers read.  Editing the
+                     kernel, a helper or a global it reads changes it.
+``spec_hash(spec)``  an NPU spec's fields (a preset edited in place is another spec).
+``digest(*parts)``   a short sha256 over any ``repr``-stable parts (keys, options).
+
+Bytecode rather than source text: a kernel defined in a notebook cell or built with
+``exec`` has no file, and a comment edit is not a new kernel.  A code object's line
+numbers are left out for the same reason, but the IR carries source locations for
+messages, so an entry's user is told where *its* lines were compiled; see jit/compiled.py.
+
+Example::
+
+    >>> from npujit.kernels.elementwise import add_kernel
+    >>> len(kernel_hash(add_kernel)) == len(compiler_hash()) == 16
+    True
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import sys
+import threading
+import types
+
+import numpy as np
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# npujit's own packages (kernels/ is user code: its kernels are hashed as kernels)
+_COMPILER_DIRS = ("jit", "ir", "backends", "sim", "npujit")
+_compiler_hash: str | None = None
+_lock = threading.Lock()
+
+
+def digest(*parts) -> str:
+    """A 16-hex-digit sha256 over the ``repr`` of ``parts``."""
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def compiler_hash() -> str:
+    """sha256 over npujit's own sources and the versions it compiles with (per process)."""
+    global _compiler_hash
+    if _compiler_hash is None:
+        with _lock:
+            if _compiler_hash is None:
+                _compiler_hash = _hash_compiler()
+    return _compiler_hash
+
+
+def _hash_compiler() -> str:
+    import llvmlite
+    import numba
+    h = hashlib.sha256(f"{sys.version_info[:3]} numpy {np.__version__} numba "
+                       f"{numba.__version__} llvmlite {llvmlite.__version__}".encode())
+    for d in _COMPILER_DIRS:
+        top = os.path.join(_ROOT, d)
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(n for n in dirnames if n != "__pycache__")
+            for name in sorted(filenames):
+                if name.endswith((".py", ".h")):
+                    path = os.path.join(dirpath, name)
+                    with open(path, "rb") as f:
+                        h.update(os.path.relpath(path, _ROOT).encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
+
+
+def kernel_hash(kernel) -> str:
+    """sha256 over a kernel's code, its helpers' code and the globals they read.
+
+    ``kernel`` is an ``NPUKernel`` (or the plain Python function it wraps)."""
+    from .kernel_globals import scan_kernel
+    fn = getattr(kernel, "fn", kernel)
+    reads, helpers = scan_kernel(fn)
+    h = hashlib.sha256()
+    _code(h, fn.__code__)
+    for f in helpers:                  # in the order the scan met them: deterministic
+        h.update(f"helper {f.__module__}.{f.__qualname__}".encode())
+        _code(h, f.__code__)
+    for r in reads:
+        h.update(f"global {r.label}=".encode())
+        h.update(repr(r.array if r.array is not None else r.value).encode())
+    return h.hexdigest()[:16]
+
+
+def _code(h, code: types.CodeType) -> None:
+    """Feed a code object's behaviour (not its line numbers) into ``h``."""
+    h.update(code.co_name.encode() + b"\0" + code.co_code)
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_argcount,
+                   code.co_kwonlyargcount, code.co_flags)).encode())
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _code(h, c)
+        else:
+            h.update(repr(c).encode())
+
+
+def spec_hash(spec) -> str:
+    """A hash of an NPU spec's fields (``None`` is the default preset's)."""
+    from npujit.target import find_spec
+    s = find_spec(spec)
+    fields = dataclasses.asdict(s) if dataclasses.is_dataclass(s) else vars(s)
+    return digest(sorted(fields.items(), key=lambda kv: kv[0]))
