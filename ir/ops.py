@@ -41,8 +41,8 @@ class Kind(enum.Enum):
     SUB = "npu.sub"
     MUL = "npu.mul"
     DIV = "npu.div"                 # floats: true division
-    FLOORDIV = "npu.floordiv"       # ints: floor division (Python semantics); /0 gives 0
-    REM = "npu.rem"                 # floor modulo (sign of the divisor), Python semantics
+    IDIV = "npu.idiv"               # ints: division truncating toward zero (C, Triton); /0 gives 0
+    REM = "npu.rem"                 # remainder with the sign of the dividend (C fmod, Triton)
     POW = "npu.pow"                 # floats only
     MAXIMUM = "npu.maximum"         # NaN-propagating (np.maximum)
     MINIMUM = "npu.minimum"
@@ -451,7 +451,7 @@ _TABLE = {
     Kind.SUB: ("binary", _BIN, (), NUMBER, "sub"),
     Kind.MUL: ("binary", _BIN, (), NUMBER, "mul"),
     Kind.DIV: ("binary", _BIN, (), FLOAT, "div"),
-    Kind.FLOORDIV: ("binary", _BIN, (), INT, "div"),
+    Kind.IDIV: ("binary", _BIN, (), INT, "div"),
     Kind.REM: ("binary", _BIN, (), NUMBER, "div"),
     Kind.POW: ("binary", _BIN, (), FLOAT, "exp"),
     Kind.MAXIMUM: ("binary", _BIN, (), NUMBER, "max"),

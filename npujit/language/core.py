@@ -158,10 +158,10 @@ class tensor:
         return _sem().binary(Kind.DIV, o, self)
 
     def __floordiv__(self, o):
-        return _sem().binary(Kind.FLOORDIV, self, o)
+        return _sem().binary(Kind.IDIV, self, o)
 
     def __rfloordiv__(self, o):
-        return _sem().binary(Kind.FLOORDIV, o, self)
+        return _sem().binary(Kind.IDIV, o, self)
 
     def __mod__(self, o):
         return _sem().binary(Kind.REM, self, o)
