@@ -25,6 +25,7 @@ import inspect
 import linecache
 import os
 import re
+import signal
 import sys
 import textwrap
 import types
@@ -65,6 +66,7 @@ FAMILIES = [
 
 # Exception text (regex over "Type: message") -> cause; first match wins.
 CAUSES = [
+    (r"TestTimeout", "harness: timed out"),
     (r"'Tensor' object has no attribute|fake torch|torch.cuda|get_device_capability|runtime\.driver|cuda|hip", "harness: torch/GPU-only API"),
     (r"uint(8|16|32|64)|float64|dtype\('?>?[uf]8|f64|unsigned", "missing dtype: unsigned/float64"),
     (r"float8|fp8|e4m3|e5m2|e4nv|e4b15", "missing dtype: fp8"),
@@ -323,11 +325,20 @@ def cause_of(text: str) -> str:
     return "other: " + text.split("\n")[0][:80]
 
 
+class TestTimeout(Exception):
+    """A test ran longer than --timeout seconds."""
+
+
+def _timed_out(signum, frame):
+    raise TestTimeout("harness: the test ran past --timeout")
+
+
 class Measure:
     """Samples the parametrisations, provides the fixtures, records every outcome."""
 
-    def __init__(self, per_test: int):
+    def __init__(self, per_test: int, timeout: int):
         self.per_test = per_test
+        self.timeout = timeout
         self.results: dict = {}     # nodeid -> (outcome, text)
         self.collected = collections.Counter()
 
@@ -357,6 +368,16 @@ class Measure:
                 idx = sorted({round(i * (n - 1) / (self.per_test - 1)) for i in range(self.per_test)})
                 keep += [its[i] for i in idx]
         items[:] = keep
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        # a test that hangs or runs for minutes on the CPU tiers fails with a named cause
+        signal.signal(signal.SIGALRM, _timed_out)
+        signal.alarm(self.timeout)
+        try:
+            yield
+        finally:
+            signal.alarm(0)
 
     def pytest_exception_interact(self, node, call, report):
         # pytest logs the report first, then calls this: replace the report's text
@@ -400,6 +421,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("path", help="Triton's python/test/unit/language/test_core.py")
     ap.add_argument("--per-test", type=int, default=30, help="parametrisations per test function")
+    ap.add_argument("--timeout", type=int, default=60, help="seconds one test may run")
     ap.add_argument("-k", default=None, help="pytest -k expression to run a subset")
     ap.add_argument("--names-only", action="store_true",
                     help="map tl.X to npujit.language.X and triton.jit to npu_kernel only, "
@@ -410,7 +432,7 @@ def main(argv=None):
     compat = hasattr(sys.modules["triton"], "IGNORED_LAUNCH_OPTIONS")
     print(f"shim: {note}; {'npujit.triton' if compat else 'npujit.language names only'}; "
           f"backend {os.environ['NPUJIT_BACKEND']}")
-    measure = Measure(args.per_test)
+    measure = Measure(args.per_test, args.timeout)
     pargs = [args.path, "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
              "--no-header", "-rN", "--tb=line", "-W", "ignore", "--rootdir",
              os.path.dirname(os.path.abspath(args.path)), "-o", "addopts="]

@@ -217,14 +217,18 @@ class NPUKernel:
             if g is None:
                 g = self.signature.grid(grid, dict(zip(self.params, vals)))
                 self._remember_grid(grid, g)
+            if 0 in g:
+                return  # a grid with no programs launches nothing
             launch(g, [conv(vals[i]) if conv is not None else
                        runtime_value(c.sigs[i], vals[i], self.params[i]) for i, conv in plan])
             return
         bound = self.signature.bind(args, kwargs)
         g = self.signature.grid(grid, bound)
         self._remember_grid(grid, g)
-        c = self._compiled(bound, build=True)
+        c = self._compiled(bound, build=True)   # checks the arguments, as Triton does
         c.check_writeable(bound)
+        if 0 in g:
+            return  # a grid with no programs launches nothing
         c.launch(g, self.signature.runtime_args(c.sigs, c.runtime_index, bound))
         self._remember_fast(bound, c)
 

@@ -133,7 +133,7 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
     def write(self) -> tuple[str, KernelInfo]:
         fn = self.fn
         stored = {id(op.operands[0]) for op in fn.walk()
-                  if op.kind in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD)}
+                  if op.kind in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)}
         ptrs = [(i, a) for i, a in enumerate(fn.args) if isinstance(a.type, PtrType)]
         ordered = ([p for p in ptrs if id(p[1]) not in stored] + [p for p in ptrs if id(p[1]) in stored])
         self.info.gm_args = [(a.name, i) for i, a in ordered]

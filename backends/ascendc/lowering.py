@@ -81,7 +81,7 @@ NOT_LOWERED = {
     Kind.SCAN: "cumsum is not emitted yet",
     Kind.SORT: "sort is not emitted yet",
     Kind.TOPK: "topk is not emitted yet",
-    Kind.ATOMIC_ADD: "atomics (SetAtomicAdd) are not emitted yet",
+    Kind.ATOMIC_RMW: "atomics (SetAtomicAdd) are not emitted yet",
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",
 }

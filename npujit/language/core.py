@@ -65,6 +65,13 @@ def _sem():
     return semantic
 
 
+# numpy ufuncs a kernel might call on a tile by habit -> the nl function to use instead
+_NUMPY_MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
+               "sin": "sin", "cos": "cos", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+               "absolute": "abs", "maximum": "maximum", "minimum": "minimum", "rint": "floor",
+               "log1p": "log", "expm1": "exp", "reciprocal": "rsqrt"}
+
+
 class tensor:
     """A traced tile or scalar.  Supports arithmetic, comparisons, ``[:, None]`` indexing,
     ``.to(dtype)``, ``.reshape``, ``.T`` and reductions as methods.
@@ -113,6 +120,15 @@ class tensor:
             "`not` or `assert`): its value is only known when the kernel runs. Use "
             "nl.where(cond, a, b) to choose values, masks for loads/stores, or make the "
             "condition a constexpr parameter.")
+
+    def __getattr__(self, name):
+        # np.exp(x) on a traced tensor calls x.exp() (numpy's object loop): say what to use
+        if name in _NUMPY_MATH:
+            def numpy_math(*args, **kwargs):
+                raise _sem().error(f"numpy's np.{name} cannot run on a traced tensor inside a "
+                                   f"kernel; use nl.{_NUMPY_MATH[name]}")
+            return numpy_math
+        raise AttributeError(f"'tensor' object has no attribute '{name}'")
 
     def __index__(self):
         raise _sem().error(
@@ -262,6 +278,12 @@ class tensor:
                     "use nl.load with offsets to pick elements")
         shape.extend(self.shape[k:])
         return _sem().reshape(self, tuple(shape))
+
+    def item(self) -> "tensor":
+        """The one element of a 1-element tile, as a scalar (Triton's ``tensor.item()``)."""
+        if self.numel != 1:
+            raise _sem().error(f".item() needs a tile of one element, got shape {list(self.shape)}")
+        return _sem().reshape(self, ())
 
     def to(self, dtype: T.DType, bitcast: bool = False) -> "tensor":
         """Cast to ``dtype`` (round to nearest even for floats, truncation float->int)."""

@@ -7,6 +7,7 @@ compute in f32 and round back after every op.
 from __future__ import annotations
 
 from npujit.ir import Kind
+from npujit.ir import types as T
 
 from . import semantic as sem
 from .core import builtin, tensor
@@ -114,3 +115,22 @@ def cast(x, dtype) -> tensor:
         h = nl.cast(acc, nl.float16)
     """
     return sem.to_tensor(x).to(dtype)
+
+
+@builtin
+def umulhi(a, b) -> tensor:
+    """The high 32 bits of the 64-bit product of two 32-bit integer tiles, the factors taken
+    as unsigned (Triton's ``tl.umulhi``).
+
+    Example::
+
+        hi = nl.umulhi(x, y)            # x, y: int32
+    """
+    a, b = sem.to_tensor(a), sem.to_tensor(b)
+    if a.dtype != T.int32 or b.dtype != T.int32:
+        raise sem.error(f"umulhi takes two int32 tiles, got {a.dtype} and {b.dtype}")
+    low32 = (1 << 32) - 1  # zero-extend: the factors are unsigned
+    wide_a = sem.binary(Kind.AND, sem.cast(a, T.int64), low32)
+    wide_b = sem.binary(Kind.AND, sem.cast(b, T.int64), low32)
+    product = sem.binary(Kind.MUL, wide_a, wide_b)  # wraps mod 2**64: the bits above 64 go
+    return sem.cast(sem.binary(Kind.SHR, product, 32), T.int32)

@@ -1,5 +1,5 @@
-"""Global memory: ``load``, ``store``, ``atomic_add`` through pointers, and block pointers
-(``make_block_ptr``, ``advance``) for strided n-D tiles.
+"""Global memory: ``load``, ``store`` through pointers (and the builder of the atomics),
+and block pointers (``make_block_ptr``, ``advance``) for strided n-D tiles.
 
 Masked-off lanes never touch memory; they read ``other`` (0 when omitted).
 """
@@ -113,20 +113,15 @@ def store(ptr, value, mask=None, boundary_check=()):
     sem.emit(Kind.STORE, operands, nresults=0)
 
 
-@builtin
-def atomic_add(ptr, value, mask=None) -> tensor:
-    """Atomically add ``value`` into GM at ``ptr``; returns the values seen before each add.
-
-    Example::
-
-        nl.atomic_add(counts_ptr + expert_ids, 1, mask=valid)
-    """
-    p = _check_pointer(ptr, "atomic_add")
+def atomic_rmw(combine: str, ptr, value, mask, what: str) -> tensor:
+    """The one place an atomic read-modify-write is built (``npujit/language/atomics.py``)."""
+    p = _check_pointer(ptr, what)
     v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
-    m = _mask(mask, _offsets(p).shape, "atomic_add") if mask is not None else None
+    m = _mask(mask, _offsets(p).shape, what) if mask is not None else None
     off, m, v = _align(p, m, v)
     operands = [tensor(p.base), off, v] + ([m] if m is not None else [])
-    return sem.emit(Kind.ATOMIC_ADD, operands)
+    attrs = {} if combine == "add" else {"combine": combine}
+    return sem.emit(Kind.ATOMIC_RMW, operands, attrs)
 
 
 def _index_scalar(x, what: str) -> tensor:

@@ -1,4 +1,5 @@
-"""Shape manipulation: ``reshape``, ``expand_dims``, ``trans``, ``broadcast_to``, ``view``."""
+"""Shape manipulation: ``reshape``, ``expand_dims``, ``trans``/``permute``, ``broadcast_to``,
+``broadcast``, ``view``."""
 from __future__ import annotations
 
 from npujit.ir import Kind
@@ -75,3 +76,31 @@ def broadcast_to(x: tensor, shape) -> tensor:
         b = nl.broadcast_to(bias[None, :], (BLOCK_M, BLOCK_N))
     """
     return sem.broadcast_to(sem.to_tensor(x), tuple(shape))
+
+
+@builtin
+def permute(x: tensor, *dims) -> tensor:
+    """Reorder the axes of ``x`` to ``dims`` (a permutation; Triton's ``tl.permute``).
+
+    Example::
+
+        y = nl.permute(x, (2, 0, 1))      # (A, B, C) -> (C, A, B)
+    """
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    if not dims:
+        raise sem.error("permute needs the new order of the axes, e.g. nl.permute(x, (1, 0))")
+    return trans(x, *dims)
+
+
+@builtin
+def broadcast(a, b):
+    """``a`` and ``b`` broadcast to their common shape (numpy rules), as a pair.
+
+    Example::
+
+        a2, b2 = nl.broadcast(row[None, :], col[:, None])
+    """
+    a, b = sem.to_tensor(a), sem.to_tensor(b)
+    shape = sem.broadcast_shapes(a.shape, b.shape)
+    return sem.broadcast_to(a, shape), sem.broadcast_to(b, shape)

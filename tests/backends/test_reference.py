@@ -461,7 +461,7 @@ def store_kernel(kind=Kind.STORE, dt=np.int32):
     operands = [mem, b.op(Kind.LOAD, [offs_p, lanes]), b.op(Kind.LOAD, [val_p, lanes]),
                 b.op(Kind.LOAD, [mask_p, lanes])]
     op = b.create(kind, operands)
-    if kind is Kind.ATOMIC_ADD:
+    if kind is Kind.ATOMIC_RMW:
         b.create(Kind.STORE, [old_p, lanes, op.result])
     b.create(Kind.RETURN, [])
     return fn
@@ -482,7 +482,7 @@ def test_atomic_add_returns_old_values_lane_by_lane():
     vals = np.array([1, 2, 3, 4], np.int32)
     mask = np.array([True, True, False, True])
     old = np.full(4, -1, np.int32)
-    run(store_kernel(Kind.ATOMIC_ADD), (1,), [mem, offs, vals, mask, old])
+    run(store_kernel(Kind.ATOMIC_RMW), (1,), [mem, offs, vals, mask, old])
     bits_equal(old, np.array([100, 101, 0, 300], np.int32))    # masked-off lane: 0
     bits_equal(mem, np.array([103, 200, 304], np.int32))
 
@@ -492,7 +492,7 @@ def test_atomic_add_rounds_each_f16_add_and_accumulates_across_programs():
     offs = np.array([0, 0, 1, 1], np.int64)
     vals = np.array([1, 1, 0.5, 0.25], F16)
     old = np.zeros(4, F16)
-    run(store_kernel(Kind.ATOMIC_ADD, F16), (3,), [mem, offs, vals, np.ones(4, bool), old])
+    run(store_kernel(Kind.ATOMIC_RMW, F16), (3,), [mem, offs, vals, np.ones(4, bool), old])
     # 2048 + 1 is a tie in f16 and rounds back to 2048 every time; 0.75 per program is exact
     bits_equal(mem, np.array([2048, 2.25], F16))
     bits_equal(old, np.array([2048, 2048, 1.5, 2.0], F16))    # the last program's view
@@ -681,7 +681,7 @@ def test_ir_rejects_ops_without_a_meaning():
     lanes = offsets_of(b, (2,))
     flags = b.op(Kind.LOAD, [fn.args[0], lanes])
     with pytest.raises(TypeRuleError, match="bool"):
-        b.op(Kind.ATOMIC_ADD, [fn.args[0], lanes, flags])
+        b.op(Kind.ATOMIC_RMW, [fn.args[0], lanes, flags])
     dims = [b.constant(v, T.int32) for v in (2, 1, 0)]
     with pytest.raises(TypeRuleError, match="nan"):
         b.op(Kind.BLOCK_LOAD, [fn.args[1], *dims], {"block_shape": (2,), "padding": "nan"})
