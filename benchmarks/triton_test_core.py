@@ -198,6 +198,7 @@ class _JITFunction:
 
     def __init__(self, fn):
         self.fn = fn
+        self.__name__ = fn.__name__
         src = textwrap.dedent(inspect.getsource(fn))
         self.src = src[re.search(r"^def\s", src, re.M).start():]
         self.kernel = None

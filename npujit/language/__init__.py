@@ -13,7 +13,8 @@ from .debug import device_assert, device_print, static_assert, static_print
 from .hints import assume, max_constancy, max_contiguous, multiple_of
 from .loops import range, static_range
 from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu, log, log2,
-                   maximum, minimum, rsqrt, sigmoid, silu, sin, sqrt, tanh, umulhi, where)
+                   maximum, minimum, PropagateNan, rsqrt, sigmoid, silu, sin, sqrt, tanh, umulhi,
+                   where)
 from .atomics import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_xchg,
                       atomic_xor)
 from .memory import advance, load, make_block_ptr, store
@@ -33,7 +34,7 @@ __all__ = [
     "atomic_xor",
     # math
     "abs", "cast", "ceil", "clamp", "cos", "erf", "exp", "exp2", "floor", "fma", "gelu", "log",
-    "log2", "maximum", "minimum", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "umulhi",
+    "log2", "maximum", "minimum", "PropagateNan", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "umulhi",
     "where",
     # reductions and selection
     "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",

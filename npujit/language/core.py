@@ -48,6 +48,27 @@ class constexpr:
     def __repr__(self) -> str:
         return f"constexpr({self.value!r})"
 
+    def __eq__(self, other):  # Triton's: constexprs compare (and hash) by value
+        return self.value == (other.value if isinstance(other, constexpr) else other)
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+class Shape(tuple):
+    """A tile's shape: a tuple of ints that also equals the same list, as Triton's
+    ``x.shape`` (a list) does, so ``nl.static_assert(x.shape == [BLOCK])`` holds."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
 
 def builtin(fn):
     """Marks a language function: calling it outside a traced kernel raises a clear error."""
@@ -94,7 +115,7 @@ class tensor:
 
     @property
     def shape(self) -> tuple:
-        return self.handle.type.shape
+        return Shape(self.handle.type.shape)
 
     @property
     def dtype(self) -> T.DType:

@@ -57,8 +57,10 @@ def _align(p: pointer, mask, extra):
 
 
 @builtin
-def load(ptr, mask=None, other=None, boundary_check=(), padding_option: str = ""):
-    """Load a tile from GM.
+def load(ptr, mask=None, other=None, boundary_check=(), padding_option: str = "",
+         cache_modifier: str = "", eviction_policy: str = "", volatile: bool = False):
+    """Load a tile from GM.  Triton's ``cache_modifier``, ``eviction_policy`` and
+    ``volatile`` are accepted and change nothing (GM is read through MTE2, uncached).
 
     With a pointer (``x_ptr + offsets``): lane i reads element ``offsets[i]``; where ``mask``
     is false it reads nothing and gives ``other`` (0 if omitted).  With a block pointer:
@@ -91,8 +93,10 @@ def load(ptr, mask=None, other=None, boundary_check=(), padding_option: str = ""
 
 
 @builtin
-def store(ptr, value, mask=None, boundary_check=()):
+def store(ptr, value, mask=None, boundary_check=(), cache_modifier: str = "",
+          eviction_policy: str = ""):
     """Store ``value`` (cast to the array's dtype, broadcast to the pointer's shape) to GM.
+    Triton's ``cache_modifier`` and ``eviction_policy`` are accepted and change nothing.
 
     Where ``mask`` is false nothing is written.  With a block pointer, elements outside
     the checked bounds are not written.

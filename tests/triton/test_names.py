@@ -91,3 +91,41 @@ def test_a_false_multiple_of_hint_is_caught_in_debug_mode():
     assert x[3:7].tolist() == [0, 0, 0, 0]
     with pytest.raises(triton.TritonError, match="multiple_of"):
         _false_hint.with_options(backend="reference", debug=True)[(1,)](x, 5, N=4)
+
+
+@triton.jit
+def _keywords(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, cache_modifier=".cg", eviction_policy="evict_last", volatile=True)
+    tl.static_assert(x.shape == [N])                      # a shape equals the same list
+    tl.static_assert(tl.constexpr(N) == tl.constexpr(N))  # constexprs compare by value
+    v, i = tl.max(x, axis=0, return_indices=True, return_indices_tie_break_left=True)
+    j = tl.argmin(x, axis=0, tie_break_left=True)
+    tl.store(out_ptr + offs, tl.where(offs == 0, v, tl.where(offs == 1, i, j)).to(tl.float32),
+             cache_modifier=".wb", eviction_policy="evict_first", mask=offs < 3)
+
+
+def test_triton_keywords_of_load_store_and_reductions_are_accepted():
+    x = np.array([3.0, 9.0, -4.0, 9.0, -4.0, 1.0, 0.0, 2.0], np.float32)
+    out = np.zeros(8, np.float32)
+    _keywords.with_options(backend="reference")[(1,)](x, out, N=8)
+    np.testing.assert_array_equal(out[:3], [9.0, 1.0, 2.0])    # first index of each tie
+
+
+@triton.jit
+def _nan_modes(a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a, b = tl.load(a_ptr + offs), tl.load(b_ptr + offs)
+    tl.store(out_ptr + offs, tl.maximum(a, b, propagate_nan=tl.PropagateNan.NONE))
+    tl.store(out_ptr + N + offs, tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL))
+    tl.store(out_ptr + 2 * N + offs, tl.clamp(a, b, 5.0, propagate_nan=tl.PropagateNan.NONE))
+
+
+def test_propagate_nan_none_prefers_the_number_and_all_gives_nan():
+    a = np.array([np.nan, 1.0, np.nan, 7.0], np.float32)
+    b = np.array([2.0, np.nan, np.nan, -1.0], np.float32)
+    out = np.zeros(12, np.float32)
+    _nan_modes.with_options(backend="reference")[(1,)](a, b, out, N=4)
+    np.testing.assert_array_equal(out[:4], np.fmax(a, b))
+    np.testing.assert_array_equal(out[4:8], np.minimum(a, b))
+    np.testing.assert_array_equal(out[8:], np.fmin(np.fmax(a, b), 5.0))
