@@ -96,8 +96,9 @@ class Kind(enum.Enum):
     STORE = "npu.store"             # (ptr, offsets, value, mask?)
     BLOCK_LOAD = "npu.block_load"   # (ptr, *shape, *strides, *offsets) {block_shape, ...}
     BLOCK_STORE = "npu.block_store"  # (ptr, *shape, *strides, *offsets, value) {...}
-    ATOMIC_RMW = "npu.atomic_rmw"   # (ptr, offsets, value, mask?) {combine?} -> old values;
-    #                                 combine: add (when absent) max min xchg and or xor
+    ATOMIC_RMW = "npu.atomic_rmw"   # (ptr, offsets, value, mask?, cmp?) {combine?} -> old values;
+    #                                 combine: add (when absent) max min xchg and or xor, or
+    #                                 cas (value where old == cmp; cmp and mask both given)
     ATOMIC_ADD = "npu.atomic_rmw"   # the same kind (an alias): atomic_rmw with combine=add
 
     # --- debugging -------------------------------------------------------------------------
@@ -376,13 +377,16 @@ def _rule_store(ts, attrs):
     return ()
 
 
-ATOMIC_COMBINES = ("add", "max", "min", "xchg", "and", "or", "xor")
+ATOMIC_COMBINES = ("add", "max", "min", "xchg", "and", "or", "xor", "cas")
 
 
 def _rule_atomic_rmw(ts, attrs):
-    _need(3 <= len(ts) <= 4, "npu.atomic_rmw takes (ptr, offsets, value, mask?)")
-    _rule_store(ts, attrs)
+    _need(3 <= len(ts) <= 5, "npu.atomic_rmw takes (ptr, offsets, value, mask?, cmp?)")
+    _rule_store(ts[:4], attrs)
     combine = attrs.get("combine", "add")
+    _need((len(ts) == 5) == (combine == "cas"),
+          "npu.atomic_rmw takes a cmp operand (after the mask) exactly when combine is cas")
+    _need(len(ts) < 5 or ts[4] == ts[2], f"cas compare value must be {ts[2]}, got {ts[-1]}")
     _need(combine in ATOMIC_COMBINES, f"npu.atomic_rmw combine must be one of {ATOMIC_COMBINES}, "
                                       f"got {combine!r}")
     d = ts[0].dtype
@@ -507,7 +511,7 @@ _TABLE = {
     Kind.STORE: ("memory", ("ptr", "offsets", "value", "mask?"), (), ANY, None),
     Kind.BLOCK_LOAD: ("memory", ("ptr", "*layout"), ("block_shape",), ANY, None),
     Kind.BLOCK_STORE: ("memory", ("ptr", "*layout", "value"), ("block_shape",), ANY, None),
-    Kind.ATOMIC_RMW: ("memory", ("ptr", "offsets", "value", "mask?"), (), ANY, None),
+    Kind.ATOMIC_RMW: ("memory", ("ptr", "offsets", "value", "mask?", "cmp?"), (), ANY, None),
     Kind.PRINT: ("debug", ("*values",), (), ANY, None),
     Kind.ASSERT: ("debug", ("cond",), ("message",), ANY, None),
 }

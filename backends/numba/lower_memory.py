@@ -217,8 +217,8 @@ def lower_atomic_rmw(cg, op) -> None:
     Kernels with atomics run their programs one at a time (see runtime.py)."""
     d = op.operands[0].type.dtype
     ptr = cg.val(op.operands[0]).name
-    vals = _operands(cg, op, ("ptr", "offs", "value", "mask"))
-    offs, value, mask = vals["offs"], vals["value"], vals.get("mask")
+    vals = _operands(cg, op, ("ptr", "offs", "value", "mask", "cmp"))
+    offs, value, mask, cmp = vals["offs"], vals["value"], vals.get("mask"), vals.get("cmp")
     shape = tuple(op.result.type.shape)
     w = cg.w
     if shape == ():
@@ -233,9 +233,10 @@ def lower_atomic_rmw(cg, op) -> None:
         range_check.scalar(cg, op, ptr, offs, mask)
     else:
         guard = range_check.tile(cg, op, ptr, index, mask)
-    walked = index.leaves + [v for v in (value, mask) if v is not None]
+    walked = index.leaves + [v for v in (value, mask, cmp) if v is not None]
     with Nest(w, shape, walked) as nest:
         dst = out.name if shape == () else f"{out.name}[{nest.out}]"
+        compared = None if cmp is None else nest.at(cmp)
 
         def update():
             o = w.fresh("o")
@@ -243,7 +244,7 @@ def lower_atomic_rmw(cg, op) -> None:
             w.line(f"{o} = {index.at(nest)}")
             cell = _address(cg, op, ptr, o, guard)
             w.line(f"{prev} = {ls.decode(d, cell)}")
-            w.line(f"{cell} = {ls.encode(d, _combined(op, d, prev, nest.at(value)))}")
+            w.line(f"{cell} = {ls.encode(d, _combined(op, d, prev, nest.at(value), compared))}")
             w.line(f"{dst} = {prev}")
         if mask is None:
             update()
@@ -260,11 +261,13 @@ _COMBINE_KINDS = {"add": Kind.ADD, "max": Kind.MAXIMUM, "min": Kind.MINIMUM, "an
                   "or": Kind.OR, "xor": Kind.XOR}
 
 
-def _combined(op, d, old: str, value: str) -> str:
+def _combined(op, d, old: str, value: str, cmp: str | None) -> str:
     """The value an atomic read-modify-write leaves: ``combine(old, value)``."""
     combine = op.attrs.get("combine", "add")
     if combine == "xchg":
         return value
+    if combine == "cas":
+        return f"({value} if {old} == {cmp} else {old})"
     return ls.binary(_COMBINE_KINDS[combine], d, old, value)
 
 

@@ -42,11 +42,18 @@ def store(ctx, op, mem, offsets, value, mask=None):
     memory.scatter(mem, offsets, value, mask, _site(ctx, op))
 
 
-def atomic_rmw(ctx, op, mem, offsets, value, mask=None):
+def atomic_rmw(ctx, op, mem, offsets, value, mask=None, cmp=None):
     """Per lane in row-major order: ``old = mem[o]; mem[o] = combine(old, value)``; returns
-    old.  ``combine`` is the op's attribute (add when absent)."""
+    old.  ``combine`` is the op's attribute (add when absent); ``cas`` writes ``value``
+    where ``old == cmp`` (numeric equality)."""
+    if cmp is not None:
+        return memory.atomic_add(mem, offsets, value, mask, _cas, _site(ctx, op), cmp)
     combine = _COMBINE[op.attrs.get("combine", "add")]
     return memory.atomic_add(mem, offsets, value, mask, combine, _site(ctx, op))
+
+
+def _cas(old, value, cmp):
+    return np.where(old == cmp, value, old)
 
 
 def _add(a, b):

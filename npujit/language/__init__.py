@@ -15,8 +15,8 @@ from .loops import range, static_range
 from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu, log, log2,
                    maximum, minimum, PropagateNan, rsqrt, sigmoid, silu, sin, sqrt, tanh, umulhi,
                    where)
-from .atomics import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_xchg,
-                      atomic_xor)
+from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
+                      atomic_xchg, atomic_xor)
 from .memory import advance, load, make_block_ptr, store
 from .reduction import argmax, argmin, cumsum, max, min, prod, softmax, sort, sum, topk
 from .shape import broadcast, broadcast_to, expand_dims, permute, reshape, trans, view
@@ -31,7 +31,7 @@ __all__ = [
     "load", "store", "make_block_ptr", "advance",
     # atomics
     "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and", "atomic_or",
-    "atomic_xor",
+    "atomic_xor", "atomic_cas",
     # math
     "abs", "cast", "ceil", "clamp", "cos", "erf", "exp", "exp2", "floor", "fma", "gelu", "log",
     "log2", "maximum", "minimum", "PropagateNan", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "umulhi",

@@ -1,5 +1,6 @@
 """Atomic read-modify-writes on global memory: ``atomic_add``, ``atomic_max``,
-``atomic_min``, ``atomic_xchg``, ``atomic_and``, ``atomic_or``, ``atomic_xor``.
+``atomic_min``, ``atomic_xchg``, ``atomic_and``, ``atomic_or``, ``atomic_xor`` and
+``atomic_cas`` (compare-and-swap).
 
 Each active lane, in row-major order, reads ``old = mem[o]``, writes
 ``combine(old, val)`` and returns ``old`` (masked-off lanes return 0 and touch nothing).
@@ -72,6 +73,21 @@ Example::
 
     nl.atomic_or(bits_ptr + word, 1 << bit)
 """)
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None) -> tensor:
+    """Atomic compare-and-swap: where ``mem == cmp`` (numeric equality) write ``val``;
+    returns the old values either way.
+
+    Example::
+
+        old = nl.atomic_cas(lock_ptr, 0, 1)      # take the lock if it was free
+    """
+    if sem not in _SEMS or scope not in _SCOPES:
+        raise _sem.error(f"atomic_cas: sem must be one of {_SEMS[1:]} and scope one of "
+                         f"{_SCOPES[1:]}, got {sem!r} and {scope!r}")
+    return atomic_rmw("cas", pointer, val, None, "atomic_cas", cmp=cmp)
+
+
 atomic_xor = _atomic("xor", """Atomically ``mem ^= val`` (integer or bool memory); returns the old
 values.
 

@@ -55,7 +55,12 @@ def gelu(x, approximate: str = "none") -> tensor:
 
 class PropagateNan(enum.Enum):
     """Triton's ``propagate_nan=`` of ``maximum``/``minimum``/``clamp``: ``ALL`` gives NaN
-    when either input is NaN (npujit's default), ``NONE`` the other input (np.fmax)."""
+    when either input is NaN (npujit's default), ``NONE`` the other input (np.fmax).
+
+    Example::
+
+        y = nl.maximum(x, y, propagate_nan=nl.PropagateNan.NONE)
+    """
     NONE = "none"
     ALL = "all"
 

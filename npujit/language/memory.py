@@ -117,13 +117,20 @@ def store(ptr, value, mask=None, boundary_check=(), cache_modifier: str = "",
     sem.emit(Kind.STORE, operands, nresults=0)
 
 
-def atomic_rmw(combine: str, ptr, value, mask, what: str) -> tensor:
-    """The one place an atomic read-modify-write is built (``npujit/language/atomics.py``)."""
+def atomic_rmw(combine: str, ptr, value, mask, what: str, cmp=None) -> tensor:
+    """The one place an atomic read-modify-write is built (``npujit/language/atomics.py``);
+    compare-and-swap passes ``cmp`` (and then always a mask)."""
     p = _check_pointer(ptr, what)
     v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
+    if cmp is not None:
+        c = sem.cast(sem.to_tensor(cmp, p.element_ty), p.element_ty)
+        v = sem.broadcast_to(v, sem.broadcast_shapes(v.shape, c.shape))
+        mask = True if mask is None else mask
     m = _mask(mask, _offsets(p).shape, what) if mask is not None else None
     off, m, v = _align(p, m, v)
     operands = [tensor(p.base), off, v] + ([m] if m is not None else [])
+    if cmp is not None:
+        operands.append(sem.broadcast_to(c, v.shape))
     attrs = {} if combine == "add" else {"combine": combine}
     return sem.emit(Kind.ATOMIC_RMW, operands, attrs)
 

@@ -14,7 +14,7 @@ COMBINES = {"add": lambda a, b: a + b, "max": max, "min": min, "xchg": lambda a,
 
 
 @triton.jit
-def _all_atomics(mem_ptr, val_ptr, old_ptr, N: tl.constexpr):
+def _all_atomics(mem_ptr, val_ptr, cmp_ptr, old_ptr, N: tl.constexpr):
     lanes = tl.arange(0, N)
     cell = lanes % 3                       # duplicates: lanes share cells, in order
     mask = lanes != 5
@@ -26,10 +26,12 @@ def _all_atomics(mem_ptr, val_ptr, old_ptr, N: tl.constexpr):
     tl.store(old_ptr + 4 * N + lanes, tl.atomic_and(mem_ptr + 4 * 3 + cell, v, mask=mask))
     tl.store(old_ptr + 5 * N + lanes, tl.atomic_or(mem_ptr + 5 * 3 + cell, v, mask=mask, scope="cta"))
     tl.store(old_ptr + 6 * N + lanes, tl.atomic_xor(mem_ptr + 6 * 3 + cell, val=v, mask=mask))
+    cas = tl.atomic_cas(mem_ptr + 7 * 3 + cell, tl.load(cmp_ptr + lanes), v % 3, sem="acquire")
+    tl.store(old_ptr + 7 * N + lanes, cas)
 
 
-def _oracle(mem, vals):
-    mem, old = mem.astype(np.int64).tolist(), np.zeros(len(COMBINES) * N, np.int64)
+def _oracle(mem, vals, cmps):
+    mem, old = mem.astype(np.int64).tolist(), np.zeros((len(COMBINES) + 1) * N, np.int64)
     for k, f in enumerate(COMBINES.values()):
         for lane in range(N):
             if lane == 5:
@@ -37,19 +39,28 @@ def _oracle(mem, vals):
             o = k * 3 + lane % 3
             old[k * N + lane] = mem[o]
             mem[o] = f(mem[o], int(vals[lane]))
+    k = len(COMBINES)                       # compare-and-swap: every lane, no mask
+    for lane in range(N):
+        o = k * 3 + lane % 3
+        old[k * N + lane] = mem[o]
+        if mem[o] == cmps[lane]:
+            mem[o] = int(vals[lane]) % 3 if vals[lane] >= 0 else -(-int(vals[lane]) % 3)
     return np.array(mem, np.int32), old.astype(np.int32)
 
 
 @pytest.mark.parametrize("backend", ["reference", "numba"])
 def test_every_atomic_combines_lane_by_lane_and_returns_old_values(backend):
     rng = np.random.default_rng(3)
-    mem = rng.integers(-50, 50, 3 * len(COMBINES)).astype(np.int32)
+    mem = rng.integers(-50, 50, 3 * len(COMBINES) + 3).astype(np.int32)
+    mem[-3:] = [0, 1, 2]
     vals = rng.integers(-50, 50, N).astype(np.int32)
-    want_mem, want_old = _oracle(mem, vals)
-    old = np.full(len(COMBINES) * N, -1, np.int32)
-    _all_atomics.with_options(backend=backend)[(1,)](mem, vals, old, N=N)
+    cmps = rng.integers(-2, 3, N).astype(np.int32)
+    want_mem, want_old = _oracle(mem, vals, cmps)
+    old = np.full((len(COMBINES) + 1) * N, -1, np.int32)
+    _all_atomics.with_options(backend=backend)[(1,)](mem, vals, cmps, old, N=N)
     np.testing.assert_array_equal(mem, want_mem)
-    np.testing.assert_array_equal(old, np.where(np.arange(old.size) % N == 5, 0, want_old))
+    masked_off = (np.arange(old.size) % N == 5) & (np.arange(old.size) < len(COMBINES) * N)
+    np.testing.assert_array_equal(old, np.where(masked_off, 0, want_old))
 
 
 @triton.jit
