@@ -19,7 +19,8 @@ from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min
                       atomic_xchg, atomic_xor)
 from .memory import advance, load, make_block_ptr, store
 from .reduction import argmax, argmin, cumsum, max, min, prod, softmax, sort, sum, topk
-from .shape import broadcast, broadcast_to, expand_dims, permute, reshape, trans, view
+from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, reshape,
+                    split, trans, view)
 
 __all__ = [
     # dtypes and values
@@ -39,7 +40,8 @@ __all__ = [
     # reductions and selection
     "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",
     # shape
-    "reshape", "view", "expand_dims", "trans", "permute", "broadcast_to", "broadcast",
+    "reshape", "view", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
+    "split", "interleave", "cat",
     # cube
     "dot",
     # control flow and debugging

@@ -314,6 +314,10 @@ class tensor:
             raise _sem().error(f".to() needs an nl dtype such as nl.float16, got {dtype!r}")
         return _sem().cast(self, dtype)
 
+    def cast(self, dtype: T.DType, bitcast: bool = False) -> "tensor":
+        """``x.to(dtype)`` under Triton's other spelling."""
+        return self.to(dtype, bitcast=bitcast)
+
     def reshape(self, *shape) -> "tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])

@@ -137,14 +137,14 @@ def where(cond, a, b) -> tensor:
 
 
 @builtin
-def cast(x, dtype) -> tensor:
+def cast(x, dtype, bitcast: bool = False) -> tensor:
     """``x.to(dtype)``.
 
     Example::
 
         h = nl.cast(acc, nl.float16)
     """
-    return sem.to_tensor(x).to(dtype)
+    return sem.to_tensor(x).to(dtype, bitcast=bitcast)
 
 
 @builtin

@@ -129,3 +129,26 @@ def test_propagate_nan_none_prefers_the_number_and_all_gives_nan():
     np.testing.assert_array_equal(out[:4], np.fmax(a, b))
     np.testing.assert_array_equal(out[4:8], np.minimum(a, b))
     np.testing.assert_array_equal(out[8:], np.fmin(np.fmax(a, b), 5.0))
+
+
+@triton.jit
+def _stacking(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(out_ptr + tl.arange(0, 2 * N), tl.cat(x, y, can_reorder=True))
+    tl.store(out_ptr + 2 * N + tl.arange(0, 2 * N), tl.interleave(x, y))
+    j = tl.join(x, y)                                              # (N, 2)
+    tl.store(out_ptr + 4 * N + offs[:, None] * 2 + tl.arange(0, 2)[None, :], j)
+    a, b = tl.split(j)
+    tl.store(out_ptr + 6 * N + offs, a)
+    tl.store(out_ptr + 7 * N + offs, b)
+
+
+def test_join_split_interleave_and_cat_move_every_element_exactly():
+    x = np.array([-0.0, np.nan, -np.inf, 1.5], np.float32)
+    y = np.array([2.0, -3.0, np.inf, -0.0], np.float32)
+    out = np.zeros(32, np.float32)
+    _stacking.with_options(backend="reference")[(1,)](x, y, out, N=4)
+    pairs = np.stack([x, y], axis=1)
+    want = np.concatenate([x, y, pairs.ravel(), pairs.ravel(), x, y])
+    np.testing.assert_array_equal(out.view(np.int32), want.view(np.int32))   # same bits
