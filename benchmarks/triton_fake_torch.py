@@ -216,13 +216,16 @@ def make_module() -> types.ModuleType:
         return _t(state["rng"].randint(low, high, tuple(size)), dtype or np.int64)
     torch.randint = randint
     for name in ("all", "any", "sum", "where", "isnan", "abs", "exp", "log", "sqrt",
-                 "maximum", "minimum", "ravel", "transpose", "matmul", "cumsum"):
+                 "maximum", "minimum", "ravel", "matmul", "cumsum"):
         fn = getattr(np, name)
         setattr(torch, name, (lambda f: lambda *a, **k: _t(f(*[np.asarray(x) for x in a], **k)))(fn))
     torch.equal = lambda a, b: bool(np.array_equal(np.asarray(a), np.asarray(b)))
     torch.allclose = lambda a, b, rtol=1e-5, atol=1e-8, equal_nan=False: bool(
         np.allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol, atol, equal_nan))
     torch.flatten = torch.ravel
+    torch.transpose = lambda x, a, b: np.swapaxes(x, a, b)
+    torch.backends = types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(
+        allow_tf32=False, allow_bf16_reduced_precision_reduction=False)))
     torch.stack = lambda xs, dim=0: _t(np.stack([np.asarray(x) for x in xs], dim))
     torch.cat = lambda xs, dim=0: _t(np.concatenate([np.asarray(x) for x in xs], dim))
     torch.permute = lambda x, dims: np.transpose(x, dims)

@@ -301,6 +301,12 @@ def install_shim(names_only: bool = False):
     errors = types.ModuleType("triton.runtime.errors")
     errors.InterpreterError = type("InterpreterError", (npujit.NPUJitError,), {})
     runtime.errors = errors
+    # what test_core asks of the GPU driver, answered for one AI core of the 910B-like preset
+    runtime.driver = types.SimpleNamespace(active=types.SimpleNamespace(
+        get_current_target=lambda: types.SimpleNamespace(backend="npu", arch="npu", warp_size=32),
+        get_current_device=lambda: 0,
+        utils=types.SimpleNamespace(get_device_properties=lambda device: {
+            "max_shared_mem": 192 * 1024, "multiprocessor_count": 24})))
     triton.runtime = runtime
     testing = _testing_module(tl)
     sys.modules.update({"triton": triton, "triton.language": tl, "triton.runtime": runtime,
