@@ -41,8 +41,8 @@ class Kind(enum.Enum):
     SUB = "npu.sub"
     MUL = "npu.mul"
     DIV = "npu.div"                 # floats: true division
-    FLOORDIV = "npu.floordiv"       # ints: floor division (Python semantics); /0 gives 0
-    REM = "npu.rem"                 # floor modulo (sign of the divisor), Python semantics
+    IDIV = "npu.idiv"               # ints: division truncating toward zero (C, Triton); /0 gives 0
+    REM = "npu.rem"                 # remainder with the sign of the dividend (C fmod, Triton)
     POW = "npu.pow"                 # floats only
     MAXIMUM = "npu.maximum"         # NaN-propagating (np.maximum)
     MINIMUM = "npu.minimum"
@@ -96,7 +96,10 @@ class Kind(enum.Enum):
     STORE = "npu.store"             # (ptr, offsets, value, mask?)
     BLOCK_LOAD = "npu.block_load"   # (ptr, *shape, *strides, *offsets) {block_shape, ...}
     BLOCK_STORE = "npu.block_store"  # (ptr, *shape, *strides, *offsets, value) {...}
-    ATOMIC_ADD = "npu.atomic_add"   # (ptr, offsets, value, mask?) -> old values
+    ATOMIC_RMW = "npu.atomic_rmw"   # (ptr, offsets, value, mask?, cmp?) {combine?} -> old values;
+    #                                 combine: add (when absent) max min xchg and or xor, or
+    #                                 cas (value where old == cmp; cmp and mask both given)
+    ATOMIC_ADD = "npu.atomic_rmw"   # the same kind (an alias): atomic_rmw with combine=add
 
     # --- debugging -------------------------------------------------------------------------
     PRINT = "npu.print"             # (*values) {prefix}
@@ -374,11 +377,24 @@ def _rule_store(ts, attrs):
     return ()
 
 
-def _rule_atomic_add(ts, attrs):
-    _need(3 <= len(ts) <= 4, "npu.atomic_add takes (ptr, offsets, value, mask?)")
-    _rule_store(ts, attrs)
-    _need(not ts[0].dtype.is_bool, "npu.atomic_add is not defined on bool memory (add is not)")
-    return (_offsets(ts[1]).with_dtype(ts[0].dtype),)
+ATOMIC_COMBINES = ("add", "max", "min", "xchg", "and", "or", "xor", "cas")
+
+
+def _rule_atomic_rmw(ts, attrs):
+    _need(3 <= len(ts) <= 5, "npu.atomic_rmw takes (ptr, offsets, value, mask?, cmp?)")
+    _rule_store(ts[:4], attrs)
+    combine = attrs.get("combine", "add")
+    _need((len(ts) == 5) == (combine == "cas"),
+          "npu.atomic_rmw takes a cmp operand (after the mask) exactly when combine is cas")
+    _need(len(ts) < 5 or ts[4] == ts[2], f"cas compare value must be {ts[2]}, got {ts[-1]}")
+    _need(combine in ATOMIC_COMBINES, f"npu.atomic_rmw combine must be one of {ATOMIC_COMBINES}, "
+                                      f"got {combine!r}")
+    d = ts[0].dtype
+    _need(not (d.is_bool and combine in ("add", "max", "min")),
+          f"npu.atomic_rmw {combine} is not defined on bool memory")
+    _need(not (d.is_float and combine in ("and", "or", "xor")),
+          f"npu.atomic_rmw {combine} is bitwise: integer or bool memory only, got {d}")
+    return (_offsets(ts[1]).with_dtype(d),)
 
 
 def _block_operands(ts, attrs, extra: int):
@@ -451,7 +467,7 @@ _TABLE = {
     Kind.SUB: ("binary", _BIN, (), NUMBER, "sub"),
     Kind.MUL: ("binary", _BIN, (), NUMBER, "mul"),
     Kind.DIV: ("binary", _BIN, (), FLOAT, "div"),
-    Kind.FLOORDIV: ("binary", _BIN, (), INT, "div"),
+    Kind.IDIV: ("binary", _BIN, (), INT, "div"),
     Kind.REM: ("binary", _BIN, (), NUMBER, "div"),
     Kind.POW: ("binary", _BIN, (), FLOAT, "exp"),
     Kind.MAXIMUM: ("binary", _BIN, (), NUMBER, "max"),
@@ -495,7 +511,7 @@ _TABLE = {
     Kind.STORE: ("memory", ("ptr", "offsets", "value", "mask?"), (), ANY, None),
     Kind.BLOCK_LOAD: ("memory", ("ptr", "*layout"), ("block_shape",), ANY, None),
     Kind.BLOCK_STORE: ("memory", ("ptr", "*layout", "value"), ("block_shape",), ANY, None),
-    Kind.ATOMIC_ADD: ("memory", ("ptr", "offsets", "value", "mask?"), (), ANY, None),
+    Kind.ATOMIC_RMW: ("memory", ("ptr", "offsets", "value", "mask?", "cmp?"), (), ANY, None),
     Kind.PRINT: ("debug", ("*values",), (), ANY, None),
     Kind.ASSERT: ("debug", ("cond",), ("message",), ANY, None),
 }
@@ -515,7 +531,7 @@ _RULES = {
     Kind.TRANS: _rule_trans, Kind.REDUCE: _rule_reduce, Kind.SCAN: _rule_scan,
     Kind.SORT: _rule_sort, Kind.TOPK: _rule_topk, Kind.DOT: _rule_dot,
     Kind.LOAD: _rule_load, Kind.STORE: _rule_store, Kind.BLOCK_LOAD: _rule_block_load,
-    Kind.BLOCK_STORE: _rule_block_store, Kind.ATOMIC_ADD: _rule_atomic_add,
+    Kind.BLOCK_STORE: _rule_block_store, Kind.ATOMIC_RMW: _rule_atomic_rmw,
     Kind.PRINT: _rule_none, Kind.ASSERT: _rule_assert,
 }
 for _k, (_family, *_) in _TABLE.items():
@@ -525,7 +541,7 @@ for _k, (_family, *_) in _TABLE.items():
         _RULES[_k] = _rule_unary(_k)
 
 _IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
-           Kind.BLOCK_STORE, Kind.ATOMIC_ADD, Kind.PRINT, Kind.ASSERT}
+           Kind.BLOCK_STORE, Kind.ATOMIC_RMW, Kind.PRINT, Kind.ASSERT}
 # Loads only read; they are kept impure so DCE/CSE never move them across stores.
 
 INFO = {k: OpInfo(k, family=family, operands=operands, attrs=attrs, domain=domain,

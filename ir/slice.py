@@ -27,7 +27,7 @@ def addressing(op: Op) -> list[Value]:
     load / store / atomic_add, the shape, strides and offsets of a block load / store;
     ``[]`` for any other op."""
     k = op.kind
-    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
+    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW):
         return [op.operands[1]]
     if k is Kind.BLOCK_LOAD:
         return op.operands[1:]
@@ -54,7 +54,7 @@ def narrow_offsets(fn) -> dict:
     index = {id(a): i for i, a in enumerate(fn.args)}
     out: dict = {}
     for op in fn.body.walk():
-        if op.kind in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD) and id(op.operands[0]) in index:
+        if op.kind in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW) and id(op.operands[0]) in index:
             dtype = op.operands[1].type.dtype
             if dtype.is_int and dtype.bits < 64:
                 out.setdefault(index[id(op.operands[0])], op.loc)
@@ -108,8 +108,8 @@ def _loop_sources(loop: Op, i: int) -> list[Value]:
     return [loop.operands[3 + i]] + ([term.operands[i]] if term is not None else [])
 
 
-_READS_GM = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_ADD)
-_WRITES_GM = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD)
+_READS_GM = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_RMW)
+_WRITES_GM = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def stream_slice(fn) -> StreamSlice:
             accesses.append(op)
             roots += addressing(op)
             mask = op.operand("mask") if op.kind in (Kind.LOAD, Kind.STORE,
-                                                     Kind.ATOMIC_ADD) else None
+                                                     Kind.ATOMIC_RMW) else None
             if mask is not None:
                 roots.append(mask)
     writers: set[int] = set()

@@ -52,6 +52,27 @@ class DType:
     def bits(self) -> int:
         return 1 if self.is_bool else self.itemsize * 8
 
+    # --- Triton's introspection names (tl.float32.primitive_bitwidth, x.dtype.is_floating())
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.bits
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        """Explicit mantissa bits of a float type (f32 23, f16 10, bf16 7)."""
+        if not self.is_float:
+            raise TypeError(f"{self!r} is not a floating-point type")
+        return {"f32": 23, "f16": 10, "bf16": 7}[self.name]
+
+    def is_floating(self) -> bool:
+        return self.is_float
+
+    def is_int_signed(self) -> bool:
+        return self.is_int
+
+    def is_int_unsigned(self) -> bool:
+        return False
+
     def __repr__(self) -> str:
         return f"nl.{PUBLIC_NAMES[self.name]}"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from npujit.ir import Function, Kind
 
-_WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD)
+_WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
 
 
 def stored_arguments(fn: Function) -> dict:

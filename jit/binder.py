@@ -82,9 +82,6 @@ def arg_signature(name: str, value):
             hint = " (use float32)" if a.dtype == np.float64 else ""
             raise LaunchError(f"argument '{name}': arrays of dtype {a.dtype} are not "
                               f"supported{hint}; supported dtypes: {_SUPPORTED}")
-        if a.ndim == 0:
-            raise LaunchError(f"argument '{name}': a 0-d array is not a buffer; pass a Python "
-                              "number for a scalar or a 1-element array")
         if not a.flags.aligned:
             raise LaunchError(f"argument '{name}': its data is not aligned to its "
                               f"{a.itemsize}-byte element size (a view at an odd byte offset "
@@ -137,7 +134,8 @@ def runtime_value(sig, value, name: str):
 
 
 def normalize_grid(grid, name: str) -> tuple:
-    """A 3-tuple of positive ints from a user grid (int or tuple of up to 3 ints)."""
+    """A 3-tuple of ints >= 0 from a user grid (int or tuple of up to 3 ints); a 0 means
+    no programs, and the launch does nothing (as in Triton)."""
     if isinstance(grid, numbers.Integral):
         grid = (grid,)
     if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
@@ -147,10 +145,9 @@ def normalize_grid(grid, name: str) -> tuple:
     for i, g in enumerate(grid):
         if isinstance(g, bool) or not isinstance(g, numbers.Integral):
             raise LaunchError(f"kernel '{name}': grid[{i}] must be an int, got {g!r}")
-        if g <= 0:
-            raise LaunchError(f"kernel '{name}': grid[{i}] = {g}; every grid dimension must be "
-                              "positive (a launch with no programs is almost always a bug in "
-                              "the grid computation)")
+        if g < 0:
+            raise LaunchError(f"kernel '{name}': grid[{i}] = {g}; a grid dimension cannot be "
+                              "negative (a grid of 0 programs launches nothing)")
         if g > 2**31 - 1:
             raise LaunchError(f"kernel '{name}': grid[{i}] = {g} exceeds 2**31-1 programs")
         out.append(int(g))

@@ -48,11 +48,15 @@ def make_binder(params, constexpr_params, defaults):
         else:
             sig.append(p)
         parts.append(p if p in constexpr_params else f"_k({p})")
-    names = ", ".join(params)
     src = (f"def bind({', '.join(sig)}):\n"
-           f"    return ({', '.join(parts)},), ({names},)\n")
+           f"    return {_tuple(parts)}, {_tuple(params)}\n")
     exec(compile(src, "<npujit binder>", "exec"), env)
     return env["bind"]
+
+
+def _tuple(items) -> str:
+    """Python source of a tuple of ``items`` (``()`` for none: a kernel with no parameters)."""
+    return f"({', '.join(items)},)" if items else "()"
 
 
 def _int64(v):

@@ -68,8 +68,8 @@ class NPUKernel:
                 raise TypeError(f"kernel '{self.name}': *args/**kwargs parameters are not "
                                 "supported; name every parameter")
         self.constexpr_params = {n for n, p in sig.parameters.items()
-                                 if p.annotation is constexpr or p.annotation == "nl.constexpr"
-                                 or p.annotation == "constexpr"}
+                                 if p.annotation is constexpr or (isinstance(p.annotation, str) and
+                                     p.annotation.split(".")[-1] == "constexpr")}
         self.defaults = {n: p.default for n, p in sig.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self.signature = KernelSignature(self.name, self.params, self.constexpr_params,
@@ -100,7 +100,7 @@ class NPUKernel:
             with self._lock:
                 k = self._variants.get(key)
                 if k is None:
-                    k = NPUKernel(self.fn, **{**self.options, **options})
+                    k = type(self)(self.fn, **{**self.options, **options})
                     k._traced = self._traced
                     self._variants[key] = k
         return k
@@ -217,14 +217,18 @@ class NPUKernel:
             if g is None:
                 g = self.signature.grid(grid, dict(zip(self.params, vals)))
                 self._remember_grid(grid, g)
+            if 0 in g:
+                return  # a grid with no programs launches nothing
             launch(g, [conv(vals[i]) if conv is not None else
                        runtime_value(c.sigs[i], vals[i], self.params[i]) for i, conv in plan])
             return
         bound = self.signature.bind(args, kwargs)
         g = self.signature.grid(grid, bound)
         self._remember_grid(grid, g)
-        c = self._compiled(bound, build=True)
+        c = self._compiled(bound, build=True)   # checks the arguments, as Triton does
         c.check_writeable(bound)
+        if 0 in g:
+            return  # a grid with no programs launches nothing
         c.launch(g, self.signature.runtime_args(c.sigs, c.runtime_index, bound))
         self._remember_fast(bound, c)
 

@@ -70,7 +70,7 @@ def _once_regions(streams: list) -> list:
     return out
 
 
-_LANE_OPS = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD)
+_LANE_OPS = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW)
 
 
 class _Template:
@@ -363,7 +363,7 @@ class StreamRecorder:
                             reads=self._refs(op, op.operands[1:], False),
                             writes=self._refs(op, op.results, True),
                             gm_region=self._region(op, operands, nbytes)))
-        elif k in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD):
+        elif k in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW):
             nbytes = _moved(op, operands) * op.operands[0].type.dtype.itemsize
             reads = self._refs(op, op.operands, False)
             if "operand_buffers" in op.attrs:   # no FixPipe: L0C -> UB on VECTOR first
@@ -432,7 +432,7 @@ def gm_region(op, operands) -> tuple | None:
     """
     arg = _arg_name(op)
     k = op.kind
-    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
+    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW):
         offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
         mask_at = op.info.operand_index("mask", len(operands))
         if mask_at is not None and operands[mask_at] is not None:
@@ -458,7 +458,7 @@ def _moved(op, operands) -> int:
     """Elements a load/store really moves: mask lanes that are on, or the in-bounds part
     of a block (boundary-checked axes clipped to the array)."""
     k = op.kind
-    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
+    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW):
         mask_at = op.info.operand_index("mask", len(operands))
         if mask_at is not None and operands[mask_at] is not None:
             return int(np.count_nonzero(operands[mask_at]))

@@ -133,7 +133,7 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
     def write(self) -> tuple[str, KernelInfo]:
         fn = self.fn
         stored = {id(op.operands[0]) for op in fn.walk()
-                  if op.kind in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD)}
+                  if op.kind in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)}
         ptrs = [(i, a) for i, a in enumerate(fn.args) if isinstance(a.type, PtrType)]
         ordered = ([p for p in ptrs if id(p[1]) not in stored] + [p for p in ptrs if id(p[1]) in stored])
         self.info.gm_args = [(a.name, i) for i, a in ordered]
@@ -178,16 +178,17 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
                     "    if (x <= static_cast<double>(lo)) return lo;",
                     "    if (x >= static_cast<double>(hi)) return hi;",
                     "    return static_cast<T>(x);", "}", ""]
-        if "floordiv" in self.helpers:
-            out += ["// Python's floor division on ints; x // 0 is 0 (docs/semantics.md).",
-                    "template <typename T>", "__aicore__ inline T FloorDiv(T a, T b)", "{",
-                    "    if (b == 0) return 0;", "    T q = a / b;",
-                    "    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;", "}", ""]
-        if "floormod" in self.helpers:
-            out += ["// Python's modulo on ints (sign of the divisor); x % 0 is 0.",
-                    "template <typename T>", "__aicore__ inline T FloorMod(T a, T b)", "{",
-                    "    if (b == 0) return 0;", "    T r = a % b;",
-                    "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;", "}", ""]
+        if "idiv" in self.helpers:
+            out += ["// C's division on ints (toward zero); x / 0 is 0 and INT_MIN / -1 wraps",
+                    "// (docs/semantics.md), where C leaves both undefined.",
+                    "template <typename T>", "__aicore__ inline T IntDiv(T a, T b)", "{",
+                    "    if (b == 0) return 0;",
+                    "    if (b == -1) return static_cast<T>(0ull - static_cast<unsigned long long>(a));",
+                    "    return a / b;", "}", ""]
+        if "irem" in self.helpers:
+            out += ["// C's remainder on ints (sign of the dividend); x % 0 is 0.",
+                    "template <typename T>", "__aicore__ inline T IntRem(T a, T b)", "{",
+                    "    if (b == 0 || b == -1) return 0;", "    return a % b;", "}", ""]
         out += [f"class {cls} {{", "public:",
                 f"    __aicore__ inline void Init({', '.join('GM_ADDR ' + n for n in gm)}"
                 f"{', ' if gm else ''}const {tiling}& tiling)", "    {",
@@ -303,12 +304,11 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
             if k is Kind.DIV and not dt.is_float:
                 raise not_lowered(op, "integer true division")
             expr = f"{args[0].expr} {SCALAR_BINARY[k]} {args[1].expr}"
-        elif k in (Kind.FLOORDIV, Kind.REM):
+        elif k in (Kind.IDIV, Kind.REM):
             if dt.is_float:
                 raise not_lowered(op, "float // and % are not emitted yet")
-            helper = "floordiv" if k is Kind.FLOORDIV else "floormod"
-            self.helpers.add(helper)
-            expr = f"{'FloorDiv' if k is Kind.FLOORDIV else 'FloorMod'}<{t}>({args[0].expr}, {args[1].expr})"
+            self.helpers.add("idiv" if k is Kind.IDIV else "irem")
+            expr = f"{'IntDiv' if k is Kind.IDIV else 'IntRem'}<{t}>({args[0].expr}, {args[1].expr})"
         elif k in (Kind.MAXIMUM, Kind.MINIMUM) and args[0].expr == args[1].expr:
             expr = args[0].expr
         elif k is Kind.CMP and args[0].expr == args[1].expr and not args[0].dtype.is_float:

@@ -50,7 +50,7 @@ CMP_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne":
 STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.YIELD, Kind.FUSED, Kind.CONSTANT, Kind.PROGRAM_ID,
               Kind.NUM_PROGRAMS, Kind.ARANGE, Kind.CMP, Kind.SELECT, Kind.NEG, Kind.CAST,
               Kind.SPLAT, Kind.REDUCE, Kind.DOT, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
-              Kind.BLOCK_STORE, Kind.FLOORDIV, Kind.REM,
+              Kind.BLOCK_STORE, Kind.IDIV, Kind.REM,
               Kind.AND, Kind.OR, Kind.XOR,   # and/or/xor: scalars, and `&` of two masks
               Kind.RESHAPE}                  # 1-D to 1-D, and a scalar to one lane
 
@@ -81,7 +81,7 @@ NOT_LOWERED = {
     Kind.SCAN: "cumsum is not emitted yet",
     Kind.SORT: "sort is not emitted yet",
     Kind.TOPK: "topk is not emitted yet",
-    Kind.ATOMIC_ADD: "atomics (SetAtomicAdd) are not emitted yet",
+    Kind.ATOMIC_RMW: "atomics (SetAtomicAdd) are not emitted yet",
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",
 }

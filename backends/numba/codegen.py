@@ -259,7 +259,7 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
         params.append("rec")
         conversions.append("rec_n = 0")
     cg.lower_block(fn.body)
-    has_atomics = any(op.kind is Kind.ATOMIC_ADD for op in fn.walk())
+    has_atomics = any(op.kind is Kind.ATOMIC_RMW for op in fn.walk())
     setup_lines = conversions + cg.tiles
     decorator = f'@njit(cache={bool(options.get("cache", True))}, nogil=True, error_model="numpy")'
     setup = "".join(f"    {line}\n" for line in setup_lines)

@@ -212,13 +212,13 @@ def lower_store(cg, op) -> None:
                 write()
 
 
-def lower_atomic_add(cg, op) -> None:
-    """Lanes in row-major order: ``old = mem[o]; mem[o] = old + v`` (rounded/wrapped).
+def lower_atomic_rmw(cg, op) -> None:
+    """Lanes in row-major order: ``old = mem[o]; mem[o] = combine(old, v)`` (rounded/wrapped).
     Kernels with atomics run their programs one at a time (see runtime.py)."""
     d = op.operands[0].type.dtype
     ptr = cg.val(op.operands[0]).name
-    vals = _operands(cg, op, ("ptr", "offs", "value", "mask"))
-    offs, value, mask = vals["offs"], vals["value"], vals.get("mask")
+    vals = _operands(cg, op, ("ptr", "offs", "value", "mask", "cmp"))
+    offs, value, mask, cmp = vals["offs"], vals["value"], vals.get("mask"), vals.get("cmp")
     shape = tuple(op.result.type.shape)
     w = cg.w
     if shape == ():
@@ -233,9 +233,10 @@ def lower_atomic_add(cg, op) -> None:
         range_check.scalar(cg, op, ptr, offs, mask)
     else:
         guard = range_check.tile(cg, op, ptr, index, mask)
-    walked = index.leaves + [v for v in (value, mask) if v is not None]
+    walked = index.leaves + [v for v in (value, mask, cmp) if v is not None]
     with Nest(w, shape, walked) as nest:
         dst = out.name if shape == () else f"{out.name}[{nest.out}]"
+        compared = None if cmp is None else nest.at(cmp)
 
         def update():
             o = w.fresh("o")
@@ -243,7 +244,7 @@ def lower_atomic_add(cg, op) -> None:
             w.line(f"{o} = {index.at(nest)}")
             cell = _address(cg, op, ptr, o, guard)
             w.line(f"{prev} = {ls.decode(d, cell)}")
-            w.line(f"{cell} = {ls.encode(d, ls.binary(Kind.ADD, d, prev, nest.at(value)))}")
+            w.line(f"{cell} = {ls.encode(d, _combined(op, d, prev, nest.at(value), compared))}")
             w.line(f"{dst} = {prev}")
         if mask is None:
             update()
@@ -254,6 +255,20 @@ def lower_atomic_add(cg, op) -> None:
                 with w.block("else:"):
                     w.line(f"{dst} = {ls.zero(d)}")
     cg.bind(op.result, out)
+
+
+_COMBINE_KINDS = {"add": Kind.ADD, "max": Kind.MAXIMUM, "min": Kind.MINIMUM, "and": Kind.AND,
+                  "or": Kind.OR, "xor": Kind.XOR}
+
+
+def _combined(op, d, old: str, value: str, cmp: str | None) -> str:
+    """The value an atomic read-modify-write leaves: ``combine(old, value)``."""
+    combine = op.attrs.get("combine", "add")
+    if combine == "xchg":
+        return value
+    if combine == "cas":
+        return f"({value} if {old} == {cmp} else {old})"
+    return ls.binary(_COMBINE_KINDS[combine], d, old, value)
 
 
 def _block_prologue(cg, op):
@@ -371,5 +386,5 @@ def lower_block_store(cg, op) -> None:
     _block_loops(cg, op, bs, names, body)
 
 
-LOWERINGS = {Kind.LOAD: lower_load, Kind.STORE: lower_store, Kind.ATOMIC_ADD: lower_atomic_add,
+LOWERINGS = {Kind.LOAD: lower_load, Kind.STORE: lower_store, Kind.ATOMIC_RMW: lower_atomic_rmw,
              Kind.BLOCK_LOAD: lower_block_load, Kind.BLOCK_STORE: lower_block_store}

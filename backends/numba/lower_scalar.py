@@ -91,10 +91,10 @@ def binary(kind: Kind, d: DType, a: str, b: str) -> str:
         if d.is_bool:
             return f"({a} != {b})" if kind is Kind.XOR else f"({a} {_BITWISE[kind]} {b})"
         return result(d, f"{a} {_BITWISE[kind]} {b}")
-    if kind is Kind.FLOORDIV:
-        return result(d, f"sl.ifloordiv({a}, {b})")
+    if kind is Kind.IDIV:
+        return result(d, f"sl.idiv({a}, {b})")
     if kind is Kind.REM:
-        return result(d, f"sl.fmod_floor({a}, {b})" if d.is_float else f"sl.irem({a}, {b})")
+        return result(d, f"sl.fmod32({a}, {b})" if d.is_float else f"sl.irem({a}, {b})")
     if kind is Kind.POW:
         return result(d, f"{a} ** {b}")
     if kind in (Kind.MAXIMUM, Kind.MINIMUM):

@@ -33,7 +33,7 @@ from npujit.ir.ops import Kind
 
 from .values import Nest
 
-_POINTER_OPS = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD)
+_POINTER_OPS = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW)
 _BLOCK_OPS = (Kind.BLOCK_LOAD, Kind.BLOCK_STORE)
 RECORDED = _POINTER_OPS + _BLOCK_OPS
 

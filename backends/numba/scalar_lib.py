@@ -1,14 +1,14 @@
 """Scalar helpers for elementwise ops whose semantics need more than one expression.
 
-Generated kernels call them per element (``sl.ifloordiv(a, b)``); LLVM inlines them.
+Generated kernels call them per element (``sl.idiv(a, b)``); LLVM inlines them.
 Integer helpers take and return int64: the caller wraps the result to the op's width,
 which gives the two's-complement answer for every width up to 64 bits.
 
 Example::
 
     >>> from npujit.backends.numba import scalar_lib as sl
-    >>> int(sl.ifloordiv(np.int64(-7), np.int64(2))), int(sl.irem(np.int64(-7), np.int64(2)))
-    (-4, 1)
+    >>> int(sl.idiv(np.int64(-7), np.int64(2))), int(sl.irem(np.int64(-7), np.int64(2)))
+    (-3, -1)
 """
 from __future__ import annotations
 
@@ -19,26 +19,31 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
 @njit(**_JIT)
-def ifloordiv(a, b):
-    """Python floor division on int64; ``x // 0 == 0``; ``INT64_MIN // -1`` wraps."""
+def idiv(a, b):
+    """C division on int64, truncating toward zero; ``x // 0 == 0``; ``INT64_MIN // -1``
+    wraps."""
     a = np.int64(a)
     b = np.int64(b)
     if b == 0:
         return np.int64(0)
     if b == -1:
         return np.int64(0) - a  # wraps for INT64_MIN instead of trapping
-    q = a // b
+    q = a // b  # numba floors, like Python: step back toward zero when inexact
+    if (a < 0) != (b < 0) and a % b != 0:
+        q += 1
     return q
 
 
 @njit(**_JIT)
 def irem(a, b):
-    """Python floor modulo on int64 (sign of the divisor); ``x % 0 == 0``."""
+    """C remainder on int64 (sign of the dividend, like np.fmod); ``x % 0 == 0``."""
     a = np.int64(a)
     b = np.int64(b)
     if b == 0 or b == -1:
         return np.int64(0)
-    r = a % b
+    r = a % b  # numba's floor modulo has the divisor's sign: move it to the dividend's
+    if r != 0 and (r < 0) != (a < 0):
+        r -= b
     return r
 
 
@@ -59,19 +64,9 @@ def float_to_int(x, below, above, lo, hi):
 
 
 @njit(**_JIT)
-def fmod_floor(a, b):
-    """np.mod on float32: fmod, moved to the sign of the divisor; ``x mod 0`` is NaN."""
-    a = np.float32(a)
-    b = np.float32(b)
-    mod = np.fmod(a, b)
-    if b == 0:
-        return mod
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            mod = np.float32(mod + b)
-    else:
-        mod = np.float32(np.copysign(np.float32(0), b))
-    return mod
+def fmod32(a, b):
+    """C fmod on float32 (sign of the dividend, exact); ``x % 0`` and ``inf % y`` are NaN."""
+    return np.float32(np.fmod(np.float32(a), np.float32(b)))
 
 
 @njit(**_JIT)

@@ -117,10 +117,12 @@ def scatter(mem: np.ndarray, offsets: np.ndarray, values: np.ndarray,
 
 
 def atomic_add(mem: np.ndarray, offsets: np.ndarray, values: np.ndarray,
-               mask: np.ndarray | None, add, where: AccessSite) -> np.ndarray:
+               mask: np.ndarray | None, add, where: AccessSite,
+               cmp: np.ndarray | None = None) -> np.ndarray:
     """Lanes in row-major order each do ``old = mem[o]; mem[o] = add(old, value)``;
     returns the old values (0 for masked-off lanes, which touch nothing).  ``add`` is the
-    ``npu.add`` rule for the dtype (wrapping ints, half floats rounded per add).
+    ``npu.add`` rule for the dtype (wrapping ints, half floats rounded per add), or any
+    other combine; with ``cmp`` (compare-and-swap) it is called ``add(old, value, cmp)``.
 
     Example::
 
@@ -136,16 +138,17 @@ def atomic_add(mem: np.ndarray, offsets: np.ndarray, values: np.ndarray,
     lanes = np.arange(offsets.size) if mask is None else np.flatnonzero(mask)
     idx = offsets.ravel()[lanes].astype(np.intp)
     vals = values.ravel()[lanes]
+    extra = () if cmp is None else (cmp.ravel()[lanes],)
     old_flat = old.reshape(-1)          # a view: writing it fills ``old``
     if np.unique(idx).shape[0] == idx.shape[0]:
         # Distinct offsets: the lanes do not see each other, so do them all at once.
         seen = mem[idx]
-        mem[idx] = add(seen, vals)
+        mem[idx] = add(seen, vals, *extra)
         old_flat[lanes] = seen
         return old
-    for lane, o, v in zip(lanes, idx, vals):    # duplicates: one lane at a time
+    for i, (lane, o) in enumerate(zip(lanes, idx)):    # duplicates: one lane at a time
         seen = mem[o:o + 1].copy()
-        mem[o:o + 1] = add(seen, np.asarray(v).reshape(1))
+        mem[o:o + 1] = add(seen, vals[i:i + 1], *(e[i:i + 1] for e in extra))
         old_flat[lane] = seen[0]
     return old
 

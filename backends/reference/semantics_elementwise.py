@@ -11,9 +11,9 @@ Example::
 
     >>> import numpy as np
     >>> from npujit.ir import Kind
-    >>> SEMANTICS_ELEMENTWISE[Kind.FLOORDIV](None, None, np.array([-7, 7], np.int32),
-    ...                                      np.array([2, 0], np.int32))
-    array([-4,  0], dtype=int32)
+    >>> SEMANTICS_ELEMENTWISE[Kind.IDIV](None, None, np.array([-7, 7], np.int32),
+    ...                                  np.array([2, 0], np.int32))
+    array([-3,  0], dtype=int32)
 """
 from __future__ import annotations
 
@@ -41,21 +41,25 @@ def _ufunc(f):
     return semantics
 
 
-# --- integer division family: the doc fixes x // 0 = 0 and x % 0 = 0 for ints ----------
+# --- integer division family: C's (and Triton's) truncating division; the doc fixes ------
+# --- x // 0 = 0 and x % 0 = 0 for ints --------------------------------------------------
 
-def floordiv(ctx, op, a, b):
-    """Python floor division on ints; a zero divisor gives 0 (INT_MIN // -1 wraps)."""
+def idiv(ctx, op, a, b):
+    """C division on ints, truncating toward zero; a zero divisor gives 0 (INT_MIN // -1
+    wraps)."""
     zero = b == 0
-    q = np.floor_divide(a, np.where(zero, np.ones_like(b), b))
+    safe = np.where(zero, np.ones_like(b), b)
+    # a - fmod(a, b) is an exact multiple of b, so the floor division below is exact
+    q = np.floor_divide(a - np.fmod(a, safe), safe)
     return np.where(zero, np.zeros_like(q), q)
 
 
 def rem(ctx, op, a, b):
-    """Floor modulo (sign of the divisor): np.mod for floats, ints with x % 0 = 0."""
+    """Remainder with the sign of the dividend (C fmod, np.fmod); ints: x % 0 = 0."""
     if is_float(a.dtype):
-        return arith(np.mod, a, b)
+        return arith(np.fmod, a, b)
     zero = b == 0
-    r = np.mod(a, np.where(zero, np.ones_like(b), b))
+    r = np.fmod(a, np.where(zero, np.ones_like(b), b))
     return np.where(zero, np.zeros_like(r), r)
 
 
@@ -155,7 +159,7 @@ SEMANTICS_ELEMENTWISE = {
     Kind.SUB: _ufunc(np.subtract),
     Kind.MUL: _ufunc(np.multiply),
     Kind.DIV: _ufunc(np.divide),
-    Kind.FLOORDIV: floordiv,
+    Kind.IDIV: idiv,
     Kind.REM: rem,
     Kind.POW: _ufunc(np.power),
     Kind.MAXIMUM: _ufunc(np.maximum),       # NaN-propagating

@@ -42,14 +42,29 @@ def store(ctx, op, mem, offsets, value, mask=None):
     memory.scatter(mem, offsets, value, mask, _site(ctx, op))
 
 
-def atomic_add(ctx, op, mem, offsets, value, mask=None):
-    """Per lane in row-major order: ``old = mem[o]; mem[o] = old + value``; returns old."""
-    return memory.atomic_add(mem, offsets, value, mask, _add, _site(ctx, op))
+def atomic_rmw(ctx, op, mem, offsets, value, mask=None, cmp=None):
+    """Per lane in row-major order: ``old = mem[o]; mem[o] = combine(old, value)``; returns
+    old.  ``combine`` is the op's attribute (add when absent); ``cas`` writes ``value``
+    where ``old == cmp`` (numeric equality)."""
+    if cmp is not None:
+        return memory.atomic_add(mem, offsets, value, mask, _cas, _site(ctx, op), cmp)
+    combine = _COMBINE[op.attrs.get("combine", "add")]
+    return memory.atomic_add(mem, offsets, value, mask, combine, _site(ctx, op))
+
+
+def _cas(old, value, cmp):
+    return np.where(old == cmp, value, old)
 
 
 def _add(a, b):
     # The npu.add rule: ints wrap, half floats add in f32 and round per addition.
     return arith(np.add, a, b)
+
+
+# The rule of each combine: as the elementwise op of that name (docs/semantics.md)
+_COMBINE = {"add": _add, "max": lambda a, b: arith(np.maximum, a, b),
+            "min": lambda a, b: arith(np.minimum, a, b), "xchg": lambda a, b: b,
+            "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
 
 
 def _block(ctx, op, mem, scalars) -> memory.BlockAccess:
@@ -87,7 +102,7 @@ def block_store(ctx, op, mem, *scalars_and_value):
 SEMANTICS_MEMORY = {
     Kind.LOAD: load,
     Kind.STORE: store,
-    Kind.ATOMIC_ADD: atomic_add,
+    Kind.ATOMIC_RMW: atomic_rmw,
     Kind.BLOCK_LOAD: block_load,
     Kind.BLOCK_STORE: block_store,
 }

@@ -100,6 +100,12 @@ def uniform_value(v: Value):
 
 # --- exact scalar semantics ----------------------------------------------------------------
 
+def _trunc_div(a: int, b: int) -> int:
+    """C's integer division: the quotient truncated toward zero (docs/semantics.md)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
 def _int_binary(kind: Kind, a: int, b: int, d: DType):
     bits = d.bits
     if kind is Kind.ADD:
@@ -108,10 +114,10 @@ def _int_binary(kind: Kind, a: int, b: int, d: DType):
         r = a - b
     elif kind is Kind.MUL:
         r = a * b
-    elif kind is Kind.FLOORDIV:
-        r = 0 if b == 0 else a // b
+    elif kind is Kind.IDIV:
+        r = 0 if b == 0 else _trunc_div(a, b)
     elif kind is Kind.REM:
-        r = 0 if b == 0 else a % b
+        r = 0 if b == 0 else a - b * _trunc_div(a, b)
     elif kind is Kind.MAXIMUM:
         r = max(a, b)
     elif kind is Kind.MINIMUM:
@@ -201,8 +207,8 @@ def evaluate(op: Op):
 
         >>> from npujit.ir import Block, Builder, Kind, types as T
         >>> b = Builder(Block())
-        >>> evaluate(b.op(Kind.FLOORDIV, [b.constant(-7, T.int32), b.constant(2, T.int32)]).op)
-        -4
+        >>> evaluate(b.op(Kind.IDIV, [b.constant(-7, T.int32), b.constant(2, T.int32)]).op)
+        -3
     """
     if len(op.results) != 1 or not op.operands:
         return _NO
@@ -293,7 +299,7 @@ def fold_mul_zero(op: Op):
 
 def fold_div_one(op: Op):
     """x / 1.0 -> x for floats and x // 1 -> x for ints."""
-    if op.kind in (Kind.DIV, Kind.FLOORDIV) and _is(uniform_value(op.operands[1]), 1):
+    if op.kind in (Kind.DIV, Kind.IDIV) and _is(uniform_value(op.operands[1]), 1):
         return op.operands[0]
     return None
 

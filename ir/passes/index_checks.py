@@ -29,7 +29,7 @@ from ..slice import addressing, backward_slice
 from ..types import int32, int64
 
 _CHECKED = (Kind.ADD, Kind.SUB, Kind.MUL)
-_DATA = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_ADD)
+_DATA = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_RMW)
 _SYMBOL = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}
 
 

@@ -21,8 +21,8 @@ from ..ops import Kind
 from ..slice import addressing, backward_slice
 from ..types import PtrType
 
-_ACCESSES = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD, Kind.BLOCK_LOAD, Kind.BLOCK_STORE)
-_DATA = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_ADD)   # values read from memory
+_ACCESSES = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW, Kind.BLOCK_LOAD, Kind.BLOCK_STORE)
+_DATA = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_RMW)   # values read from memory
 
 
 class CheckStridedViews:

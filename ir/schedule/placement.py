@@ -175,7 +175,7 @@ def _place(op: Op, l1: set, l0c: set, producer_pipe: dict,
         return "MTE2", "L1" if id(op.result) in l1 else "UB"
     if k in _STORES:
         return ("FIXP" if id(_stored(op)) in l0c and out_pipe == "FIXP" else "MTE3"), None
-    if k is Kind.ATOMIC_ADD:
+    if k is Kind.ATOMIC_RMW:
         return "MTE3", "UB"
     if k is Kind.DOT:
         return "CUBE", "L0C"

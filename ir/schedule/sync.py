@@ -134,7 +134,7 @@ def accesses(fn: Function, buffers: dict[int, str]) -> list[Access]:
 
 
 _GM_READS = (Kind.LOAD, Kind.BLOCK_LOAD)
-_GM_WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD)
+_GM_WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
 
 
 def gm_buffer(ptr) -> str:

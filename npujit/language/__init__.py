@@ -9,13 +9,18 @@ from .core import (bfloat16, block_ptr, bool_, constexpr, dtype, float16, float3
 from .creation import (arange, cdiv, full, full_like, num_programs, program_id, zeros,
                        zeros_like)
 from .cube import dot
-from .debug import device_assert, device_print, static_assert
+from .debug import device_assert, device_print, static_assert, static_print
+from .hints import assume, max_constancy, max_contiguous, multiple_of
 from .loops import range, static_range
 from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu, log, log2,
-                   maximum, minimum, rsqrt, sigmoid, silu, sin, sqrt, tanh, where)
-from .memory import advance, atomic_add, load, make_block_ptr, store
+                   maximum, minimum, PropagateNan, rsqrt, sigmoid, silu, sin, sqrt, tanh, umulhi,
+                   where)
+from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
+                      atomic_xchg, atomic_xor)
+from .memory import advance, load, make_block_ptr, store
 from .reduction import argmax, argmin, cumsum, max, min, prod, softmax, sort, sum, topk
-from .shape import broadcast_to, expand_dims, reshape, trans, view
+from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, reshape,
+                    split, trans, view)
 
 __all__ = [
     # dtypes and values
@@ -24,17 +29,24 @@ __all__ = [
     # programs and creation
     "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like", "cdiv",
     # memory
-    "load", "store", "atomic_add", "make_block_ptr", "advance",
+    "load", "store", "make_block_ptr", "advance",
+    # atomics
+    "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and", "atomic_or",
+    "atomic_xor", "atomic_cas",
     # math
     "abs", "cast", "ceil", "clamp", "cos", "erf", "exp", "exp2", "floor", "fma", "gelu", "log",
-    "log2", "maximum", "minimum", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "where",
+    "log2", "maximum", "minimum", "PropagateNan", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "umulhi",
+    "where",
     # reductions and selection
     "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",
     # shape
-    "reshape", "view", "expand_dims", "trans", "broadcast_to",
+    "reshape", "view", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
+    "split", "interleave", "cat",
     # cube
     "dot",
     # control flow and debugging
-    "range", "static_range", "inline", "static_assert", "device_assert",
+    "range", "static_range", "inline", "static_assert", "static_print", "device_assert",
     "device_print",
+    # hints (checked in debug mode)
+    "multiple_of", "max_contiguous", "max_constancy", "assume",
 ]

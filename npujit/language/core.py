@@ -48,6 +48,27 @@ class constexpr:
     def __repr__(self) -> str:
         return f"constexpr({self.value!r})"
 
+    def __eq__(self, other):  # Triton's: constexprs compare (and hash) by value
+        return self.value == (other.value if isinstance(other, constexpr) else other)
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+class Shape(tuple):
+    """A tile's shape: a tuple of ints that also equals the same list, as Triton's
+    ``x.shape`` (a list) does, so ``nl.static_assert(x.shape == [BLOCK])`` holds."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
 
 def builtin(fn):
     """Marks a language function: calling it outside a traced kernel raises a clear error."""
@@ -63,6 +84,13 @@ def builtin(fn):
 def _sem():
     from . import semantic
     return semantic
+
+
+# numpy ufuncs a kernel might call on a tile by habit -> the nl function to use instead
+_NUMPY_MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
+               "sin": "sin", "cos": "cos", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+               "absolute": "abs", "maximum": "maximum", "minimum": "minimum", "rint": "floor",
+               "log1p": "log", "expm1": "exp", "reciprocal": "rsqrt"}
 
 
 class tensor:
@@ -87,7 +115,7 @@ class tensor:
 
     @property
     def shape(self) -> tuple:
-        return self.handle.type.shape
+        return Shape(self.handle.type.shape)
 
     @property
     def dtype(self) -> T.DType:
@@ -113,6 +141,15 @@ class tensor:
             "`not` or `assert`): its value is only known when the kernel runs. Use "
             "nl.where(cond, a, b) to choose values, masks for loads/stores, or make the "
             "condition a constexpr parameter.")
+
+    def __getattr__(self, name):
+        # np.exp(x) on a traced tensor calls x.exp() (numpy's object loop): say what to use
+        if name in _NUMPY_MATH:
+            def numpy_math(*args, **kwargs):
+                raise _sem().error(f"numpy's np.{name} cannot run on a traced tensor inside a "
+                                   f"kernel; use nl.{_NUMPY_MATH[name]}")
+            return numpy_math
+        raise AttributeError(f"'tensor' object has no attribute '{name}'")
 
     def __index__(self):
         raise _sem().error(
@@ -158,10 +195,10 @@ class tensor:
         return _sem().binary(Kind.DIV, o, self)
 
     def __floordiv__(self, o):
-        return _sem().binary(Kind.FLOORDIV, self, o)
+        return _sem().binary(Kind.IDIV, self, o)
 
     def __rfloordiv__(self, o):
-        return _sem().binary(Kind.FLOORDIV, o, self)
+        return _sem().binary(Kind.IDIV, o, self)
 
     def __mod__(self, o):
         return _sem().binary(Kind.REM, self, o)
@@ -263,6 +300,12 @@ class tensor:
         shape.extend(self.shape[k:])
         return _sem().reshape(self, tuple(shape))
 
+    def item(self) -> "tensor":
+        """The one element of a 1-element tile, as a scalar (Triton's ``tensor.item()``)."""
+        if self.numel != 1:
+            raise _sem().error(f".item() needs a tile of one element, got shape {list(self.shape)}")
+        return _sem().reshape(self, ())
+
     def to(self, dtype: T.DType, bitcast: bool = False) -> "tensor":
         """Cast to ``dtype`` (round to nearest even for floats, truncation float->int)."""
         if bitcast:
@@ -270,6 +313,10 @@ class tensor:
         if not isinstance(dtype, T.DType):
             raise _sem().error(f".to() needs an nl dtype such as nl.float16, got {dtype!r}")
         return _sem().cast(self, dtype)
+
+    def cast(self, dtype: T.DType, bitcast: bool = False) -> "tensor":
+        """``x.to(dtype)`` under Triton's other spelling."""
+        return self.to(dtype, bitcast=bitcast)
 
     def reshape(self, *shape) -> "tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

@@ -5,20 +5,29 @@ from npujit.ir import Kind
 from npujit.ir import types as T
 
 from . import semantic as sem
-from .core import builtin, tensor
+from .core import builtin, constexpr, tensor
 
 
 @builtin
-def dot(a, b, acc=None, out_dtype=T.float32) -> tensor:
+def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=T.float32) -> tensor:
     """``acc + a @ b`` for 2-D tiles, accumulated in f32 (i32 for int8 inputs).
 
     ``a`` is M×K, ``b`` is K×N; mixed input dtypes are promoted first.  The result (and
-    ``acc``) is f32, or i32 for int8.
+    ``acc``) is f32, or i32 for int8.  Triton's ``input_precision`` ("tf32", "tf32x3",
+    "ieee"), ``allow_tf32`` and ``max_num_imprecise_acc`` are accepted and change nothing:
+    the Cube multiplies f32 inputs exactly and accumulates every product in f32 (Triton's
+    "ieee").
 
     Example::
 
         acc = nl.dot(a, b, acc)          # a: (BM, BK) f16, b: (BK, BN) f16, acc f32
     """
+    if input_precision not in (None, "tf32", "tf32x3", "ieee", "bf16x3", "bf16x6"):
+        raise sem.error(f"dot input_precision must be 'tf32', 'tf32x3' or 'ieee', got "
+                        f"{input_precision!r}")
+    if isinstance(out_dtype, constexpr):
+        out_dtype = out_dtype.value
     a, b = sem.to_tensor(a), sem.to_tensor(b)
     if a.ndim != 2 or b.ndim != 2:
         raise sem.error(f"dot needs 2-D tiles, got shapes {list(a.shape)} and {list(b.shape)}")

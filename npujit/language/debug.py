@@ -1,4 +1,4 @@
-"""Compile-time checks, run-time checks and device-side printing: ``static_assert``,
+"""Compile-time checks, run-time checks and printing: ``static_assert``, ``static_print``,
 ``device_assert``, ``device_print``."""
 from __future__ import annotations
 
@@ -24,6 +24,18 @@ def static_assert(cond, msg: str = "") -> None:
                         "shapes), got a traced tensor")
     if not cond:
         raise sem.error(f"static_assert failed: {msg}" if msg else "static_assert failed")
+
+
+@builtin
+def static_print(*values) -> None:
+    """Print ``values`` once, while the kernel compiles (constants, shapes and dtypes;
+    a traced tensor prints as its type).
+
+    Example::
+
+        nl.static_print("BLOCK =", BLOCK, x.shape)
+    """
+    print(*(v.value if isinstance(v, constexpr) else v for v in values))
 
 
 @builtin

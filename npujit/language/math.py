@@ -6,7 +6,10 @@ compute in f32 and round back after every op.
 """
 from __future__ import annotations
 
+import enum
+
 from npujit.ir import Kind
+from npujit.ir import types as T
 
 from . import semantic as sem
 from .core import builtin, tensor
@@ -50,37 +53,65 @@ def gelu(x, approximate: str = "none") -> tensor:
     return sem.unary(Kind.GELU, x, {"approximate": approximate})
 
 
+class PropagateNan(enum.Enum):
+    """Triton's ``propagate_nan=`` of ``maximum``/``minimum``/``clamp``: ``ALL`` gives NaN
+    when either input is NaN (npujit's default), ``NONE`` the other input (np.fmax).
+
+    Example::
+
+        y = nl.maximum(x, y, propagate_nan=nl.PropagateNan.NONE)
+    """
+    NONE = "none"
+    ALL = "all"
+
+
+def _extremum(kind: Kind, a, b, propagate_nan) -> tensor:
+    if propagate_nan in (None, PropagateNan.ALL):
+        return sem.binary(kind, a, b)
+    if propagate_nan is not PropagateNan.NONE:
+        raise sem.error(f"propagate_nan must be nl.PropagateNan.NONE or .ALL, got {propagate_nan!r}")
+    a, b = sem.promote_pair(a, b)
+    m = sem.binary(kind, a, b)
+    if not a.dtype.is_float:
+        return m
+    # NONE: a NaN input gives the other input (np.fmax / np.fmin)
+    return sem.where(sem.compare("ne", a, a), b, sem.where(sem.compare("ne", b, b), a, m))
+
+
 @builtin
-def maximum(a, b) -> tensor:
-    """Elementwise max; NaN propagates (as np.maximum).
+def maximum(a, b, propagate_nan=None) -> tensor:
+    """Elementwise max; NaN propagates (as np.maximum), unless
+    ``propagate_nan=nl.PropagateNan.NONE`` (as np.fmax).
 
     Example::
 
         y = nl.maximum(x, 0.0)   # ReLU
     """
-    return sem.binary(Kind.MAXIMUM, a, b)
+    return _extremum(Kind.MAXIMUM, a, b, propagate_nan)
 
 
 @builtin
-def minimum(a, b) -> tensor:
-    """Elementwise min; NaN propagates (as np.minimum).
+def minimum(a, b, propagate_nan=None) -> tensor:
+    """Elementwise min; NaN propagates (as np.minimum), unless
+    ``propagate_nan=nl.PropagateNan.NONE`` (as np.fmin).
 
     Example::
 
         y = nl.minimum(x, 6.0)
     """
-    return sem.binary(Kind.MINIMUM, a, b)
+    return _extremum(Kind.MINIMUM, a, b, propagate_nan)
 
 
 @builtin
-def clamp(x, lo, hi) -> tensor:
+def clamp(x, lo, hi, propagate_nan=None) -> tensor:
     """``minimum(maximum(x, lo), hi)``.
 
     Example::
 
         y = nl.clamp(x, -1.0, 1.0)
     """
-    return sem.binary(Kind.MINIMUM, sem.binary(Kind.MAXIMUM, x, lo), hi)
+    return _extremum(Kind.MINIMUM, _extremum(Kind.MAXIMUM, x, lo, propagate_nan), hi,
+                     propagate_nan)
 
 
 @builtin
@@ -106,11 +137,30 @@ def where(cond, a, b) -> tensor:
 
 
 @builtin
-def cast(x, dtype) -> tensor:
+def cast(x, dtype, bitcast: bool = False) -> tensor:
     """``x.to(dtype)``.
 
     Example::
 
         h = nl.cast(acc, nl.float16)
     """
-    return sem.to_tensor(x).to(dtype)
+    return sem.to_tensor(x).to(dtype, bitcast=bitcast)
+
+
+@builtin
+def umulhi(a, b) -> tensor:
+    """The high 32 bits of the 64-bit product of two 32-bit integer tiles, the factors taken
+    as unsigned (Triton's ``tl.umulhi``).
+
+    Example::
+
+        hi = nl.umulhi(x, y)            # x, y: int32
+    """
+    a, b = sem.to_tensor(a), sem.to_tensor(b)
+    if a.dtype != T.int32 or b.dtype != T.int32:
+        raise sem.error(f"umulhi takes two int32 tiles, got {a.dtype} and {b.dtype}")
+    low32 = (1 << 32) - 1  # zero-extend: the factors are unsigned
+    wide_a = sem.binary(Kind.AND, sem.cast(a, T.int64), low32)
+    wide_b = sem.binary(Kind.AND, sem.cast(b, T.int64), low32)
+    product = sem.binary(Kind.MUL, wide_a, wide_b)  # wraps mod 2**64: the bits above 64 go
+    return sem.cast(sem.binary(Kind.SHR, product, 32), T.int32)

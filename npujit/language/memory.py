@@ -1,5 +1,5 @@
-"""Global memory: ``load``, ``store``, ``atomic_add`` through pointers, and block pointers
-(``make_block_ptr``, ``advance``) for strided n-D tiles.
+"""Global memory: ``load``, ``store`` through pointers (and the builder of the atomics),
+and block pointers (``make_block_ptr``, ``advance``) for strided n-D tiles.
 
 Masked-off lanes never touch memory; they read ``other`` (0 when omitted).
 """
@@ -57,8 +57,10 @@ def _align(p: pointer, mask, extra):
 
 
 @builtin
-def load(ptr, mask=None, other=None, boundary_check=(), padding_option: str = ""):
-    """Load a tile from GM.
+def load(ptr, mask=None, other=None, boundary_check=(), padding_option: str = "",
+         cache_modifier: str = "", eviction_policy: str = "", volatile: bool = False):
+    """Load a tile from GM.  Triton's ``cache_modifier``, ``eviction_policy`` and
+    ``volatile`` are accepted and change nothing (GM is read through MTE2, uncached).
 
     With a pointer (``x_ptr + offsets``): lane i reads element ``offsets[i]``; where ``mask``
     is false it reads nothing and gives ``other`` (0 if omitted).  With a block pointer:
@@ -91,8 +93,10 @@ def load(ptr, mask=None, other=None, boundary_check=(), padding_option: str = ""
 
 
 @builtin
-def store(ptr, value, mask=None, boundary_check=()):
+def store(ptr, value, mask=None, boundary_check=(), cache_modifier: str = "",
+          eviction_policy: str = ""):
     """Store ``value`` (cast to the array's dtype, broadcast to the pointer's shape) to GM.
+    Triton's ``cache_modifier`` and ``eviction_policy`` are accepted and change nothing.
 
     Where ``mask`` is false nothing is written.  With a block pointer, elements outside
     the checked bounds are not written.
@@ -113,20 +117,22 @@ def store(ptr, value, mask=None, boundary_check=()):
     sem.emit(Kind.STORE, operands, nresults=0)
 
 
-@builtin
-def atomic_add(ptr, value, mask=None) -> tensor:
-    """Atomically add ``value`` into GM at ``ptr``; returns the values seen before each add.
-
-    Example::
-
-        nl.atomic_add(counts_ptr + expert_ids, 1, mask=valid)
-    """
-    p = _check_pointer(ptr, "atomic_add")
+def atomic_rmw(combine: str, ptr, value, mask, what: str, cmp=None) -> tensor:
+    """The one place an atomic read-modify-write is built (``npujit/language/atomics.py``);
+    compare-and-swap passes ``cmp`` (and then always a mask)."""
+    p = _check_pointer(ptr, what)
     v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
-    m = _mask(mask, _offsets(p).shape, "atomic_add") if mask is not None else None
+    if cmp is not None:
+        c = sem.cast(sem.to_tensor(cmp, p.element_ty), p.element_ty)
+        v = sem.broadcast_to(v, sem.broadcast_shapes(v.shape, c.shape))
+        mask = True if mask is None else mask
+    m = _mask(mask, _offsets(p).shape, what) if mask is not None else None
     off, m, v = _align(p, m, v)
     operands = [tensor(p.base), off, v] + ([m] if m is not None else [])
-    return sem.emit(Kind.ATOMIC_ADD, operands)
+    if cmp is not None:
+        operands.append(sem.broadcast_to(c, v.shape))
+    attrs = {} if combine == "add" else {"combine": combine}
+    return sem.emit(Kind.ATOMIC_RMW, operands, attrs)
 
 
 def _index_scalar(x, what: str) -> tensor:

@@ -56,8 +56,11 @@ def prod(x, axis=None, keep_dims: bool = False) -> tensor:
 
 
 @builtin
-def max(x, axis=None, return_indices: bool = False, keep_dims: bool = False):
-    """Maximum along ``axis`` (NaN propagates); with ``return_indices`` also the argmax.
+def max(x, axis=None, return_indices: bool = False,
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False):
+    """Maximum along ``axis`` (NaN propagates); with ``return_indices`` also the argmax
+    (the first index of a tie, which also satisfies Triton's unspecified
+    ``return_indices_tie_break_left=False``).
 
     Example::
 
@@ -70,8 +73,10 @@ def max(x, axis=None, return_indices: bool = False, keep_dims: bool = False):
 
 
 @builtin
-def min(x, axis=None, return_indices: bool = False, keep_dims: bool = False):
-    """Minimum along ``axis`` (NaN propagates); with ``return_indices`` also the argmin.
+def min(x, axis=None, return_indices: bool = False,
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False):
+    """Minimum along ``axis`` (NaN propagates); with ``return_indices`` also the argmin
+    (the first index of a tie, whatever ``return_indices_tie_break_left`` says).
 
     Example::
 
@@ -84,7 +89,7 @@ def min(x, axis=None, return_indices: bool = False, keep_dims: bool = False):
 
 
 @builtin
-def argmax(x, axis, keep_dims: bool = False) -> tensor:
+def argmax(x, axis, tie_break_left: bool = True, keep_dims: bool = False) -> tensor:
     """i32 index of the first maximum along ``axis`` (the first NaN if any).
 
     Example::
@@ -95,7 +100,7 @@ def argmax(x, axis, keep_dims: bool = False) -> tensor:
 
 
 @builtin
-def argmin(x, axis, keep_dims: bool = False) -> tensor:
+def argmin(x, axis, tie_break_left: bool = True, keep_dims: bool = False) -> tensor:
     """i32 index of the first minimum along ``axis``.
 
     Example::

@@ -178,8 +178,8 @@ def binary(kind: Kind, a, b) -> tensor:
     are cast into the kind's domain (``ir/ops.py``): int math on bools, float math on ints."""
     a, b = promote_pair(a, b)
     domain = INFO[kind].domain
-    if kind is Kind.FLOORDIV and a.dtype.is_float:
-        return unary(Kind.FLOOR, emit(Kind.DIV, [a, b]))
+    if kind is Kind.IDIV and a.dtype.is_float:
+        return trunc(emit(Kind.DIV, [a, b]))  # the quotient toward zero, as ints divide
     if domain == FLOAT and not a.dtype.is_float:
         a, b = cast(a, T.float32), cast(b, T.float32)
     if domain in (INT, INT_OR_BOOL) and a.dtype.is_float:
@@ -207,6 +207,12 @@ def unary(kind: Kind, x, attrs=None) -> tensor:
     if domain == INT_OR_BOOL and x.dtype.is_float:
         raise error(f"~ needs an integer or bool tile, got {x.dtype}")
     return emit(kind, [x], attrs)
+
+
+def trunc(x: tensor) -> tensor:
+    """A float tile rounded toward zero: ceil below zero, floor elsewhere (NaN stays)."""
+    negative = compare("lt", x, to_tensor(0, x.dtype))
+    return where(negative, unary(Kind.CEIL, x), unary(Kind.FLOOR, x))
 
 
 def where(cond, a, b) -> tensor:

@@ -1,4 +1,6 @@
-"""Shape manipulation: ``reshape``, ``expand_dims``, ``trans``, ``broadcast_to``, ``view``."""
+"""Shape manipulation: ``reshape``, ``expand_dims``, ``trans``/``permute``, ``broadcast_to``,
+``broadcast``, ``view``, and Triton's ``join``/``split``/``interleave``/``cat`` (built from
+a select between two stacked copies, so every element is moved exactly)."""
 from __future__ import annotations
 
 from npujit.ir import Kind
@@ -75,3 +77,112 @@ def broadcast_to(x: tensor, shape) -> tensor:
         b = nl.broadcast_to(bias[None, :], (BLOCK_M, BLOCK_N))
     """
     return sem.broadcast_to(sem.to_tensor(x), tuple(shape))
+
+
+@builtin
+def permute(x: tensor, *dims) -> tensor:
+    """Reorder the axes of ``x`` to ``dims`` (a permutation; Triton's ``tl.permute``).
+
+    Example::
+
+        y = nl.permute(x, (2, 0, 1))      # (A, B, C) -> (C, A, B)
+    """
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    if not dims:
+        raise sem.error("permute needs the new order of the axes, e.g. nl.permute(x, (1, 0))")
+    return trans(x, *dims)
+
+
+@builtin
+def broadcast(a, b):
+    """``a`` and ``b`` broadcast to their common shape (numpy rules), as a pair.
+
+    Example::
+
+        a2, b2 = nl.broadcast(row[None, :], col[:, None])
+    """
+    a, b = sem.to_tensor(a), sem.to_tensor(b)
+    shape = sem.broadcast_shapes(a.shape, b.shape)
+    return sem.broadcast_to(a, shape), sem.broadcast_to(b, shape)
+
+
+def _arange_along(n: int, axis: int, rank: int) -> tensor:
+    """``0..n-1`` (i32) laid along ``axis`` of a rank-``rank`` tile, size 1 elsewhere."""
+    lanes = sem.emit(Kind.ARANGE, [], {"start": 0, "end": n})
+    return sem.reshape(lanes, tuple(n if d == axis else 1 for d in range(rank)))
+
+
+def _pick(a: tensor, b: tensor, axis: int, shape: tuple) -> tensor:
+    """``a`` where the index along ``axis`` of ``shape`` (size 2) is 0, else ``b``."""
+    first = sem.compare("eq", _arange_along(2, axis, len(shape)), 0)
+    a, b = sem.promote_pair(a, b)
+    return sem.where(sem.broadcast_to(first, shape), sem.broadcast_to(a, shape),
+                     sem.broadcast_to(b, shape))
+
+
+@builtin
+def join(a, b) -> tensor:
+    """Stack two tiles of one shape along a new last axis of size 2.
+
+    Example::
+
+        pairs = nl.join(re, im)          # (N,), (N,) -> (N, 2)
+    """
+    a, b = sem.to_tensor(a), sem.to_tensor(b)
+    shape = sem.broadcast_shapes(a.shape, b.shape)
+    r = len(shape)
+    a, b = sem.reshape(sem.broadcast_to(a, shape), shape + (1,)), \
+        sem.reshape(sem.broadcast_to(b, shape), shape + (1,))
+    return _pick(a, b, r, shape + (2,))
+
+
+@builtin
+def interleave(a, b) -> tensor:
+    """Interleave two tiles along their last axis: ``a0 b0 a1 b1 ...``.
+
+    Example::
+
+        z = nl.interleave(evens, odds)   # (N,), (N,) -> (2N,)
+    """
+    j = join(a, b)
+    return sem.reshape(j, j.shape[:-2] + (j.shape[-2] * 2,))
+
+
+@builtin
+def split(a):
+    """The two halves of a tile whose last axis has size 2 (the inverse of ``join``).
+
+    Example::
+
+        re, im = nl.split(pairs)          # (N, 2) -> (N,), (N,)
+    """
+    a = sem.to_tensor(a)
+    if not a.shape or a.shape[-1] != 2:
+        raise sem.error(f"split needs a tile whose last axis has size 2, got shape {list(a.shape)}")
+    from .reduction import max as _max   # a select then a max over two lanes, one of them
+    d = a.dtype                          # the lowest value: exact for every input, NaN too
+    low = sem.to_tensor(float("-inf") if d.is_float else (False if d.is_bool else -(1 << (d.bits - 1))), d)
+    picked = []
+    for half in (0, 1):
+        keep = sem.compare("eq", _arange_along(2, a.ndim - 1, a.ndim), half)
+        x = sem.where(sem.broadcast_to(keep, a.shape), a, sem.broadcast_to(low, a.shape))
+        picked.append(_max(x, axis=a.ndim - 1))
+    return picked[0], picked[1]
+
+
+@builtin
+def cat(a, b, can_reorder: bool = False) -> tensor:
+    """Concatenate two tiles of one shape along axis 0, in order (Triton's ``tl.cat``; the
+    order it may change with ``can_reorder=True`` is kept here).
+
+    Example::
+
+        z = nl.cat(x, y)                 # (N,), (N,) -> (2N,)
+    """
+    a, b = sem.to_tensor(a), sem.to_tensor(b)
+    if a.shape != b.shape or not a.shape:
+        raise sem.error(f"cat needs two tiles of one shape, got {list(a.shape)} and {list(b.shape)}")
+    shape = (2,) + tuple(a.shape)
+    stacked = _pick(sem.reshape(a, (1,) + a.shape), sem.reshape(b, (1,) + b.shape), 0, shape)
+    return sem.reshape(stacked, (2 * a.shape[0],) + tuple(a.shape[1:]))

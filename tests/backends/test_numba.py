@@ -114,6 +114,12 @@ def ibin(fn):
     return expect
 
 
+def _cdiv(a, c):
+    """C's integer division on Python ints: the quotient toward zero."""
+    q = abs(a) // abs(c)
+    return q if (a < 0) == (c < 0) else -q
+
+
 def _shl(a, c, bits):
     return 0 if not 0 <= c < bits else a << c
 
@@ -187,7 +193,7 @@ OPS = [
     Case("div", binop(Kind.DIV), fbin(np.divide), "f"),
     Case("pow", binop(Kind.POW), fbin(np.power), "f", tol=-2),
     Case("rem", binop(Kind.REM), None, "fi"),
-    Case("floordiv", binop(Kind.FLOORDIV), ibin(lambda a, c: a // c if c else 0), "i"),
+    Case("idiv", binop(Kind.IDIV), ibin(lambda a, c: _cdiv(a, c) if c else 0), "i"),
     Case("maximum", binop(Kind.MAXIMUM), None, "fi"),
     Case("minimum", binop(Kind.MINIMUM), None, "fi"),
     Case("and", binop(Kind.AND), lambda x, y: x & y, "ib"),
@@ -262,7 +268,7 @@ def _expect(case, x, y):
         return fbin(op)(x, y) if isf else ibin({"add": lambda a, c: a + c, "sub": lambda a, c: a - c,
                                                 "mul": lambda a, c: a * c}[n])(x, y)
     if n == "rem":
-        return fbin(np.mod)(x, y) if isf else ibin(lambda a, c: a % c if c else 0)(x, y)
+        return fbin(np.fmod)(x, y) if isf else ibin(lambda a, c: a - c * _cdiv(a, c) if c else 0)(x, y)
     if n in ("maximum", "minimum"):
         return (np.maximum if n == "maximum" else np.minimum)(x, y)
     if n == "shl":

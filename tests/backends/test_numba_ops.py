@@ -123,7 +123,7 @@ def test_atomic_add_applies_lanes_in_order_and_returns_old_values(dt):
     where = b.op(Kind.ADD, [base, lanes])
     mask = b.op(Kind.CMP, [lanes, splat(b, b.constant(7, T.int32), (8,))], {"predicate": "lt"})
     v = b.op(Kind.LOAD, [vals, where])
-    old = b.op(Kind.ATOMIC_ADD, [mem, cell, v, mask])
+    old = b.op(Kind.ATOMIC_RMW, [mem, cell, v, mask])
     b.create(Kind.STORE, [old_p, where, old])
     b.create(Kind.RETURN, [])
     vals = (np.arange(64) % 5 + 0.25 if _isfloat(dt) else np.arange(64) % 5).astype(dt)

@@ -44,7 +44,7 @@ class Log:
 
     def after(self, program, op, operands, results):
         k = op.kind
-        if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
+        if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW):
             offs = np.asarray(operands[1]).reshape(-1)
             m = 2 if k is Kind.LOAD else 3
             if len(operands) > m:

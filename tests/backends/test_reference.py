@@ -96,7 +96,7 @@ B = np.array([0.5, 4.0, -1.75, 3.3, 2.0, 0.0, 1.0, 2.0], np.float64)
 BINARY_F = {Kind.ADD: lambda a, b: a + b, Kind.SUB: lambda a, b: a - b,
             Kind.MUL: lambda a, b: a * b, Kind.DIV: lambda a, b: a / b,
             Kind.POW: np.power, Kind.MAXIMUM: np.maximum, Kind.MINIMUM: np.minimum,
-            Kind.REM: np.mod}
+            Kind.REM: np.fmod}
 
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
@@ -180,21 +180,21 @@ def test_int_add_sub_mul_wrap(dt):
 
 
 @pytest.mark.parametrize("dt", [np.int8, np.int32], ids=str)
-def test_floordiv_and_rem_follow_python_and_zero_gives_zero(dt):
+def test_idiv_and_rem_follow_c_and_zero_gives_zero(dt):
     lo = int(np.iinfo(dt).min)
-    a = [7, -7, 7, -7, 0, 5, -5, lo, lo]
-    b = [2, 2, -2, -2, 3, 0, 0, -1, 0]
-    q = [x // y if y else 0 for x, y in zip(a, b)]        # Python floor division
-    r = [x % y if y else 0 for x, y in zip(a, b)]         # sign of the divisor
+    a = [7, -7, 7, -7, 0, 5, -5, lo, lo, lo + 1]
+    b = [2, 2, -2, -2, 3, 0, 0, -1, 0, 2]
+    q = [int(x / y) if y else 0 for x, y in zip(a, b)]   # C: toward zero
+    r = [x - y * int(x / y) if y else 0 for x, y in zip(a, b)]  # sign of the dividend
     ai, bi = np.array(a, dt), np.array(b, dt)
-    bits_equal(apply_op(Kind.FLOORDIV, [ai, bi]), wrap(q, dt))     # INT_MIN // -1 wraps
+    bits_equal(apply_op(Kind.IDIV, [ai, bi]), wrap(q, dt))     # INT_MIN // -1 wraps
     bits_equal(apply_op(Kind.REM, [ai, bi]), wrap(r, dt))
 
 
-def test_float_rem_has_the_sign_of_the_divisor():
-    a = np.array([-7.5, 7.5, 7.5, -7.5], F32)
-    b = np.array([2.0, -2.0, 2.0, -2.0], F32)
-    bits_equal(apply_op(Kind.REM, [a, b]), np.array([0.5, -0.5, 1.5, -1.5], F32))
+def test_float_rem_has_the_sign_of_the_dividend():
+    a = np.array([-7.5, 7.5, 7.5, -7.5, -0.0], F32)
+    b = np.array([2.0, -2.0, 2.0, -2.0, 3.0], F32)
+    bits_equal(apply_op(Kind.REM, [a, b]), np.array([-1.5, 1.5, 1.5, -1.5, -0.0], F32))
 
 
 @pytest.mark.parametrize("dt", [np.int8, np.int32], ids=str)
@@ -461,7 +461,7 @@ def store_kernel(kind=Kind.STORE, dt=np.int32):
     operands = [mem, b.op(Kind.LOAD, [offs_p, lanes]), b.op(Kind.LOAD, [val_p, lanes]),
                 b.op(Kind.LOAD, [mask_p, lanes])]
     op = b.create(kind, operands)
-    if kind is Kind.ATOMIC_ADD:
+    if kind is Kind.ATOMIC_RMW:
         b.create(Kind.STORE, [old_p, lanes, op.result])
     b.create(Kind.RETURN, [])
     return fn
@@ -482,7 +482,7 @@ def test_atomic_add_returns_old_values_lane_by_lane():
     vals = np.array([1, 2, 3, 4], np.int32)
     mask = np.array([True, True, False, True])
     old = np.full(4, -1, np.int32)
-    run(store_kernel(Kind.ATOMIC_ADD), (1,), [mem, offs, vals, mask, old])
+    run(store_kernel(Kind.ATOMIC_RMW), (1,), [mem, offs, vals, mask, old])
     bits_equal(old, np.array([100, 101, 0, 300], np.int32))    # masked-off lane: 0
     bits_equal(mem, np.array([103, 200, 304], np.int32))
 
@@ -492,7 +492,7 @@ def test_atomic_add_rounds_each_f16_add_and_accumulates_across_programs():
     offs = np.array([0, 0, 1, 1], np.int64)
     vals = np.array([1, 1, 0.5, 0.25], F16)
     old = np.zeros(4, F16)
-    run(store_kernel(Kind.ATOMIC_ADD, F16), (3,), [mem, offs, vals, np.ones(4, bool), old])
+    run(store_kernel(Kind.ATOMIC_RMW, F16), (3,), [mem, offs, vals, np.ones(4, bool), old])
     # 2048 + 1 is a tie in f16 and rounds back to 2048 every time; 0.75 per program is exact
     bits_equal(mem, np.array([2048, 2.25], F16))
     bits_equal(old, np.array([2048, 2048, 1.5, 2.0], F16))    # the last program's view
@@ -681,7 +681,7 @@ def test_ir_rejects_ops_without_a_meaning():
     lanes = offsets_of(b, (2,))
     flags = b.op(Kind.LOAD, [fn.args[0], lanes])
     with pytest.raises(TypeRuleError, match="bool"):
-        b.op(Kind.ATOMIC_ADD, [fn.args[0], lanes, flags])
+        b.op(Kind.ATOMIC_RMW, [fn.args[0], lanes, flags])
     dims = [b.constant(v, T.int32) for v in (2, 1, 0)]
     with pytest.raises(TypeRuleError, match="nan"):
         b.op(Kind.BLOCK_LOAD, [fn.args[1], *dims], {"block_shape": (2,), "padding": "nan"})

@@ -105,13 +105,18 @@ def _ibin(name, op, npop):
 
 
 def _floordiv_int(x, y):
-    with np.errstate(all="ignore"):
-        return np.where(y == 0, 0, np.floor_divide(x, np.where(y == 0, 1, y))).astype(x.dtype)
+    """C's (Triton's) division: the quotient toward zero; x // 0 = 0."""
+    bits = x.dtype.itemsize * 8
+    q = [0 if b == 0 else (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
+         for a, b in zip(x.ravel().tolist(), y.ravel().tolist())]
+    wrapped = [(v + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1) for v in q]  # INT_MIN // -1
+    return np.array(wrapped, x.dtype).reshape(x.shape)
 
 
 def _mod_int(x, y):
+    """C's remainder, with the sign of the dividend (np.fmod); x % 0 = 0."""
     with np.errstate(all="ignore"):
-        return np.where(y == 0, 0, np.mod(x, np.where(y == 0, 1, y))).astype(x.dtype)
+        return np.where(y == 0, 0, np.fmod(x, np.where(y == 0, 1, y))).astype(x.dtype)
 
 
 BINARY = [
@@ -120,8 +125,8 @@ BINARY = [
     _fbin("mul", lambda x, y: x * y, np.multiply),
     _fbin("div", lambda x, y: x / y, np.divide),
     Case("floordiv_float", lambda x, y: x // y,
-         lambda x, y: rnd(np.floor(f32(rnd(f32(x) / f32(y), x))), x), FLOATS),
-    _fbin("mod_float", lambda x, y: x % y, np.mod, tol=1e-6),
+         lambda x, y: rnd(np.trunc(f32(rnd(f32(x) / f32(y), x))), x), FLOATS),
+    _fbin("mod_float", lambda x, y: x % y, np.fmod),
     _fbin("pow", lambda x, y: x ** y, np.power, "positive", tol=2e-6),
     _fbin("maximum", nl.maximum, np.maximum),
     _fbin("minimum", nl.minimum, np.minimum),

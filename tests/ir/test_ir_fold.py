@@ -59,16 +59,16 @@ def identity_case(title, t, lines_before, kept_lines_after, shown):
 
 
 CASES = [
-    # --- constant folding: integers (wrap at the width, Python floor semantics) ----------
+    # --- constant folding: integers (wrap at the width, C division semantics) -----------
     scalar_case("i32 add folds", "add", "i32", "2", "3", "5"),
     scalar_case("i8 add wraps", "add", "i8", "100", "100", "-56"),
     scalar_case("i32 mul wraps", "mul", "i32", "1073741824", "4", "0"),
     scalar_case("i64 sub wraps", "sub", "i64", "-9223372036854775808", "1", "9223372036854775807"),
-    scalar_case("floordiv rounds toward -inf", "floordiv", "i32", "-7", "2", "-4"),
-    scalar_case("floordiv by zero gives 0", "floordiv", "i32", "5", "0", "0"),
-    scalar_case("floordiv INT_MIN by -1 wraps", "floordiv", "i8", "-128", "-1", "-128"),
-    scalar_case("rem takes the divisor's sign", "rem", "i32", "-7", "3", "2"),
-    scalar_case("rem by a negative divisor", "rem", "i32", "7", "-3", "-2"),
+    scalar_case("idiv truncates toward zero", "idiv", "i32", "-7", "2", "-3"),
+    scalar_case("idiv by zero gives 0", "idiv", "i32", "5", "0", "0"),
+    scalar_case("idiv INT_MIN by -1 wraps", "idiv", "i8", "-128", "-1", "-128"),
+    scalar_case("rem takes the dividend's sign", "rem", "i32", "-7", "3", "-1"),
+    scalar_case("rem by a negative divisor", "rem", "i32", "7", "-3", "1"),
     scalar_case("rem by zero gives 0", "rem", "i16", "7", "0", "0"),
     scalar_case("shl wraps", "shl", "i8", "64", "1", "-128"),
     scalar_case("shl by the bit width gives 0", "shl", "i32", "1", "32", "0"),
@@ -175,7 +175,7 @@ CASES = [
                   [const("%one", "f32", "1.0"), splat("%os", "%one", T4F), binop("%r", "div", "%x", "%os", T4F)],
                   [const("%one", "f32", "1.0"), splat("%os", "%one", T4F)], ("%r", "%x")),
     identity_case("x // 1 -> x for ints", T4I,
-                  [const("%one", "i32", "1"), splat("%os", "%one", T4I), binop("%r", "floordiv", "%x", "%os", T4I)],
+                  [const("%one", "i32", "1"), splat("%os", "%one", T4I), binop("%r", "idiv", "%x", "%os", T4I)],
                   [const("%one", "i32", "1"), splat("%os", "%one", T4I)], ("%r", "%x")),
     identity_case("select with a splat true condition -> first arm", T4F,
                   [const("%t", "i1", "true"), splat("%ts", "%t", "tensor<4xi1>"),

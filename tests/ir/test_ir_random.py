@@ -13,7 +13,7 @@ SHAPE = (4, 8)
 N = 32
 FLOAT_OPS = [Kind.ADD, Kind.SUB, Kind.MUL, Kind.DIV, Kind.MAXIMUM, Kind.MINIMUM, Kind.POW]
 FLOAT_UNARY = [Kind.NEG, Kind.ABS, Kind.EXP, Kind.SQRT, Kind.FLOOR, Kind.TANH, Kind.SIGMOID]
-INT_OPS = [Kind.ADD, Kind.SUB, Kind.MUL, Kind.FLOORDIV, Kind.REM, Kind.AND, Kind.OR, Kind.XOR,
+INT_OPS = [Kind.ADD, Kind.SUB, Kind.MUL, Kind.IDIV, Kind.REM, Kind.AND, Kind.OR, Kind.XOR,
            Kind.SHL, Kind.SHR, Kind.MAXIMUM]
 INT_UNARY = [Kind.NEG, Kind.ABS, Kind.NOT]
 FLOAT_CONSTS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.5, 1e-3, 65504.0, 3e38, float("inf"),

@@ -1,0 +1,103 @@
+"""Triton's host-side names on npujit, so a Triton kernel file runs after changing its two
+import lines (docs/coming-from-triton.md)::
+
+    import npujit.triton as triton
+    import npujit.triton.language as tl
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) +
+                 tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024, num_warps=4)
+
+``triton.jit`` makes kernels and the device functions they call (one decorator for both,
+as in Triton); the GPU launch options ``num_warps``, ``num_ctas``, ``num_stages`` and
+``maxnreg`` are accepted and ignored (a program runs on one AI core; pipelining depth is
+per loop, ``tl.range(..., num_stages=)``).
+"""
+from __future__ import annotations
+
+from npujit.errors import CompilationError, NPUJitError, OutOfResources
+from npujit.host import cdiv, next_power_of_2
+from npujit.jit.kernel import NPUKernel
+from npujit.language.inline import inline
+from npujit.language.tracing import active
+
+from . import language, testing
+
+TritonError = NPUJitError
+
+# Launch options that mean something on a GPU and nothing on the NPU (docs/coming-from-triton.md)
+IGNORED_LAUNCH_OPTIONS = frozenset({"num_warps", "num_ctas", "num_stages", "maxnreg"})
+# Decorator options of triton.jit that only steer Triton's GPU compiler
+_IGNORED_JIT_OPTIONS = frozenset({"do_not_specialize", "do_not_specialize_on_alignment",
+                                  "noinline", "repr", "launch_metadata", "debug"})
+
+
+class JITFunction(NPUKernel):
+    """A ``@triton.jit`` function: launched with a grid it is a kernel; called from inside a
+    kernel it is a device function, inlined like ``@nl.inline`` helpers."""
+
+    def __init__(self, fn, **options):
+        super().__init__(fn, **options)
+        self._device_fn = inline(fn)
+
+    def __call__(self, *args, **kwargs):
+        if active() is None:
+            return super().__call__(*args, **kwargs)
+        return self._device_fn(*args, **kwargs)
+
+    def run(self, grid, args, kwargs):
+        return super().run(grid, args, _launch_kwargs(kwargs))
+
+    def simulate(self, *args, grid, **kwargs):
+        """``kernel.simulate`` (NPU cycles) with Triton's GPU launch options dropped."""
+        return super().simulate(*args, grid=grid, **_launch_kwargs(kwargs))
+
+
+def _launch_kwargs(kwargs: dict) -> dict:
+    """``kwargs`` without the GPU launch options the NPU ignores."""
+    if kwargs and not IGNORED_LAUNCH_OPTIONS.isdisjoint(kwargs):
+        return {k: v for k, v in kwargs.items() if k not in IGNORED_LAUNCH_OPTIONS}
+    return kwargs
+
+
+def jit(fn=None, **options):
+    """Triton's decorator: a kernel (``k[grid](...)``) that is also a device function.
+
+    Triton's GPU-only options (``do_not_specialize``, ``noinline``, ``debug``...) are
+    accepted and ignored; npujit's own (``backend=``, ``spec=``...) pass through.
+
+    Example::
+
+        @triton.jit
+        def twice(x):
+            return x * 2
+    """
+    ours = {k: v for k, v in options.items() if k not in _IGNORED_JIT_OPTIONS}
+    if fn is None:
+        return lambda f: JITFunction(f, **ours)
+    return JITFunction(fn, **ours)
+
+
+def _comes_with_autotune(name):
+    def missing(*args, **kwargs):
+        raise NotImplementedError(
+            f"triton.{name} comes with npujit's autotuner, which is not built yet; until then "
+            "pick the meta-parameters by hand (kernel.simulate(...) compares configurations "
+            "in simulated cycles)")
+    missing.__name__ = name
+    missing.__doc__ = f"Not available yet: ``triton.{name}`` comes with npujit's autotuner."
+    return missing
+
+
+Config = _comes_with_autotune("Config")
+autotune = _comes_with_autotune("autotune")
+heuristics = _comes_with_autotune("heuristics")
+
+__all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "Config", "autotune",
+           "heuristics", "TritonError", "CompilationError", "OutOfResources", "language",
+           "testing", "IGNORED_LAUNCH_OPTIONS"]

@@ -1,0 +1,37 @@
+"""``triton.language`` on npujit: every ``npujit.language`` name under Triton's spelling,
+plus the ``tl.math`` namespace (docs/coming-from-triton.md has the table).
+
+Example::
+
+    import npujit.triton.language as tl
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+"""
+from __future__ import annotations
+
+import types as _types
+
+from npujit.language import *  # noqa: F401,F403 - the whole language, re-exported
+from npujit.language import __all__ as _nl_all
+from npujit import language as _nl
+
+
+
+def _div_rn(x, y):
+    """``x / y`` rounded to nearest even: npujit's ``/`` always is (IEEE f32 division)."""
+    return _nl.semantic.to_tensor(x) / y
+
+
+def _fdiv(x, y, ieee_rounding=False):
+    """Triton's fast division; here the same correctly rounded ``x / y``."""
+    return _nl.semantic.to_tensor(x) / y
+
+
+# tl.math.X: the elementwise math functions under Triton's second spelling; the *_rn
+# variants are the plain ones, whose f32 results are already correctly rounded
+math = _types.SimpleNamespace(
+    **{n: getattr(_nl, n) for n in ("abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "fma",
+                                    "log", "log2", "rsqrt", "sigmoid", "sin", "sqrt", "maximum",
+                                    "minimum", "tanh", "umulhi")},
+    div_rn=_nl.core.builtin(_div_rn), fdiv=_nl.core.builtin(_fdiv), sqrt_rn=_nl.sqrt)
+
+__all__ = list(_nl_all) + ["math"]

@@ -1,0 +1,154 @@
+"""Triton names npujit answers to: permute, broadcast, umulhi, item, tl.math.div_rn/fdiv/
+sqrt_rn, dot's precision keywords, hints, static_print, dtype introspection, and the
+message for numpy math in a kernel.  One batched kernel on the reference tier."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npujit.triton as triton
+import npujit.triton.language as tl
+
+
+@triton.jit
+def _names(x_ptr, y_ptr, u_ptr, v_ptr, out_ptr, hi_ptr, A: tl.constexpr, B: tl.constexpr):
+    rows = tl.arange(0, A)[:, None] * B + tl.arange(0, B)[None, :]
+    x = tl.load(x_ptr + tl.multiple_of(rows, 1))                       # (A, B)
+    tl.assume(A > 0)
+    tl.static_print("names kernel", A, B)
+    t = tl.permute(x, (1, 0))                                         # (B, A)
+    col, row = tl.broadcast(tl.arange(0, B)[:, None], tl.arange(0, A)[None, :])
+    tl.store(out_ptr + tl.max_contiguous(col * A + row, A), t)        # out: x transposed
+    y = tl.load(y_ptr + tl.arange(0, B))
+    q = tl.math.div_rn(y, 3.0) + tl.math.fdiv(y, 3.0) + tl.math.sqrt_rn(y * y)
+    first = tl.load(x_ptr + tl.arange(0, 1)).item()                   # a scalar
+    tl.store(out_ptr + A * B + tl.arange(0, B), q + first)
+    d = tl.dot(x, t, input_precision="ieee", allow_tf32=False, max_num_imprecise_acc=0,
+               out_dtype=tl.float32)
+    tl.store(out_ptr + A * B + B + tl.arange(0, A)[:, None] * A + tl.arange(0, A)[None, :], d)
+    u = tl.load(u_ptr + tl.arange(0, 4))
+    v = tl.load(v_ptr + tl.arange(0, 4))
+    tl.store(hi_ptr + tl.arange(0, 4), tl.umulhi(u, v))
+
+
+def test_triton_names_compute_what_triton_defines(capsys):
+    A, B = 4, 8
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((A, B)).astype(np.float32)
+    y = rng.uniform(0.5, 2.0, B).astype(np.float32)
+    u = np.array([-1, 2**31 - 1, 123456789, -5], np.int32)
+    v = np.array([-1, 3, 987654321, 7], np.int32)
+    out = np.zeros(A * B + B + A * A, np.float32)
+    hi = np.zeros(4, np.int32)
+    _names.with_options(backend="reference")[(1,)](x, y, u, v, out, hi, A=A, B=B)
+    np.testing.assert_array_equal(out[:A * B].reshape(B, A), x.T)
+    want_q = y / np.float32(3) + y / np.float32(3) + np.abs(y) + x[0, 0]
+    np.testing.assert_allclose(out[A * B:A * B + B], want_q, rtol=1e-6)
+    np.testing.assert_allclose(out[A * B + B:].reshape(A, A), x @ x.T, rtol=1e-5, atol=1e-5)
+    unsigned = lambda a: a.astype(np.int64) & 0xFFFFFFFF  # noqa: E731
+    np.testing.assert_array_equal(hi, ((unsigned(u) * unsigned(v)) >> 32).astype(np.uint32)
+                                  .view(np.int32))
+    assert "names kernel 4 8" in capsys.readouterr().out
+
+
+def test_dtype_introspection():
+    assert tl.float32.primitive_bitwidth == 32 and tl.int8.primitive_bitwidth == 8
+    assert tl.float16.fp_mantissa_width == 10 and tl.bfloat16.fp_mantissa_width == 7
+    assert tl.float32.is_floating() and not tl.int32.is_floating()
+    assert tl.int64.is_int_signed() and not tl.int64.is_int_unsigned()
+
+
+@triton.jit
+def _numpy_exp(x_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(x_ptr + tl.arange(0, N), np.exp(x))
+
+
+def test_numpy_math_in_a_kernel_names_the_nl_function():
+    with pytest.raises(triton.CompilationError, match=r"np.exp cannot run on a traced tensor.*nl.exp"):
+        _numpy_exp.with_options(backend="reference")[(1,)](np.zeros(4, np.float32), N=4)
+
+
+@triton.jit
+def _item_of_many(x_ptr, N: tl.constexpr):
+    tl.store(x_ptr, tl.load(x_ptr + tl.arange(0, N)).item())
+
+
+def test_item_of_a_tile_of_many_elements_is_refused():
+    with pytest.raises(triton.CompilationError, match=r"\.item\(\) needs a tile of one element"):
+        _item_of_many.with_options(backend="reference")[(1,)](np.zeros(4, np.float32), N=4)
+
+
+@triton.jit
+def _false_hint(x_ptr, off, N: tl.constexpr):
+    o = tl.multiple_of(off, 16)
+    tl.store(x_ptr + o + tl.arange(0, N), tl.zeros((N,), tl.float32))
+
+
+def test_a_false_multiple_of_hint_is_caught_in_debug_mode():
+    x = np.ones(64, np.float32)
+    _false_hint.with_options(backend="reference")[(1,)](x, 3, N=4)   # trusted
+    assert x[3:7].tolist() == [0, 0, 0, 0]
+    with pytest.raises(triton.TritonError, match="multiple_of"):
+        _false_hint.with_options(backend="reference", debug=True)[(1,)](x, 5, N=4)
+
+
+@triton.jit
+def _keywords(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, cache_modifier=".cg", eviction_policy="evict_last", volatile=True)
+    tl.static_assert(x.shape == [N])                      # a shape equals the same list
+    tl.static_assert(tl.constexpr(N) == tl.constexpr(N))  # constexprs compare by value
+    v, i = tl.max(x, axis=0, return_indices=True, return_indices_tie_break_left=True)
+    j = tl.argmin(x, axis=0, tie_break_left=True)
+    tl.store(out_ptr + offs, tl.where(offs == 0, v, tl.where(offs == 1, i, j)).to(tl.float32),
+             cache_modifier=".wb", eviction_policy="evict_first", mask=offs < 3)
+
+
+def test_triton_keywords_of_load_store_and_reductions_are_accepted():
+    x = np.array([3.0, 9.0, -4.0, 9.0, -4.0, 1.0, 0.0, 2.0], np.float32)
+    out = np.zeros(8, np.float32)
+    _keywords.with_options(backend="reference")[(1,)](x, out, N=8)
+    np.testing.assert_array_equal(out[:3], [9.0, 1.0, 2.0])    # first index of each tie
+
+
+@triton.jit
+def _nan_modes(a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a, b = tl.load(a_ptr + offs), tl.load(b_ptr + offs)
+    tl.store(out_ptr + offs, tl.maximum(a, b, propagate_nan=tl.PropagateNan.NONE))
+    tl.store(out_ptr + N + offs, tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL))
+    tl.store(out_ptr + 2 * N + offs, tl.clamp(a, b, 5.0, propagate_nan=tl.PropagateNan.NONE))
+
+
+def test_propagate_nan_none_prefers_the_number_and_all_gives_nan():
+    a = np.array([np.nan, 1.0, np.nan, 7.0], np.float32)
+    b = np.array([2.0, np.nan, np.nan, -1.0], np.float32)
+    out = np.zeros(12, np.float32)
+    _nan_modes.with_options(backend="reference")[(1,)](a, b, out, N=4)
+    np.testing.assert_array_equal(out[:4], np.fmax(a, b))
+    np.testing.assert_array_equal(out[4:8], np.minimum(a, b))
+    np.testing.assert_array_equal(out[8:], np.fmin(np.fmax(a, b), 5.0))
+
+
+@triton.jit
+def _stacking(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(out_ptr + tl.arange(0, 2 * N), tl.cat(x, y, can_reorder=True))
+    tl.store(out_ptr + 2 * N + tl.arange(0, 2 * N), tl.interleave(x, y))
+    j = tl.join(x, y)                                              # (N, 2)
+    tl.store(out_ptr + 4 * N + offs[:, None] * 2 + tl.arange(0, 2)[None, :], j)
+    a, b = tl.split(j)
+    tl.store(out_ptr + 6 * N + offs, a)
+    tl.store(out_ptr + 7 * N + offs, b)
+
+
+def test_join_split_interleave_and_cat_move_every_element_exactly():
+    x = np.array([-0.0, np.nan, -np.inf, 1.5], np.float32)
+    y = np.array([2.0, -3.0, np.inf, -0.0], np.float32)
+    out = np.zeros(32, np.float32)
+    _stacking.with_options(backend="reference")[(1,)](x, y, out, N=4)
+    pairs = np.stack([x, y], axis=1)
+    want = np.concatenate([x, y, pairs.ravel(), pairs.ravel(), x, y])
+    np.testing.assert_array_equal(out.view(np.int32), want.view(np.int32))   # same bits
