@@ -82,8 +82,8 @@ def rule_required_attrs(op: Op, ctx: Context) -> str | None:
 
 def rule_result_types(op: Op, ctx: Context) -> str | None:
     """Result types are what the kind's type rule gives for the operand types."""
-    if op.kind is Kind.FUSED:
-        return None  # rule_fused_region checks them against the region's yield
+    if op.kind in (Kind.FUSED, Kind.IF):
+        return None  # rule_fused_region / rule_if_regions check them against the yields
     try:
         expected = infer_types(op.kind, [v.type for v in op.operands], op.attrs)
     except Exception as e:  # a TypeRuleError, or a malformed attribute the rule tripped on
@@ -112,7 +112,7 @@ def rule_return_operands(op: Op, ctx: Context) -> str | None:
 
 
 def rule_region_terminators(op: Op, ctx: Context) -> str | None:
-    """Every region of scf.for / npu.fused ends with scf.yield."""
+    """Every region of scf.for / scf.while / scf.if / npu.fused ends with scf.yield."""
     for r in op.regions:
         if not r.ops or r.ops[-1].kind is not Kind.YIELD:
             return f"{op.kind.value} body must end with scf.yield"
@@ -134,6 +134,39 @@ def rule_for_body(op: Op, ctx: Context) -> str | None:
     if yielded != carried:
         return (f"scf.yield gives ({', '.join(map(str, yielded))}) but the loop carries "
                 f"({', '.join(map(str, carried))})")
+    return None
+
+
+def rule_if_regions(op: Op, ctx: Context) -> str | None:
+    """scf.if: both regions take no arguments and yield the result types."""
+    if op.kind is not Kind.IF or len(op.regions) != 2:
+        return None
+    want = [v.type for v in op.results]
+    for name, r in zip(("then", "else"), op.regions):
+        if r.args:
+            return f"the {name} region must take no arguments"
+        got = [v.type for v in r.ops[-1].operands] if r.ops else []
+        if got != want:
+            return (f"the {name} region yields ({', '.join(map(str, got))}) but the results "
+                    f"are ({', '.join(map(str, want))})")
+    return None
+
+
+def rule_while_body(op: Op, ctx: Context) -> str | None:
+    """scf.while: body args are the carried types; its yield gives (i1 cond, *carried)."""
+    if op.kind is not Kind.WHILE or not op.operands or len(op.regions) != 1:
+        return None
+    carried = [v.type for v in op.operands[1:]]
+    body = op.regions[0]
+    args = [a.type for a in body.args]
+    if args != carried:
+        return (f"body arguments ({', '.join(map(str, args))}) must be the carried types "
+                f"({', '.join(map(str, carried))})")
+    yielded = [v.type for v in body.ops[-1].operands] if body.ops else []
+    want = [op.operands[0].type] + carried
+    if yielded != want:
+        return (f"scf.yield gives ({', '.join(map(str, yielded))}) but the loop needs the next "
+                f"condition then the carried values ({', '.join(map(str, want))})")
     return None
 
 
@@ -173,7 +206,8 @@ def rule_fused_region(op: Op, ctx: Context) -> str | None:
 
 OP_RULES = [rule_parent_links, rule_operands_dominate, rule_region_count, rule_required_attrs,
             rule_result_types, rule_terminator_last, rule_return_operands,
-            rule_region_terminators, rule_for_body, rule_fused_region]
+            rule_region_terminators, rule_for_body, rule_if_regions, rule_while_body,
+            rule_fused_region]
 
 
 # --- function rules ------------------------------------------------------------------------

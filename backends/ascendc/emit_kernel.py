@@ -257,6 +257,8 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
         k = op.kind
         if k is Kind.FOR:
             return self.emit_for(op)
+        if k in (Kind.IF, Kind.WHILE):
+            raise not_lowered(op)
         if k is Kind.CONSTANT:
             self.syms[id(op.result)] = Scalar(_literal(op.attrs["value"], op.result.type.dtype),
                                               op.result.type.dtype)

@@ -84,6 +84,10 @@ NOT_LOWERED = {
     Kind.ATOMIC_ADD: "atomics (SetAtomicAdd) are not emitted yet",
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",
+    Kind.IF: "an if on a run-time value (scf.if) is not emitted yet; the reference and "
+             "numba backends and the simulator run it",
+    Kind.WHILE: "a while loop on a run-time condition (scf.while) is not emitted yet; the "
+                "reference and numba backends and the simulator run it",
 }
 
 
