@@ -82,12 +82,14 @@ def rule_required_attrs(op: Op, ctx: Context) -> str | None:
 
 def rule_result_types(op: Op, ctx: Context) -> str | None:
     """Result types are what the kind's type rule gives for the operand types."""
-    if op.kind in (Kind.FUSED, Kind.IF):
-        return None  # rule_fused_region / rule_if_regions check them against the yields
+    if op.kind is Kind.FUSED:
+        return None  # rule_fused_region checks them against the region's yield
     try:
         expected = infer_types(op.kind, [v.type for v in op.operands], op.attrs)
     except Exception as e:  # a TypeRuleError, or a malformed attribute the rule tripped on
         return f"type rule failed: {e}"
+    if expected is None:
+        return None  # scf.if: rule_if_regions checks the results against the yields
     got = tuple(v.type for v in op.results)
     if tuple(expected) != got:
         return (f"result types ({', '.join(map(str, got))}) differ from the type rule's "

@@ -143,7 +143,11 @@ class ControlRewriter(ast.NodeTransformer):
         return ast.copy_location(call, node)
 
     def _python_form(self, node, reason: str):
-        node.test = ast.Call(rt("check_python_cond"), [node.test, ast.Constant(reason)], [])
+        call = ast.Call(rt("check_python_cond"), [node.test, ast.Constant(reason)], [])
+        node.test = ast.copy_location(call, node.test)
+        for n in ast.walk(call):
+            if "lineno" in n._attributes and not hasattr(n, "lineno"):
+                ast.copy_location(n, node.test)
         return node
 
     def visit_If(self, node: ast.If):
