@@ -23,6 +23,7 @@ from npujit.ir.ops import Kind
 from npujit.ir.types import PtrType, TensorType
 
 from . import schedule_view as sv
+from .emit_control import ControlLowering
 from .emit_cube import CubeLowering
 from .emit_memory import MemoryLowering
 from .emit_vector import VectorLowering
@@ -58,7 +59,7 @@ class KernelInfo:
     unit_stride_args: list = field(default_factory=list)   # scalars that must be 1 at launch
 
 
-class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
+class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering):
     """Writes one kernel; see the module doc."""
 
     def __init__(self, fn):
@@ -257,8 +258,10 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
         k = op.kind
         if k is Kind.FOR:
             return self.emit_for(op)
-        if k in (Kind.IF, Kind.WHILE):
-            raise not_lowered(op)
+        if k is Kind.IF:
+            return self.emit_if(op)
+        if k is Kind.WHILE:
+            return self.emit_while(op)
         if k is Kind.CONSTANT:
             self.syms[id(op.result)] = Scalar(_literal(op.attrs["value"], op.result.type.dtype),
                                               op.result.type.dtype)

@@ -47,7 +47,7 @@ CMP_CPP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 CMP_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
 # Kinds handled by dedicated code in the emitter (structure, memory, reductions, Cube).
-STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.YIELD, Kind.FUSED, Kind.CONSTANT, Kind.PROGRAM_ID,
+STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.IF, Kind.WHILE, Kind.YIELD, Kind.FUSED, Kind.CONSTANT, Kind.PROGRAM_ID,
               Kind.NUM_PROGRAMS, Kind.ARANGE, Kind.CMP, Kind.SELECT, Kind.NEG, Kind.CAST,
               Kind.SPLAT, Kind.REDUCE, Kind.DOT, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
               Kind.BLOCK_STORE, Kind.FLOORDIV, Kind.REM,
@@ -84,10 +84,6 @@ NOT_LOWERED = {
     Kind.ATOMIC_ADD: "atomics (SetAtomicAdd) are not emitted yet",
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",
-    Kind.IF: "an if on a run-time value (scf.if) is not emitted yet; the reference and "
-             "numba backends and the simulator run it",
-    Kind.WHILE: "a while loop on a run-time condition (scf.while) is not emitted yet; the "
-                "reference and numba backends and the simulator run it",
 }
 
 
