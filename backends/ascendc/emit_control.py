@@ -99,15 +99,7 @@ class ControlLowering:
             self.emit_block(op.body)
             self._assign_all([go] + names, [self._scalar_of(op, v, "a carried value")
                                             for v in term.operands])
-        used_counter = self.loop_counter_used.pop()
-        self.loop_slots.pop()
-        if used_counter:
-            self.line(f"int64_t {counter} = 0;   // selects the buffer slot and the event id")
-        self.line(f"while ({go}) {{")
-        self.lines.extend(body_lines)
-        if used_counter:
-            self.line(f"    ++{counter};")
-        self.line("}")
+        self.close_loop(counter, f"while ({go}) {{", body_lines)
         for r, name in zip(op.results, names):
             self.syms[id(r)] = Scalar(name, r.type.dtype)
         self.emit_flags(op, "set_flags")
