@@ -55,6 +55,21 @@ def test_reference_semantics(n):
     assert out.tolist() == [(p * 10 if p > 1 else -p) + halvings for p in range(4)]
 
 
+def test_simulator_records_each_decision_on_the_scalar_unit():
+    from npujit.ir.pipeline import schedule
+    from npujit.jit.simulate import lower
+    from npujit.sim import ASCEND_910B_LIKE
+    from npujit.sim.lower import BRANCH_CYCLES
+    fn = parse_function(KERNEL)
+    schedule(fn, ASCEND_910B_LIKE)
+    out = np.zeros(4, np.int32)
+    launch = lower(fn, (4, 1, 1), [out, np.asarray(37, np.int32)])
+    for program in launch.programs:
+        decisions = [i for i in program.instrs if i.kind == "scalar"]
+        # one if, and the while's test before the loop and after each of its 6 trips
+        assert len(decisions) == 1 + 7 and {i.cycles for i in decisions} == {BRANCH_CYCLES}
+
+
 def _broken(old: str, new: str) -> str:
     assert old in KERNEL
     return KERNEL.replace(old, new, 1)
