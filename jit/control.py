@@ -77,16 +77,18 @@ class _Leaf:
                     f"side with .to(...) or create both with the same dtype and shape")
             self.type = a.type
         elif isinstance(a, tensor) or isinstance(b, tensor):
-            self.type = (ta or tb)
+            t, num = (ta, b) if ta is not None else (tb, a)
+            d = T.promote(t.dtype, sem.literal_dtype(num, t.dtype))   # 0.5 next to an i32: f32
+            self.type = T.tensor(t.shape, d)
         else:
             da, db = sem.literal_dtype(a), sem.literal_dtype(b)
             self.type = T.tensor((), da if da == db else T.promote(da, db))
 
     def make(self, side: int) -> tensor:
         v = self.a if side == 0 else self.b
-        if isinstance(v, tensor):
-            return v
         d = self.type.dtype
+        if isinstance(v, tensor):
+            return v if v.dtype == d else sem.cast(v, d)
         return sem.broadcast_to(sem.cast(sem.to_tensor(v, d), d), self.type.shape)
 
 

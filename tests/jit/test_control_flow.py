@@ -124,6 +124,20 @@ def test_and_or_not_and_conditional_expressions():
             assert out[pid * 6:pid * 6 + 6].tolist() == [int(w) for w in want], (flag, pid)
 
 
+@npu_kernel(backend=REF)
+def mixed_types(out_ptr):
+    pid = nl.program_id(0)
+    v = pid if pid > 1 else 0.5          # an i32 scalar next to a float: both become f32
+    w = pid * 2 if pid > 1 else True     # next to a bool: the bool becomes an i32
+    nl.store(out_ptr + pid, v + w)
+
+
+def test_a_number_next_to_a_scalar_takes_their_common_type():
+    out = np.zeros(4, np.float32)
+    mixed_types[(4,)](out)
+    assert out.tolist() == [1.5, 1.5, 6.0, 9.0]
+
+
 @nl.inline
 def _relu_scalar(v):
     if v < 0:                            # a helper's early return yields its value
