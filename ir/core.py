@@ -106,6 +106,45 @@ class Op:
         return f"<Op {self.kind.value} at {self.loc}>"
 
 
+def loop_carried(op: Op) -> list[tuple[Value, Value, Value, Value]]:
+    """``(init, block argument, yielded next value, result)`` per carried value of a loop:
+    ``scf.for`` (operands ``lb, ub, step, *init``; body args ``iv, *carried``; yields the
+    carried values) or ``scf.while`` (operands ``cond, *init``; body args ``*carried``;
+    yields ``cond, *carried``).  ``[]`` for any other op.
+
+    Example::
+
+        >>> [(i.type, r.type) for i, a, n, r in loop_carried(for_op)]   # doctest: +SKIP
+        [(tensor<16xf32>, tensor<16xf32>)]
+    """
+    if op.kind is Kind.FOR:
+        inits, args, skip = op.operands[3:], op.body.args[1:], 0
+    elif op.kind is Kind.WHILE:
+        inits, args, skip = op.operands[1:], op.body.args, 1
+    else:
+        return []
+    term = op.body.terminator
+    nexts = term.operands[skip:] if term is not None else [None] * len(inits)
+    return list(zip(inits, args, nexts, op.results))
+
+
+def loop_init_index(op: Op) -> int:
+    """Where a loop's inits start among its operands (``scf.for`` 3, ``scf.while`` 1)."""
+    return 3 if op.kind is Kind.FOR else 1
+
+
+def loop_yield_index(op: Op) -> int:
+    """Where a loop's carried values start in its body's ``scf.yield`` (``scf.while``
+    yields its next condition first)."""
+    return 1 if op.kind is Kind.WHILE else 0
+
+
+def loop_arg_index(op: Op) -> int:
+    """Where a loop's carried values start among its body arguments (after ``scf.for``'s
+    induction variable)."""
+    return 1 if op.kind is Kind.FOR else 0
+
+
 class Block:
     """A straight-line list of ops with typed entry arguments (the body of a region)."""
 

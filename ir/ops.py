@@ -27,7 +27,9 @@ class Kind(enum.Enum):
     # --- structure -------------------------------------------------------------------------
     RETURN = "func.return"          # end of a kernel body
     FOR = "scf.for"                 # (lb, ub, step, *init) region(iv, *carried) -> carried
-    YIELD = "scf.yield"             # terminator of a loop body: next carried values
+    YIELD = "scf.yield"             # terminator of a region: next carried values / results
+    IF = "scf.if"                   # (cond: i1) regions(then, else) -> what both yield
+    WHILE = "scf.while"             # (cond: i1, *init) region(*carried) yields (cond, *carried)
     FUSED = "npu.fused"             # elementwise ops grouped into one loop nest (a region)
 
     # --- constants, ids, index tiles -------------------------------------------------------
@@ -445,6 +447,20 @@ def _rule_for(ts, attrs):
     return tuple(ts[3:])
 
 
+def _rule_if(ts, attrs):
+    # Result types are those both regions yield; checked by the verifier.
+    _need(len(ts) == 1 and isinstance(ts[0], TensorType) and ts[0].is_scalar
+          and ts[0].dtype == bool_, f"scf.if takes one i1 scalar condition, got "
+          f"{', '.join(map(str, ts)) or 'nothing'}")
+    return None
+
+
+def _rule_while(ts, attrs):
+    _need(len(ts) >= 1 and isinstance(ts[0], TensorType) and ts[0].is_scalar
+          and ts[0].dtype == bool_, "scf.while takes (cond: i1 scalar, *init)")
+    return tuple(ts[1:])
+
+
 def _rule_fused(ts, attrs):
     # Result types are those yielded by the region; checked by the verifier.
     return None
@@ -458,6 +474,8 @@ _TABLE = {
     Kind.RETURN: ("structure", (), (), ANY, None),
     Kind.FOR: ("structure", ("lb", "ub", "step", "*init"), (), ANY, None),
     Kind.YIELD: ("structure", ("*values",), (), ANY, None),
+    Kind.IF: ("structure", ("cond",), (), ANY, None),
+    Kind.WHILE: ("structure", ("cond", "*init"), (), ANY, None),
     Kind.FUSED: ("structure", ("*inputs",), (), ANY, None),
     Kind.CONSTANT: ("constant", (), ("value", "dtype"), ANY, None),
     Kind.PROGRAM_ID: ("index", (), ("axis",), ANY, None),
@@ -523,7 +541,7 @@ _SWAPPABLE = frozenset({Kind.ADD, Kind.MUL, Kind.AND, Kind.OR, Kind.XOR})
 
 _RULES = {
     Kind.RETURN: _rule_none, Kind.YIELD: _rule_none, Kind.FOR: _rule_for,
-    Kind.FUSED: _rule_fused,
+    Kind.FUSED: _rule_fused, Kind.IF: _rule_if, Kind.WHILE: _rule_while,
     Kind.CONSTANT: _rule_constant, Kind.PROGRAM_ID: _rule_program_id,
     Kind.NUM_PROGRAMS: _rule_program_id, Kind.ARANGE: _rule_arange,
     Kind.CMP: _rule_cmp, Kind.SELECT: _rule_select, Kind.CAST: _rule_cast,
@@ -540,15 +558,21 @@ for _k, (_family, *_) in _TABLE.items():
     elif _family == "unary":
         _RULES[_k] = _rule_unary(_k)
 
-_IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
-           Kind.BLOCK_STORE, Kind.ATOMIC_RMW, Kind.PRINT, Kind.ASSERT}
+_IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.IF, Kind.WHILE, Kind.LOAD, Kind.STORE,
+           Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.ATOMIC_RMW, Kind.PRINT, Kind.ASSERT}
 # Loads only read; they are kept impure so DCE/CSE never move them across stores.
 
+_REGIONS = {Kind.FOR: 1, Kind.FUSED: 1, Kind.WHILE: 1, Kind.IF: 2}
 INFO = {k: OpInfo(k, family=family, operands=operands, attrs=attrs, domain=domain,
                   swappable=k in _SWAPPABLE, vec_op=vec_op, pure=k not in _IMPURE,
                   terminator=k in (Kind.RETURN, Kind.YIELD),
-                  regions=1 if k in (Kind.FOR, Kind.FUSED) else 0, type_rule=_RULES[k])
+                  regions=_REGIONS.get(k, 0), type_rule=_RULES[k])
         for k, (family, operands, attrs, domain, vec_op) in _TABLE.items()}
+
+# Control flow with regions the schedule looks into (npu.fused runs as one op): loops
+# repeat their body, scf.if runs one of its two regions.
+LOOPS = frozenset({Kind.FOR, Kind.WHILE})
+CONTROL = LOOPS | {Kind.IF}
 
 BINARY = frozenset(k for k, i in INFO.items() if i.family == "binary")
 UNARY = frozenset(k for k, i in INFO.items() if i.family == "unary")

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .core import Op, Value
-from .ops import Kind
+from .core import Op, Value, loop_arg_index, loop_carried
+from .ops import LOOPS, Kind
 
 
 def addressing(op: Op) -> list[Value]:
@@ -89,23 +89,32 @@ def backward_slice(roots, stop=frozenset(), seen: set | None = None
             loop = getattr(v.owner, "parent_op", None)
             if loop is None:
                 args[id(v)] = v                      # a function argument
-            elif loop.kind is Kind.FOR:
-                stack.extend(_loop_sources(loop, v.index - 1) if v.index else loop.operands[:3])
+            elif loop.kind in LOOPS:
+                i = v.index - loop_arg_index(loop)
+                stack.extend(_loop_sources(loop, i) if i >= 0 else loop.operands[:3])
             continue
         ops[id(op)] = op
         if op.kind in stop:
             continue
-        if op.kind is Kind.FOR:
+        if op.kind in LOOPS:
             stack.extend(_loop_sources(op, v.index))
+        elif op.kind is Kind.IF:    # what a branch yields, and which branch runs
+            stack.extend([r.terminator.operands[v.index] for r in op.regions if r.terminator]
+                         + op.operands)
         else:
             stack.extend(op.operands)
     return list(ops.values()), list(args.values())
 
 
 def _loop_sources(loop: Op, i: int) -> list[Value]:
-    """The values that define carried value ``i`` of ``loop``: its init and its yield."""
-    term = loop.body.terminator
-    return [loop.operands[3 + i]] + ([term.operands[i]] if term is not None else [])
+    """The values that define carried value ``i`` of ``loop``: its init and its yield
+    (and for ``scf.while`` the conditions that decide how often it changes)."""
+    init, _, nxt, _ = loop_carried(loop)[i]
+    out = [init] + ([nxt] if nxt is not None else [])
+    if loop.kind is Kind.WHILE:
+        out += [loop.operands[0]] + ([loop.body.terminator.operands[0]]
+                                     if loop.body.terminator is not None else [])
+    return out
 
 
 _READS_GM = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_RMW)
@@ -141,6 +150,10 @@ def stream_slice(fn) -> StreamSlice:
     for op in fn.walk():
         if op.kind is Kind.FOR:
             roots += op.operands[:3]
+        elif op.kind in (Kind.IF, Kind.WHILE):      # the condition decides the stream
+            roots.append(op.operands[0])
+            if op.kind is Kind.WHILE and op.body.terminator is not None:
+                roots.append(op.body.terminator.operands[0])
         elif op.kind in _READS_GM or op.kind in _WRITES_GM:
             accesses.append(op)
             roots += addressing(op)

@@ -88,6 +88,8 @@ def rule_result_types(op: Op, ctx: Context) -> str | None:
         expected = infer_types(op.kind, [v.type for v in op.operands], op.attrs)
     except Exception as e:  # a TypeRuleError, or a malformed attribute the rule tripped on
         return f"type rule failed: {e}"
+    if expected is None:
+        return None  # scf.if: rule_if_regions checks the results against the yields
     got = tuple(v.type for v in op.results)
     if tuple(expected) != got:
         return (f"result types ({', '.join(map(str, got))}) differ from the type rule's "
@@ -112,7 +114,7 @@ def rule_return_operands(op: Op, ctx: Context) -> str | None:
 
 
 def rule_region_terminators(op: Op, ctx: Context) -> str | None:
-    """Every region of scf.for / npu.fused ends with scf.yield."""
+    """Every region of scf.for / scf.while / scf.if / npu.fused ends with scf.yield."""
     for r in op.regions:
         if not r.ops or r.ops[-1].kind is not Kind.YIELD:
             return f"{op.kind.value} body must end with scf.yield"
@@ -134,6 +136,39 @@ def rule_for_body(op: Op, ctx: Context) -> str | None:
     if yielded != carried:
         return (f"scf.yield gives ({', '.join(map(str, yielded))}) but the loop carries "
                 f"({', '.join(map(str, carried))})")
+    return None
+
+
+def rule_if_regions(op: Op, ctx: Context) -> str | None:
+    """scf.if: both regions take no arguments and yield the result types."""
+    if op.kind is not Kind.IF or len(op.regions) != 2:
+        return None
+    want = [v.type for v in op.results]
+    for name, r in zip(("then", "else"), op.regions):
+        if r.args:
+            return f"the {name} region must take no arguments"
+        got = [v.type for v in r.ops[-1].operands] if r.ops else []
+        if got != want:
+            return (f"the {name} region yields ({', '.join(map(str, got))}) but the results "
+                    f"are ({', '.join(map(str, want))})")
+    return None
+
+
+def rule_while_body(op: Op, ctx: Context) -> str | None:
+    """scf.while: body args are the carried types; its yield gives (i1 cond, *carried)."""
+    if op.kind is not Kind.WHILE or not op.operands or len(op.regions) != 1:
+        return None
+    carried = [v.type for v in op.operands[1:]]
+    body = op.regions[0]
+    args = [a.type for a in body.args]
+    if args != carried:
+        return (f"body arguments ({', '.join(map(str, args))}) must be the carried types "
+                f"({', '.join(map(str, carried))})")
+    yielded = [v.type for v in body.ops[-1].operands] if body.ops else []
+    want = [op.operands[0].type] + carried
+    if yielded != want:
+        return (f"scf.yield gives ({', '.join(map(str, yielded))}) but the loop needs the next "
+                f"condition then the carried values ({', '.join(map(str, want))})")
     return None
 
 
@@ -173,7 +208,8 @@ def rule_fused_region(op: Op, ctx: Context) -> str | None:
 
 OP_RULES = [rule_parent_links, rule_operands_dominate, rule_region_count, rule_required_attrs,
             rule_result_types, rule_terminator_last, rule_return_operands,
-            rule_region_terminators, rule_for_body, rule_fused_region]
+            rule_region_terminators, rule_for_body, rule_if_regions, rule_while_body,
+            rule_fused_region]
 
 
 # --- function rules ------------------------------------------------------------------------

@@ -120,11 +120,14 @@ def _escaping_jump(stmts) -> str | None:
     return v.found
 
 
-def _stamp(stmts, node: ast.For) -> None:
-    """Give every generated node the ``for`` line (one line, so tracebacks and op
-    locations name the loop header, not the end of the body)."""
-    keep = {id(n) for s in node.body + node.orelse for n in ast.walk(s)}
-    keep |= {id(n) for n in ast.walk(node.iter)} | {id(n) for n in ast.walk(node.target)}
+def _stamp(stmts, node, user_parts=None) -> None:
+    """Give every generated node the statement's line (one line, so tracebacks and op
+    locations name the ``for``/``if``/``while`` header, not the end of the body); the
+    user's own nodes (``user_parts``; a ``for``'s body, iterable and target by default)
+    keep theirs."""
+    if user_parts is None:
+        user_parts = node.body + node.orelse + [node.iter, node.target]
+    keep = {id(n) for part in user_parts for n in ast.walk(part)}
     for s in stmts:
         for n in ast.walk(s):
             if id(n) in keep or not hasattr(n, "_attributes") or "lineno" not in n._attributes:
@@ -247,6 +250,8 @@ def rewrite_function(fn: types.FunctionType, runtime) -> types.FunctionType:
     fdef.decorator_list = []
     ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
     _reject_unsupported(fdef, fn.__code__.co_filename)
+    from .ast_control import ControlRewriter     # it builds on this module's helpers
+    fdef = ControlRewriter().rewrite(fdef)
     fdef = LoopRewriter().visit(fdef)
     freevars = list(fn.__code__.co_freevars)
     factory = ast.FunctionDef(

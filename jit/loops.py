@@ -218,28 +218,30 @@ def _bounds(it: nl_range):
     return [sem.cast(sem.to_tensor(v, d), d) for v in vals]
 
 
-def ir_for(it: nl_range, body, names, inits):
-    """Trace ``body`` once (more if constants get promoted) into an ``scf.for``."""
-    ctx = current()
-    builder = ctx.builder
-    lb, ub, step = _bounds(it)
+def trace_carried(names, inits, lead: list, run, what: str, head=None):
+    """Trace a loop body whose block takes ``lead`` values (types) then the leaves of the
+    carried ``inits``; ``run(lead_args, carried)`` traces it and returns the values of
+    ``names`` at its end, ``head(outs)`` the values yielded before them (a while loop's
+    next condition).  Numbers the body changes become tensors and the body is traced
+    again.  Returns ``(block, init leaves, specs, outs, inits)``."""
+    builder = current().builder
     inits = list(inits)
     for _attempt in builtins.range(64):
         leaves: list = []
         specs = [_flatten(v, leaves) for v in inits]
-        blk = Block([lb.type] + [t.type for t in leaves])
+        blk = Block(list(lead) + [t.type for t in leaves])
         args = [tensor(a) for a in blk.args]
-        carried = []
-        pos = 1
+        lead_args, leaf_args = args[:len(lead)], args[len(lead):]
+        carried, pos = [], 0
         for n, v, s in zip(names, inits, specs):
             k = _count_leaves(s)
             if v is _MISSING:
-                carried.append(Undefined(n, "is read in the nl.range body before it is assigned"))
+                carried.append(Undefined(n, f"is read in {what} before it is assigned"))
             else:
-                carried.append(_unflatten(s, args[pos:pos + k]))
+                carried.append(_unflatten(s, leaf_args[pos:pos + k]))
             pos += k
         with builder.at(blk):
-            outs = body(args[0], tuple(carried))
+            outs = run(lead_args, tuple(carried))
             promote: list = []
             out_leaves = []
             for n, s, o in zip(names, specs, outs):
@@ -248,28 +250,43 @@ def ir_for(it: nl_range, body, names, inits):
                 promote += [(n, p, out) for p, out in found]
             if not promote:
                 out_leaves = [_as_leaf(o, a, n) for o, a, n in
-                              zip(out_leaves, args[1:], _leaf_names(names, specs))]
-                builder.create(Kind.YIELD, [o.handle for o in out_leaves], {})
+                              zip(out_leaves, leaf_args, _leaf_names(names, specs))]
+                first = head(outs) if head is not None else []
+                builder.create(Kind.YIELD, [o.handle for o in list(first) + out_leaves], {})
         if not promote:
-            break
+            return blk, leaves, specs, outs, inits
         for n, path, out in promote:
             i = names.index(n)
             inits[i] = _promote_init(inits[i], path, out)
-    else:
-        raise sem.error("could not settle the types of the loop-carried values")
-    attrs = {"num_stages": int(it.num_stages)} if it.num_stages is not None else {}
-    op = builder.create(Kind.FOR, [lb.handle, ub.handle, step.handle] + [t.handle for t in leaves],
-                        attrs, regions=[blk], loc=ctx.loc())
+    raise sem.error("could not settle the types of the loop-carried values")
+
+
+def carried_results(op, names, inits, specs, outs, missing) -> tuple:
+    """The values of ``names`` after the loop ``op``: its results rebuilt into pointers,
+    tuples, ...; ``missing(name)`` for a variable the body assigns but nothing before it."""
     results = [tensor(r) for r in op.results]
     final, pos = [], 0
     for n, v, s, o in zip(names, inits, specs, outs):
         k = _count_leaves(s)
         if v is _MISSING:
-            final.append(_MISSING_AFTER(n) if not isinstance(o, Undefined) else o)
+            final.append(missing(n) if not isinstance(o, Undefined) else o)
         else:
             final.append(_unflatten(s, results[pos:pos + k]))
         pos += k
     return tuple(final)
+
+
+def ir_for(it: nl_range, body, names, inits):
+    """Trace ``body`` once (more if constants get promoted) into an ``scf.for``."""
+    ctx = current()
+    lb, ub, step = _bounds(it)
+    blk, leaves, specs, outs, inits = trace_carried(
+        names, inits, [lb.type], lambda lead, carried: body(lead[0], carried),
+        "the nl.range body")
+    attrs = {"num_stages": int(it.num_stages)} if it.num_stages is not None else {}
+    op = ctx.builder.create(Kind.FOR, [lb.handle, ub.handle, step.handle]
+                            + [t.handle for t in leaves], attrs, regions=[blk], loc=ctx.loc())
+    return carried_results(op, names, inits, specs, outs, _MISSING_AFTER)
 
 
 def _MISSING_AFTER(name: str) -> Undefined:
@@ -305,3 +322,9 @@ def _as_leaf(out, arg: tensor, name: str) -> tensor:
             "at the end of the body; a carried value must keep its type — cast it with "
             f".to(nl.{T.PUBLIC_NAMES[arg.dtype.name]}) or create it with the final dtype/shape")
     return out
+
+
+# The rewritten kernel reaches everything through this module (``__npujit_rt``): the
+# control-flow entry points live in jit/control.py, which builds on the helpers above.
+from .control import (and_, check_python_cond, ifexp, ir_if, ir_if_return,  # noqa: E402,F401
+                      ir_while, not_, or_)

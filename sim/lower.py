@@ -10,7 +10,11 @@ schedule attributes (``ir/schedule/model.py``) say:
   its ``set_flags`` (each on the source pipe); a rotating flag ``X_Y:0..1`` uses id
   ``0 + i % 2`` with ``i`` the iteration of the innermost running loop;
 * ``scf.for``: ``wait_flags`` and ``pre_set_flags`` (every id) before the loop,
-  ``post_wait_flags`` (every id) and ``set_flags`` after it;
+  ``post_wait_flags`` (every id) and ``set_flags`` after it; ``scf.while`` the same, and
+  ``scf.if`` its ``wait_flags`` before and ``set_flags`` after whichever region ran (the
+  recording follows the branch the numbers take); each decision of an ``scf.if`` and
+  each test of an ``scf.while`` condition is one ``scalar`` instruction of
+  ``BRANCH_CYCLES`` on the scalar unit;
 * loads/stores: one copy of the bytes really moved (masked-off lanes and out-of-bounds
   block rows/columns move nothing; ``DataCopyPad``, docs/npu-facts.md §A6) on
   ``GM_to_<scope>`` / ``UB_to_GM`` / ``L0C_to_GM``; with ``gm_regions=True`` (what
@@ -44,14 +48,19 @@ import os
 
 import numpy as np
 
-from npujit.ir.ops import Kind, vec_op_name
+from npujit.ir.ops import CONTROL, Kind, vec_op_name
 from npujit.ir.schedule import CORE_ATTR, placed_buffers, scope_peaks, value_buffers
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, loop_stages
 
-from .isa import CoreProgram, Launch, copy, mmad, set_flag, vec, wait_flag
+from .isa import CoreProgram, Launch, copy, mmad, scalar, set_flag, vec, wait_flag
 from .l2 import ONCE
 from .split import needs_split, split_stream
 
+
+# Cycles the scalar unit spends deciding one scf.if or testing one scf.while condition
+# (compare + branch on values already in scalar registers).  Assumed, not from a public
+# figure: a few cycles, small next to any copy or vector instruction.
+BRANCH_CYCLES = 4
 
 
 def _once_regions(streams: list) -> list:
@@ -224,16 +233,20 @@ class StreamRecorder:
         return programs
 
     def before(self, program, op, operands) -> None:
-        if op.kind is Kind.FOR:
+        if op.kind in CONTROL:
             self._flags_of(op, "wait_flags", wait=True)
             self._flags_of(op, "pre_set_flags", wait=False, every=True)
+            if op.kind is not Kind.FOR:         # the scalar unit tests the condition
+                self.instrs.append(scalar(BRANCH_CYCLES, tag=self._tag(op)))
+        elif op.kind is Kind.YIELD and op.parent.parent_op.kind is Kind.WHILE:
+            self.instrs.append(scalar(BRANCH_CYCLES, tag=self._tag(op.parent.parent_op)))
         self.loops.before(op)
 
     def after(self, program, op, operands, results) -> None:
         parent = op.parent.parent_op
         if parent is not None and parent.kind is Kind.FUSED:
             return                          # emitted with the fused op
-        if op.kind is Kind.FOR:
+        if op.kind in CONTROL:
             self.loops.after(op)
             self._flags_of(op, "post_wait_flags", wait=True, every=True)
             self._flags_of(op, "set_flags", wait=False)

@@ -108,6 +108,10 @@ def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
             elif s == d:
                 (aic if s == "AIC" else aiv).append(ins)
             continue
+        if k == "scalar":                # both cores' scalar units decide a branch
+            aic.append(ins)
+            aiv.append(ins)
+            continue
         where = side(ins.pipe, ins.path)
         if where == "AIC":
             for buf, _ in ins.writes:

@@ -23,6 +23,7 @@ from npujit.ir.ops import Kind
 from npujit.ir.types import PtrType, TensorType
 
 from . import schedule_view as sv
+from .emit_control import ControlLowering
 from .emit_cube import CubeLowering
 from .emit_memory import MemoryLowering
 from .emit_vector import VectorLowering
@@ -58,7 +59,7 @@ class KernelInfo:
     unit_stride_args: list = field(default_factory=list)   # scalars that must be 1 at launch
 
 
-class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
+class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering):
     """Writes one kernel; see the module doc."""
 
     def __init__(self, fn):
@@ -258,6 +259,10 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
         k = op.kind
         if k is Kind.FOR:
             return self.emit_for(op)
+        if k is Kind.IF:
+            return self.emit_if(op)
+        if k is Kind.WHILE:
+            return self.emit_while(op)
         if k is Kind.CONSTANT:
             self.syms[id(op.result)] = Scalar(_literal(op.attrs["value"], op.result.type.dtype),
                                               op.result.type.dtype)
@@ -389,22 +394,28 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering):
                 updates = [(name, Scalar(tmp, s.dtype)) for (name, s), tmp in zip(updates, temps)]
             for name, s in updates:
                 self.line(f"{name} = {s.expr};")
-        used_counter = self.loop_counter_used.pop()
-        self.loop_slots.pop()
         cond = f"{iv_name} < {hi.expr}"
         if not _is_positive_literal(step.expr):
             cond = f"({step.expr} > 0 ? {iv_name} < {hi.expr} : {iv_name} > {hi.expr})"
-        if used_counter:
-            self.line(f"int64_t {counter} = 0;   // selects the buffer slot and the event id")
-        self.line(f"for ({t} {iv_name} = {lo.expr}; {cond}; {iv_name} += {step.expr}) {{")
-        self.lines.extend(body_lines)
-        if used_counter:
-            self.line(f"    ++{counter};")
-        self.line("}")
+        self.close_loop(counter, f"for ({t} {iv_name} = {lo.expr}; {cond}; "
+                                 f"{iv_name} += {step.expr}) {{", body_lines)
         for res, name, arg in zip(op.results, carried, body.args[1:]):
             self.syms[id(res)] = Scalar(name, res.type.dtype) if name is not None else self.syms[id(arg)]
         self.emit_flags(op, "set_flags")
         self.emit_flags(op, "post_wait_flags")
+
+    def close_loop(self, counter: str, header: str, body_lines: list) -> None:
+        """Write a loop whose body was captured with ``counter`` as the innermost
+        iteration counter (declared and advanced only if the body used it)."""
+        used_counter = self.loop_counter_used.pop()
+        self.loop_slots.pop()
+        if used_counter:
+            self.line(f"int64_t {counter} = 0;   // selects the buffer slot and the event id")
+        self.line(header)
+        self.lines.extend(body_lines)
+        if used_counter:
+            self.line(f"    ++{counter};")
+        self.line("}")
 
     def slot(self, count: int) -> str:
         """The slot (or rotating event id offset) of the innermost loop's iteration."""

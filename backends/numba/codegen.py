@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from npujit.ir.core import Function, Op, Value
-from npujit.ir.ops import Kind
+from npujit.ir.ops import CONTROL, Kind
 from npujit.ir.slice import stream_slice
 from npujit.ir.types import PtrType
 
@@ -198,7 +198,7 @@ class Codegen:
                                       f"(at {op.loc})")
         mark, depth = len(self.w.lines), self.w.depth
         parent = op.parent.parent_op if op.parent is not None else None
-        if (self.needed is None or op.kind is Kind.FOR or id(op) in self.needed.ops
+        if (self.needed is None or op.kind in CONTROL or id(op) in self.needed.ops
                 or (parent is not None and parent.kind is Kind.FUSED)):
             fn(self, op)
         elif op.kind not in record.RECORDED:

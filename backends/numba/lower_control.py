@@ -1,11 +1,17 @@
-"""Program ids, ``scf.for`` loops with carried values, and ``npu.print``.
+"""Program ids, ``scf.for`` / ``scf.while`` loops with carried values, ``scf.if``, and
+``npu.print``.
 
 ``scf.for`` is a Python ``for`` over ``range(lb, ub, step)`` (which already counts down
 for a negative step and runs zero times when the bounds say so); the induction variable
 is converted to the dtype of ``lb``.  Carried scalars are plain variables reassigned at
 the end of each iteration, all at once (``a, b = b, a`` is a legal yield).  A carried
 tile has a tile of its own that the yielded tile is copied into (every op rewrites its
-tile each iteration, so the yielded tile itself cannot be kept).
+tile each iteration, so the yielded tile itself cannot be kept).  ``scf.while`` is a
+Python ``while`` on a bool that the body's yield updates with the carried values.
+``scf.if`` is a Python ``if``/``else``; each result is a variable (scalar) or a tile of
+its own (tile) that each branch assigns / copies its yielded value into.  A recording
+build (``record.py``) puts one event per ``scf.if`` (1: then, 0: else) and per loop
+iteration (1) and loop end (0), so the replay takes the branches the numbers took.
 
 ``npu.print`` prints ``[pid (x, y, z)] <prefix> <value>`` per value with numba's
 ``print``: scalars as numba formats them (float32 shows its exact double value), tiles
@@ -51,19 +57,7 @@ def lower_for(cg, op) -> None:
     # a timing-only recording (codegen ``needed``) carries only the values it needs
     live = [cg.needed is None or id(a) in cg.needed.values for a in carried_args]
     carried = []
-    for init, arg, keep in zip(op.operands[3:], carried_args, live):
-        if not keep:
-            carried.append(None)
-            continue
-        t = arg.type
-        if t.shape == ():
-            name = w.fresh(arg.name or "carried")
-            w.line(f"{name} = {cg.val(init).name}")
-            carried.append(Val.scalar(name, t.dtype))
-        else:
-            slot = cg.new_array(arg.name or "carried", t.shape, t.dtype)
-            cg.copy(cg.val(init), slot)
-            carried.append(slot)
+    carried = _carried_slots(cg, op.operands[3:], carried_args, live)
     step_const = _constant_of(op.operands[2])
     if step_const is None or step_const == 0:
         where = str(op.loc).replace("\\", "/").replace('"', "'")
@@ -92,6 +86,88 @@ def lower_for(cg, op) -> None:
     for r, val in zip(op.results, carried):
         if val is not None:
             cg.bind(r, val)
+
+
+def _carried_slots(cg, inits, args, live) -> list:
+    """A variable (scalar) or a tile of its own per carried value, holding its init
+    (None where a timing-only recording does not need it)."""
+    w = cg.w
+    carried = []
+    for init, arg, keep in zip(inits, args, live):
+        if not keep:
+            carried.append(None)
+            continue
+        t = arg.type
+        if t.shape == ():
+            name = w.fresh(arg.name or "carried")
+            w.line(f"{name} = {cg.val(init).name}")
+            carried.append(Val.scalar(name, t.dtype))
+        else:
+            slot = cg.new_array(arg.name or "carried", t.shape, t.dtype)
+            cg.copy(cg.val(init), slot)
+            carried.append(slot)
+    return carried
+
+
+def lower_while(cg, op) -> None:
+    w = cg.w
+    body = op.body
+    live = [cg.needed is None or id(a) in cg.needed.values for a in body.args]
+    carried = _carried_slots(cg, op.operands[1:], body.args, live)
+    go = w.fresh("go")
+    w.line(f"{go} = bool({cg.val(op.operands[0]).name})")
+    recording = cg.options.get("record")
+    with w.block(f"while {go}:"):
+        if recording:
+            emit_event(cg, op, "1")
+        for arg, val in zip(body.args, carried):
+            if val is not None:
+                cg.bind(arg, val)
+        with cg.region():
+            cg.lower_block(body)
+            term = body.terminator
+            pairs = [(c, cg.val(y)) for c, y in zip(carried, term.operands[1:]) if c is not None]
+            _next_iteration(cg, [c for c, _ in pairs], [y for _, y in pairs])
+            w.line(f"{go} = bool({cg.val(term.operands[0]).name})")
+    if recording:
+        emit_event(cg, op, "0")
+    for r, val in zip(op.results, carried):
+        if val is not None:
+            cg.bind(r, val)
+
+
+def lower_if(cg, op) -> None:
+    w = cg.w
+    outs = []
+    for r in op.results:
+        keep = cg.needed is None or id(r) in cg.needed.values
+        if not keep:
+            outs.append(None)
+        elif r.type.shape == ():
+            outs.append(Val.scalar(w.fresh("if_result"), r.type.dtype))
+        else:
+            outs.append(cg.new_array("if_result", r.type.shape, r.type.dtype))
+    recording = cg.options.get("record")
+    for header, region, taken in (
+            (f"if {cg.val(op.operands[0]).name}:", op.regions[0], "1"),
+            ("else:", op.regions[1], "0")):
+        with w.block(header):
+            if recording:
+                emit_event(cg, op, taken)
+            with cg.region():
+                cg.lower_block(region)
+                for out, y in zip(outs, region.terminator.operands):
+                    if out is None:
+                        continue
+                    val = cg.val(y)
+                    if out.kind == "array":
+                        cg.copy(val, out)
+                    else:
+                        w.line(f"{out.name} = {np_type(out.dtype)}({val.name})")
+            w.line("pass")
+    for r, out in zip(op.results, outs):
+        if out is not None:
+            cg.bind(r, out)
 
 
 def _next_iteration(cg, carried, yields) -> None:
@@ -170,4 +246,5 @@ def lower_assert(cg, op) -> None:
 
 
 LOWERINGS = {Kind.PROGRAM_ID: lower_program_id, Kind.NUM_PROGRAMS: lower_program_id,
-             Kind.FOR: lower_for, Kind.PRINT: lower_print, Kind.ASSERT: lower_assert}
+             Kind.FOR: lower_for, Kind.WHILE: lower_while, Kind.IF: lower_if,
+             Kind.PRINT: lower_print, Kind.ASSERT: lower_assert}

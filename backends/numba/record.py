@@ -221,11 +221,18 @@ class Replay:
             if op.kind in (Kind.RETURN, Kind.YIELD):
                 continue
             operands = [None] * len(op.operands)
-            if op.kind is Kind.FOR:
+            if op.kind in (Kind.FOR, Kind.WHILE):
                 hook.before(program, op, operands)
                 while self._next(op)[1] == 1:
                     self._block(program, op.body)
                     hook.before(program, op.body.terminator, [])
+                hook.after(program, op, operands, [None] * len(op.results))
+                continue
+            if op.kind is Kind.IF:          # the branch the recorded numbers took
+                hook.before(program, op, operands)
+                region = op.regions[0 if self._next(op)[1] == 1 else 1]
+                self._block(program, region)
+                hook.before(program, region.terminator, [])
                 hook.after(program, op, operands, [None] * len(op.results))
                 continue
             hook.before(program, op, operands)

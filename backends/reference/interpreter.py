@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npujit.ir.core import Block, Function, Op, Value
-from npujit.ir.ops import Kind
+from npujit.ir.ops import CONTROL, Kind
 from npujit.ir.types import TensorType
 from npujit.errors import DeviceAssertionError
 
@@ -122,7 +122,7 @@ class Plan:
             expect = tuple((r.type.dtype.np, r.type.shape) if isinstance(r.type, TensorType)
                            else None for r in op.results)
             if self.needed is not None and not op.info.terminator and not _fused(op):
-                if op.kind is Kind.FOR:      # carried values outside the slice stay None
+                if op.kind in CONTROL:       # region values outside the slice stay None
                     expect = (None,) * len(op.results)
                 elif id(op) not in self.needed:
                     fn = _skipped

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from npujit.ir.ops import Kind
+from npujit.ir.core import loop_carried
+from npujit.ir.ops import CONTROL, Kind
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, is_tile, loop_stages
 
 _GM_COPY_PIPES = ("MTE2",)
@@ -98,8 +99,9 @@ class BufferedExecution:
     # --- where each tile lives ----------------------------------------------------------
     def _collect(self, block) -> None:
         for op in block.ops:
-            if op.kind is Kind.FOR:
-                self._collect(op.body)
+            if op.kind in CONTROL:
+                for region in op.regions:
+                    self._collect(region)
             names = op.attrs.get("buffer")
             if names and not is_folded_cast(op):
                 tiles = [r for r in op.results if is_tile(r)]
@@ -117,13 +119,16 @@ class BufferedExecution:
                     self.by_name.setdefault(name, _Place(name, scope, off, nb,
                                                          loop_stages(op), v.type))
         for op in block.ops:                      # loop-carried values share one buffer
-            if op.kind is Kind.FOR:
-                term = op.body.terminator
-                for init, arg, nxt, res in zip(op.operands[3:], op.body.args[1:],
-                                               term.operands, op.results):
-                    place = self.places.get(id(init)) or self.places.get(id(nxt))
+            for init, arg, nxt, res in loop_carried(op):
+                place = self.places.get(id(init)) or self.places.get(id(nxt))
+                if place is not None:
+                    self.places[id(arg)] = self.places[id(res)] = place
+            if op.kind is Kind.IF:                # so do an if's result and its yields
+                for i, res in enumerate(op.results):
+                    place = next(filter(None, (self.places.get(id(r.terminator.operands[i]))
+                                               for r in op.regions)), None)
                     if place is not None:
-                        self.places[id(arg)] = self.places[id(res)] = place
+                        self.places[id(res)] = place
 
     # --- hook protocol ------------------------------------------------------------------
     def begin(self, program) -> None:
@@ -168,7 +173,7 @@ class BufferedExecution:
             self.inner.before(program, op, operands)
 
     def after(self, program, op, operands, results) -> None:
-        if op.kind is Kind.FOR:
+        if op.kind in CONTROL:
             self.loops.after(op)
             self._wait(op, "post_wait_flags", every=True)
         elif self.gm_before is not None:

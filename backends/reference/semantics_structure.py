@@ -93,6 +93,23 @@ def for_(ctx, op, lb, ub, step, *inits):
     return carried
 
 
+def if_(ctx, op, cond):
+    """Run the then region when ``cond`` is true, else the else region; the results are
+    what the region that ran yields (the other region does not run)."""
+    return tuple(ctx.run_block(op.regions[0 if bool(cond) else 1], ()))
+
+
+def while_(ctx, op, cond, *inits):
+    """While the condition is true run the body, which yields the next condition and the
+    next carried values; the results are the last carried values (the inits when the
+    first condition is false)."""
+    carried = tuple(inits)
+    while bool(cond):
+        cond, *rest = ctx.run_block(op.body, carried)
+        carried = tuple(rest)
+    return carried
+
+
 def fused(ctx, op, *inputs):
     """Exactly its region: block args are the inputs, the yield gives the results."""
     return tuple(ctx.run_block(op.body, inputs))
@@ -111,6 +128,8 @@ SEMANTICS_STRUCTURE = {
     Kind.PRINT: print_,
     Kind.ASSERT: assert_,
     Kind.FOR: for_,
+    Kind.IF: if_,
+    Kind.WHILE: while_,
     Kind.FUSED: fused,
     Kind.YIELD: terminator,
     Kind.RETURN: terminator,

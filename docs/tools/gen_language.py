@@ -42,6 +42,41 @@ is in [semantics.md](semantics.md); how it maps from Triton's `tl.*`, in
 """
 
 
+# Python statements a kernel may use on run-time values (the language has no function for
+# them): shown at the head of the control-flow section.
+CONTROL_FLOW = """\
+Python's own control flow works in a kernel.  On a Python value (a constexpr, a number)
+it runs while the kernel is traced, and the branch not taken is never traced.  On a
+run-time scalar (a program id, a scalar argument, a loaded scalar) it becomes structured
+IR that the NPU's scalar unit runs:
+
+- `if` / `elif` / `else` becomes `scf.if`.  A variable assigned in both branches, or
+  before the `if` and in one branch, has its value after it (its type must be the same in
+  both; a number next to a tensor takes the tensor's type).  A variable assigned in only
+  one branch has no value after the `if`: using it is an error naming it.
+- `while cond:` becomes `scf.while`, carrying the variables its body assigns as an
+  `nl.range` loop does (a number the body changes becomes a scalar).
+- `return` may end the kernel early (`if pid * BLOCK >= n: return`), also inside a
+  branch: the statements after the `if` become its other branch.  In an `@nl.inline`
+  helper, every path returns a value of one type.
+- `and`, `or`, `not` on run-time scalars are the logical operations (both sides are
+  evaluated; on Python values Python's short circuit applies); `a if c else b` is an
+  `scf.if` yielding one value.
+- A condition must be a scalar: a tile is an error pointing at `nl.where` (choose per
+  element) or a reduction.  `break`/`continue` under a run-time condition is an error:
+  carry a flag (`while i < n and not done:`).
+
+```python
+pid = nl.program_id(0)
+if pid * BLOCK >= n:
+    return
+scale = 2.0 if pid % 2 == 0 else 1.0
+k = 0
+while k < pid and k < 4:
+    k += 1
+```"""
+
+
 def sections() -> list[tuple[str, list[str]]]:
     """``(title, names)`` in the order of ``__all__``'s commented groups."""
     import npujit.language as nl
@@ -177,6 +212,8 @@ def render() -> str:
     parts.append("## Contents\n\n" + "\n".join(toc))
     for title, names in sections():
         parts.append(f"## {title[0].upper() + title[1:]}")
+        if title.startswith("control flow"):
+            parts.append(CONTROL_FLOW)
         if any(n in DTYPE_VALUES for n in names):
             parts.append("Element types, used as `x.to(nl.float16)`, `nl.zeros(shape, "
                          "nl.int32)`, `dot(..., out_dtype=nl.float32)`:\n\n" + dtype_table())

@@ -42,8 +42,9 @@ from dataclasses import dataclass, field
 
 from npujit.errors import OutOfResources
 
-from ..core import Function, Op, Value
-from ..ops import Kind
+from ..core import Function, Op, Value, loop_carried
+from ..ops import CONTROL, Kind
+from .branches import own_branch_buffers
 from .carried import own_carried_buffers
 from .model import Positions, enclosing_loop, is_folded_cast, is_tile, loop_stages, scheduled_ops
 
@@ -95,6 +96,7 @@ class AllocateBuffers:
 
     def run(self, fn: Function, ctx) -> bool:
         spec = ctx.spec
+        own_branch_buffers(fn)
         own_carried_buffers(fn)
         pos = Positions(fn)
         buffers = collect_buffers(fn, pos)
@@ -180,14 +182,19 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
         if is_folded_cast(op):
             groups.union(id(op.operands[0]), id(op.result))
     for op in ops:
-        if op.kind is Kind.FOR:
-            term = op.body.terminator
-            for init, arg, nxt, res in zip(op.operands[3:], op.body.args[1:], term.operands,
-                                           op.results):
-                if id(init) in producer or id(nxt) in producer:
-                    for v in (arg, res, init, nxt):
+        for init, arg, nxt, res in loop_carried(op):
+            if id(init) in producer or id(nxt) in producer:
+                for v in (arg, res, init, nxt):
+                    members.setdefault(id(v), [v])
+                    groups.union(id(init) if id(init) in producer else id(nxt), id(v))
+        if op.kind is Kind.IF:      # a result shares the buffer its branches yield into
+            for i, res in enumerate(op.results):
+                made = [r.terminator.operands[i] for r in op.regions]
+                owner = next((v for v in made if id(v) in producer), None)
+                if owner is not None:
+                    for v in made + [res]:
                         members.setdefault(id(v), [v])
-                        groups.union(id(init) if id(init) in producer else id(nxt), id(v))
+                        groups.union(id(owner), id(v))
     by_root: dict[int, list[Value]] = {}
     for vid, (v,) in members.items():
         by_root.setdefault(groups.find(vid), []).append(v)
@@ -196,7 +203,7 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
         defs = [producer[id(v)] for v in values if id(v) in producer]
         first = min(defs, key=lambda o: pos.start[id(o)])
         start, end = _interval(values, pos)
-        carried = len(values) > 1 and any(v.op is None or v.op.kind is Kind.FOR for v in values)
+        carried = len(values) > 1 and any(v.op is None or v.op.kind in CONTROL for v in values)
         stages = 1 if carried else _stages(first, values)
         t = next(v for v in values if producer.get(id(v)) is first).type
         buffers.append(Buffer(first.attrs["scope"], tuple(t.shape), t.dtype.itemsize, stages,

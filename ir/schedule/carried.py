@@ -34,17 +34,16 @@ from __future__ import annotations
 
 from npujit.target import Pipe, Scope
 
-from ..core import Function, Op, Value
-from ..ops import Kind
+from ..core import (Function, Op, Value, loop_arg_index, loop_carried, loop_init_index,
+                    loop_yield_index)
+from ..ops import LOOPS, Kind
 from .model import Positions, ancestor_in, is_tile
 
 
 def _carried(fn: Function):
     """(loop, j, init, arg, next, result) for every tile-typed carried variable."""
-    for loop in [op for op in fn.walk() if op.kind is Kind.FOR]:
-        term = loop.body.terminator
-        for j, (init, arg, nxt, res) in enumerate(zip(loop.operands[3:], loop.body.args[1:],
-                                                      term.operands, loop.results)):
+    for loop in [op for op in fn.walk() if op.kind in LOOPS]:
+        for j, (init, arg, nxt, res) in enumerate(loop_carried(loop)):
             if is_tile(arg):
                 yield loop, j, init, arg, nxt, res
 
@@ -56,13 +55,18 @@ def _scope(v: Value, seen=None):
         return None
     seen.add(id(v))
     op = v.op
-    if op is None or op.kind is Kind.FOR:
+    if op is not None and op.kind is Kind.IF:
+        return next(filter(None, (_scope(r.terminator.operands[v.index], seen)
+                                  for r in op.regions)), None)
+    if op is None or op.kind in LOOPS:
         loop = op if op is not None else v.owner.parent_op
-        if loop is None or loop.kind is not Kind.FOR or (op is None and v.index == 0):
+        if loop is None or loop.kind not in LOOPS:
             return None
-        i = v.index if op is not None else v.index - 1
-        return (_scope(loop.operands[3 + i], seen)
-                or _scope(loop.body.terminator.operands[i], seen))
+        i = v.index if op is not None else v.index - loop_arg_index(loop)
+        if i < 0:
+            return None                     # scf.for's induction variable
+        init, _, nxt, _ = loop_carried(loop)[i]
+        return _scope(init, seen) or _scope(nxt, seen)
     return op.attrs.get("scope")
 
 
@@ -90,9 +94,9 @@ def _problems(fn: Function):
                 yield loop, j, "init", "starts from a value that writes no buffer"
         else:
             for user, i in uses.get(id(init), ()):
-                if user is loop and i == 3 + j:
+                if user is loop and i == loop_init_index(loop) + j:
                     continue
-                carried_use = user.kind in (Kind.FOR, Kind.YIELD)
+                carried_use = user.kind in LOOPS or user.kind is Kind.YIELD
                 if carried_use or pos.start[id(user)] >= pos.start[id(loop)]:
                     yield loop, j, "init", "starts from a value that is used elsewhere too"
                     break
@@ -101,7 +105,7 @@ def _problems(fn: Function):
         body = loop.body
         maker = ancestor_in(nxt.op, body) if nxt.op is not None else None
         term = body.terminator
-        if maker is None or sum(v is nxt for v in term.operands) > 1:
+        if maker is None or sum(v is nxt for v in term.operands[loop_yield_index(loop):]) > 1:
             yield loop, j, "next", "yields a value made outside the loop body or yielded twice"
             continue
         for user, _ in uses.get(id(arg), ()):
@@ -145,7 +149,7 @@ def _unstrand_l0c_splats(fn: Function) -> None:
     for op in list(fn.walk()):
         if op.kind is Kind.SPLAT and op.attrs.get("scope") == Scope.L0C:
             users = uses.get(id(op.result), ())
-            if not users or any((u.kind is Kind.FOR and i >= 3) or (u.kind is Kind.DOT
+            if not users or any((u.kind in LOOPS and i >= loop_init_index(u)) or (u.kind is Kind.DOT
                                                                    and i == 2)
                                 for u, i in users):
                 continue
@@ -183,14 +187,15 @@ def own_carried_buffers(fn: Function) -> bool:
             return changed
         loop, j, side, _ = found
         if side == "init":
-            init = loop.operands[3 + j]
+            init = loop.operands[loop_init_index(loop) + j]
             op = _clone(init.op) if init.op is not None and init.op.kind is Kind.SPLAT \
                 else _copy(init, loop.loc)
             block = loop.parent
             block.insert(block.ops.index(loop), op)
-            loop.operands[3 + j] = op.result
+            loop.operands[loop_init_index(loop) + j] = op.result
         else:
             term = loop.body.terminator
+            j += loop_yield_index(loop)
             nxt = term.operands[j]
             op = _copy(nxt, nxt.op.loc if nxt.op is not None else loop.loc)
             loop.body.insert(len(loop.body.ops) - 1, op)

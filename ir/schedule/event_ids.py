@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from npujit.errors import OutOfResources
 
 from ..core import Function, Op
-from ..ops import Kind
+from ..ops import CONTROL, Kind
 from .model import Flag, Positions, add_flag, enclosing_loop
 
 HANDOFF_ATTR = "npu.handoff_ids"
@@ -87,7 +87,7 @@ class EventIds:
     # --- where sets and waits happen --------------------------------------------------
     def _site(self, op: Op, phase: int, after: bool) -> tuple[int, tuple]:
         """(position, loops that must run for it) of a set/wait carried by ``op``."""
-        if op.kind is Kind.FOR:
+        if op.kind in CONTROL:
             at = self.pos.end[id(op)] if after else self.pos.start[id(op)]
             return at * 3 + phase, _loops(op)
         return self.pos.start[id(op)] * 3 + phase, _loops(op)
@@ -259,12 +259,14 @@ class EventIds:
 
 
 def _loops(op: Op) -> tuple:
-    """Ids of the loops around ``op`` (not ``op`` itself)."""
+    """Ids of the loops and ``scf.if`` ops around ``op`` (not ``op`` itself): the regions
+    that may not run, so flags inside them order nothing outside."""
     out = []
-    loop = enclosing_loop(op)
-    while loop is not None:
-        out.append(id(loop))
-        loop = enclosing_loop(loop)
+    block = op.parent
+    while block is not None and block.parent_op is not None:
+        if block.parent_op.kind in CONTROL:
+            out.append(id(block.parent_op))
+        block = block.parent_op.parent
     return tuple(out)
 
 

@@ -48,7 +48,7 @@ from typing import NamedTuple
 from npujit.target import Pipe, Scope
 
 from ..core import Block, Function, Op
-from ..ops import Kind
+from ..ops import CONTROL, LOOPS, Kind
 from ..types import TensorType
 
 # HardEvent spells pipes short (MTE2_V, M_FIX, S_MTE2, ...): npujit/target.py Pipe.abbr.
@@ -148,13 +148,15 @@ def is_folded_cast(op: Op) -> bool:
 
 def scheduled_ops(block: Block):
     """The ops the schedule annotates, in program order: every op of ``block`` and of the
-    bodies of its loops; the ops inside an ``npu.fused`` region run as part of it."""
+    regions of its loops and ifs (then region first); the ops inside an ``npu.fused``
+    region run as part of it."""
     for op in block.ops:
         if op.kind in (Kind.RETURN, Kind.YIELD):
             continue
         yield op
-        if op.kind is Kind.FOR:
-            yield from scheduled_ops(op.body)
+        if op.kind in CONTROL:
+            for region in op.regions:
+                yield from scheduled_ops(region)
 
 
 class Positions:
@@ -179,26 +181,51 @@ class Positions:
         for op in block.ops:
             self.start[id(op)] = self._n
             self._n += 1
-            if op.kind is Kind.FOR:
-                self._number(op.body)
+            if op.kind in CONTROL:
+                for region in op.regions:
+                    self._number(region)
             self.end[id(op)] = self._n - 1
 
 
 def enclosing_loop(op: Op) -> Op | None:
-    """The innermost ``scf.for`` whose body holds ``op`` (directly or nested), or None."""
+    """The innermost loop (``scf.for``/``scf.while``) whose body holds ``op`` (directly
+    or nested), or None."""
     block = op.parent
     while block is not None and block.parent_op is not None:
-        if block.parent_op.kind is Kind.FOR:
+        if block.parent_op.kind in LOOPS:
             return block.parent_op
         block = block.parent_op.parent
     return None
 
 
 def loop_stages(op: Op) -> int:
-    """The ``num_stages`` of the innermost loop around ``op`` (1 outside loops): how many
+    """The ``num_stages`` of the innermost loop around ``op`` (1 outside loops, and inside
+    an ``scf.if`` of that loop, whose transfers do not run every iteration): how many
     rotating slots its transfers get."""
     loop = enclosing_loop(op)
-    return max(1, int(loop.attrs.get("num_stages", 1))) if loop is not None else 1
+    if loop is None or under_if(op, loop):
+        return 1
+    return max(1, int(loop.attrs.get("num_stages", 1)))
+
+
+def under_if(op: Op, upto: Op | None = None) -> bool:
+    """Whether an ``scf.if`` region holds ``op`` (below ``upto``, when given)."""
+    block = op.parent
+    while block is not None and block.parent_op is not None and block.parent_op is not upto:
+        if block.parent_op.kind is Kind.IF:
+            return True
+        block = block.parent_op.parent
+    return False
+
+
+def home_block(op: Op) -> Block:
+    """The block whose every run runs ``op``'s region ancestors: ``op``'s block, or, for an
+    op inside an ``scf.if``, the block holding the outermost such ``if`` up to a loop body
+    (a buffer made in a branch is reused per iteration of that loop, not per branch)."""
+    block = op.parent
+    while block.parent_op is not None and block.parent_op.kind is Kind.IF:
+        block = block.parent_op.parent
+    return block
 
 
 def blocks_of(op: Op) -> list[Block]:
@@ -266,14 +293,14 @@ class LoopIterations:
 
     def before(self, op: Op) -> None:
         """An op is about to run: a loop starts, or a loop body's yield ends an iteration."""
-        if op.kind is Kind.FOR:
+        if op.kind in LOOPS:
             self._stack.append(0)
-        elif op.kind is Kind.YIELD and op.parent.parent_op.kind is Kind.FOR:
+        elif op.kind is Kind.YIELD and op.parent.parent_op.kind in LOOPS:
             self._stack[-1] += 1
 
     def after(self, op: Op) -> None:
         """An op ran: a loop that finished is left."""
-        if op.kind is Kind.FOR:
+        if op.kind in LOOPS:
             self._stack.pop()
 
     @property

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from npujit.target import Pipe, Scope
 
-from ..core import Function, Op
-from ..ops import Kind
+from ..core import Function, Op, loop_carried
+from ..ops import CONTROL, Kind
 from .model import CORE_ATTR, is_tile, scheduled_ops
 
+# (scf.if / scf.while: the scalar unit evaluates the condition and branches.)
 _SCALAR_KINDS = (Kind.CONSTANT, Kind.PROGRAM_ID, Kind.NUM_PROGRAMS, Kind.PRINT, Kind.ASSERT,
-                 Kind.FOR)
+                 Kind.FOR, Kind.WHILE, Kind.IF)
 _LOADS = (Kind.LOAD, Kind.BLOCK_LOAD)
 _STORES = (Kind.STORE, Kind.BLOCK_STORE)
 
@@ -58,6 +59,12 @@ class PlaceAndAssignPipes:
         out_pipe = "FIXP" if "FIXP" in spec.pipes.get("AIC", ()) else "VECTOR"
         addresses = _address_ops(ops)
         for op in ops:
+            for v in op.operands:     # an if's result made on a tile pipe is a tile's
+                if v.op is not None and v.op.kind is Kind.IF:
+                    made = v.op.regions[0].terminator.operands[v.index], \
+                        v.op.regions[1].terminator.operands[v.index]
+                    if any(producer_pipe.get(id(m), "SCALAR") != "SCALAR" for m in made):
+                        producer_pipe[id(v)] = "VECTOR"
             if id(op) in addresses:
                 pipe, scope = "SCALAR", None
             else:
@@ -72,9 +79,9 @@ class PlaceAndAssignPipes:
                 op.attrs["operand_scopes"] = [Scope.UB]  # staged L0C -> UB by VECTOR
             for r in op.results:
                 producer_pipe[id(r)] = pipe
-            if op.kind is Kind.FOR:
-                for arg, init in zip(op.body.args[1:], op.operands[3:]):
-                    producer_pipe[id(arg)] = producer_pipe.get(id(init), "SCALAR")
+            for init, arg, _, _ in loop_carried(op):
+                producer_pipe[id(arg)] = producer_pipe.get(id(init), "SCALAR")
+
         # One program runs on one core kind (§A2): a Cube kernel on the AIC, else an AIV.
         fn.attrs[CORE_ATTR] = "AIC" if has_dot else "AIV"
         return True
@@ -99,9 +106,10 @@ def _address_ops(ops: list[Op]) -> set:
     for op in ops:
         for i, v in enumerate(op.operands):
             users.setdefault(id(v), []).append((op, i))
-        if op.kind is Kind.FOR:
-            for v in op.body.terminator.operands:
-                users.setdefault(id(v), []).append((op.body.terminator, -1))
+        if op.kind in CONTROL:
+            for region in op.regions:
+                for v in region.terminator.operands:
+                    users.setdefault(id(v), []).append((region.terminator, -1))
 
     def scalar(v) -> bool:
         return is_tile(v) and v.type.rank == 0 and (v.op is None or id(v) in scalar_ok)
@@ -133,10 +141,11 @@ def _cube_values(ops: list[Op]) -> tuple[set, set]:
     for op in ops:
         for v in op.operands:
             users.setdefault(id(v), []).append(op)
-        if op.kind is Kind.FOR:
-            term = op.body.terminator
-            for v in term.operands:
-                users.setdefault(id(v), []).append(term)
+        if op.kind in CONTROL:
+            for region in op.regions:
+                term = region.terminator
+                for v in term.operands:
+                    users.setdefault(id(v), []).append(term)
     for op in ops:
         if op.kind is Kind.DOT:
             l1.update(id(v) for v in op.operands[:2])
@@ -146,12 +155,10 @@ def _cube_values(ops: list[Op]) -> tuple[set, set]:
     while changed:          # carried accumulators: init <-> block arg <-> yield <-> result
         changed = False
         for op in ops:
-            if op.kind is Kind.FOR:
-                term = op.body.terminator
-                for i, (init, arg, nxt, res) in enumerate(zip(op.operands[3:], op.body.args[1:],
-                                                             term.operands, op.results)):
-                    group = {id(init), id(arg), id(nxt), id(res)}
-                    if group & l0c and not group <= l0c and is_tile(arg):
+            if op.kind in CONTROL:
+                for res, made in _region_sources(op):
+                    group = {id(res)} | {id(v) for v in made}
+                    if group & l0c and not group <= l0c and is_tile(res):
                         l0c |= group
                         changed = True
             elif (op.kind is Kind.CAST and id(op.operands[0]) in l0c
@@ -160,6 +167,16 @@ def _cube_values(ops: list[Op]) -> tuple[set, set]:
                 l0c.add(id(op.result))
                 changed = True
     return l1, l0c
+
+
+def _region_sources(op: Op) -> list[tuple]:
+    """(result or block argument, the values it takes) of a loop's carried values and an
+    ``scf.if``'s results."""
+    if op.kind is Kind.IF:
+        yields = [r.terminator.operands for r in op.regions]
+        return [(res, [y[i] for y in yields]) for i, res in enumerate(op.results)]
+    return [(v, [init, nxt, res]) for init, arg, nxt, res in loop_carried(op)
+            for v in (arg, res)]
 
 
 def _stored(op: Op):

@@ -50,11 +50,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import Function, Op
-from ..ops import Kind
+from ..core import Function, Op, loop_carried, loop_init_index
+from ..ops import LOOPS, Kind
 from .event_ids import EventIds, PlannedFlag
-from .model import (Positions, ancestor_in, common_block, enclosing_loop, is_folded_cast,
-                    is_tile, scheduled_ops)
+from .model import (Positions, ancestor_in, common_block, home_block, is_folded_cast, is_tile,
+                    loop_stages, scheduled_ops)
 
 
 @dataclass(frozen=True)
@@ -83,13 +83,16 @@ def value_buffers(fn: Function) -> dict[int, str]:
         for r, name in zip(tiles, op.attrs.get("buffer", ())):
             out[id(r)] = name
     for op in reversed(ops):        # inner loops first: their results feed outer yields
-        if op.kind is Kind.FOR:
-            term = op.body.terminator
-            for init, arg, nxt, res in zip(op.operands[3:], op.body.args[1:], term.operands,
-                                           op.results):
-                name = out.get(id(init)) or out.get(id(nxt))
+        for init, arg, nxt, res in loop_carried(op):
+            name = out.get(id(init)) or out.get(id(nxt))
+            if name:
+                out[id(arg)] = out[id(res)] = name
+        if op.kind is Kind.IF:          # an if's result: the buffer both branches yield into
+            for i, res in enumerate(op.results):
+                name = next((out[id(r.terminator.operands[i])] for r in op.regions
+                             if id(r.terminator.operands[i]) in out), None)
                 if name:
-                    out[id(arg)] = out[id(res)] = name
+                    out[id(res)] = name
     return out
 
 
@@ -99,8 +102,8 @@ def accesses(fn: Function, buffers: dict[int, str]) -> list[Access]:
     for op in scheduled_ops(fn.body):
         pipe = op.attrs.get("pipe")
         k = op.kind
-        if k is Kind.FOR:
-            reads, writes = op.operands[:3], ()
+        if k in LOOPS or k is Kind.IF:     # bounds / condition; the regions do the rest
+            reads, writes = op.operands[:loop_init_index(op) if k in LOOPS else 1], ()
         elif k is Kind.DOT:
             a_l0, b_l0 = op.attrs["operand_buffers"]
             for v, l0 in zip(op.operands[:2], (a_l0, b_l0)):
@@ -219,15 +222,13 @@ def _buffer_facts(fn: Function) -> tuple[dict, dict]:
     stages, home = {}, {}
     carried = set()
     for op in scheduled_ops(fn.body):
-        if op.kind is Kind.FOR:
-            for v in op.body.terminator.operands:
-                carried.add(id(v))
+        for _, _, nxt, _ in loop_carried(op):
+            carried.add(id(nxt))
         for name in op.attrs.get("buffer", ()):
             stages[name] = op.attrs.get("stages", 1)
         for name in op.attrs.get("operand_buffers", ()):
-            loop = enclosing_loop(op)
-            stages[name] = max(1, int(loop.attrs.get("num_stages", 1))) if loop else 1
-            home[name] = op.parent
+            stages[name] = loop_stages(op)
+            home[name] = home_block(op)
     for op in scheduled_ops(fn.body):
         tiles = [r for r in op.results if is_tile(r)]
         for r, name in zip(tiles, op.attrs.get("buffer", ())):
@@ -238,7 +239,7 @@ def _buffer_facts(fn: Function) -> tuple[dict, dict]:
                 # but per iteration of a loop around its maker (its init, seen first).
                 home.setdefault(name, None)
             elif name not in home:
-                home[name] = op.parent
+                home[name] = home_block(op)
     return stages, home
 
 
@@ -247,6 +248,8 @@ def _add_edge(edges, w: Op, r: Op, src, dst, pos, stages, home) -> None:
     ws, rs = ancestor_in(w, block), ancestor_in(r, block)
     if ws is not rs and pos.start[id(ws)] >= pos.start[id(rs)]:
         return      # a loop-carried (back) edge, or the other order of a shared-bytes pair
+    if ws is rs and ws is not w and ws is not r and ws.kind is Kind.IF:
+        return      # the two branches of one if: never both in one run of it
     rotate = stages if stages > 1 and home is block else 1
     edges.add(_Edge(block, ws, rs, src, dst, rotate))
 
@@ -276,7 +279,7 @@ def _slot_reuse(by_buffer, stages, home, pos):
     merged: dict[tuple, list] = {}
     for name, list_ in by_buffer.items():
         block = home.get(name)
-        if block is None or block.parent_op is None or block.parent_op.kind is not Kind.FOR:
+        if block is None or block.parent_op is None or block.parent_op.kind not in LOOPS:
             continue
         loop = block.parent_op
         n = stages.get(name, 1)
@@ -307,10 +310,10 @@ def _loop_flags(merged: dict, pos) -> list[tuple]:
 
 def _carriers(fn: Function, buffers: dict[int, str]) -> tuple[dict, list]:
     """The loops carrying each buffer, and all loops (which carry every GM pseudo-buffer)."""
-    loops = [op for op in scheduled_ops(fn.body) if op.kind is Kind.FOR]
+    loops = [op for op in scheduled_ops(fn.body) if op.kind in LOOPS]
     out: dict[str, list] = {}
     for loop in loops:
-        for arg in loop.body.args[1:]:
+        for _, arg, _, _ in loop_carried(loop):
             name = buffers.get(id(arg))
             if name is not None and loop not in out.setdefault(name, []):
                 out[name].append(loop)
@@ -351,8 +354,7 @@ def _sharing_pairs(fn: Function) -> list[tuple[str, str]]:
                                    op.attrs.get("bytes", ())):
             spans.setdefault(name, (scope, off, off + size * op.attrs.get("stages", 1)))
         if "operand_buffers" in op.attrs:
-            n = enclosing_loop(op)
-            n = max(1, int(n.attrs.get("num_stages", 1))) if n else 1
+            n = loop_stages(op)
             for sc, name, off, size in zip(op.attrs["operand_scopes"],
                                            op.attrs["operand_buffers"],
                                            op.attrs["operand_offsets"], op.attrs["operand_bytes"]):

@@ -137,10 +137,11 @@ class tensor:
     # --- Python protocols a traced value cannot honour -----------------------------------
     def __bool__(self):
         raise _sem().error(
-            "a traced tensor cannot be used as a Python bool (in `if`, `while`, `and`, `or`, "
-            "`not` or `assert`): its value is only known when the kernel runs. Use "
-            "nl.where(cond, a, b) to choose values, masks for loads/stores, or make the "
-            "condition a constexpr parameter.")
+            "a traced tensor cannot be used as a Python bool here (`assert`, `bool(x)`, a "
+            "chained comparison `a < b < c`, builtin min/max): its value is only known when "
+            "the kernel runs. `if`, `while`, `and`, `or`, `not` and `a if c else b` work on "
+            "run-time scalars; use nl.where(cond, a, b) to choose values per element, "
+            "nl.device_assert to check them, or make the condition a constexpr parameter.")
 
     def __getattr__(self, name):
         # np.exp(x) on a traced tensor calls x.exp() (numpy's object loop): say what to use

@@ -135,13 +135,13 @@ def test_ops_carry_source_lines():
     assert loop.loc.line == for_line
 
 
-def test_python_if_on_traced_value_names_the_line():
+def test_if_on_a_tile_names_the_line():
     @npu_kernel
     def bad(x_ptr, n):
-        v = nl.load(x_ptr)
+        v = nl.load(x_ptr + nl.arange(0, 2))
         if v > 0:
-            nl.store(x_ptr, v)
+            nl.store(x_ptr + nl.arange(0, 2), v)
 
     with pytest.raises(CompilationError) as e:
-        bad.with_options(backend="reference")[(1,)](np.zeros(1, np.float32), 1)
+        bad.with_options(backend="reference")[(1,)](np.zeros(2, np.float32), 1)
     assert "if v > 0" in str(e.value) and "nl.where" in str(e.value)

@@ -57,7 +57,7 @@ def test_a_failing_compile_fails_every_waiting_thread_once(backend):
     @npu_kernel(backend=backend)
     def bad(x_ptr, BLOCK: nl.constexpr):
         v = nl.load(x_ptr + nl.arange(0, BLOCK))
-        if v:                       # a traced value as a Python bool: a compile error
+        if v:                       # a tile as an if condition: a compile error
             pass
 
     barrier = threading.Barrier(6)
