@@ -16,8 +16,10 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
+from collections import OrderedDict
 import time
 import types
 from concurrent.futures import Future
@@ -26,6 +28,7 @@ from npujit import knobs
 from npujit.errors import LaunchError
 from npujit.language.core import constexpr
 
+from . import cache as disk_cache
 from . import hooks
 from . import loops as loop_runtime
 from .ast_rewrite import rewrite_function
@@ -74,7 +77,9 @@ class NPUKernel:
                          if p.default is not inspect.Parameter.empty}
         self.signature = KernelSignature(self.name, self.params, self.constexpr_params,
                                          self.defaults)
-        self.cache: dict = {}         # specialisation key -> CompiledKernel
+        # specialisation key -> CompiledKernel, least recently used first (bounded:
+        # NPUJIT_MEMORY_CACHE_SIZE; the fast path's entries go with an evicted one)
+        self.cache: OrderedDict = OrderedDict()
         self._pending: dict = {}      # key -> Future of the compile under way
         self._lock = threading.Lock()
         self._fast: dict = {}
@@ -126,7 +131,7 @@ class NPUKernel:
             >>> k.read_globals()                               # doctest: +SKIP
             {'LIMIT': 4}
         """
-        return {r.label: r.export() for r in self.global_reads()}
+        return {r.label: r.export() for r in self.global_reads() if not r.is_helper}
 
     # --- compiling ---------------------------------------------------------------------
     def compile(self, *args, **kwargs) -> CompiledKernel:
@@ -158,6 +163,8 @@ class NPUKernel:
             c = self._compile_once(key, sigs, constexprs, opts, build)
         else:
             c.check_globals()
+            with contextlib.suppress(KeyError):   # evicted meanwhile by another thread
+                self.cache.move_to_end(key)
         if build:
             c.runnable()
         return c
@@ -178,9 +185,17 @@ class NPUKernel:
             return pending.result()
         t0 = time.perf_counter()
         try:
-            c = compile_specialization(self, sigs, constexprs, opts)
+            disk_key = disk_cache.entry_key(self, sigs, constexprs, opts)
+            c = disk_cache.load(disk_key) if disk_key else None
+            from_disk = c is not None
+            if c is None:
+                c = compile_specialization(self, sigs, constexprs, opts)
+            else:       # the key matched the globals' values; check this process's
+                c.global_reads = self.global_reads()     # bindings (identity too)
             if build:
                 c.runnable()
+            if disk_key and not from_disk:
+                disk_cache.store(disk_key, c)
         except BaseException as e:
             with self._lock:
                 del self._pending[key]
@@ -190,10 +205,20 @@ class NPUKernel:
             self.cache[key] = c
             self.compile_count += 1
             del self._pending[key]
+            self._evict_specialisations()
         pending.set_result(c)
         hooks.emit(CompileEvent(self.name, sigs, dict(constexprs), opts["backend"], key[1],
-                                time.perf_counter() - t0))
+                                time.perf_counter() - t0, from_disk))
         return c
+
+    def _evict_specialisations(self) -> None:
+        """Drop the least recently used specialisations beyond the memory bound, with
+        the fast path's entries for them (caller holds ``self._lock``)."""
+        limit = knobs.memory_cache_size()
+        while len(self.cache) > limit:
+            _, old = self.cache.popitem(last=False)
+            for fast_key in [k for k, entry in self._fast.items() if entry[0] is old]:
+                self._fast.pop(fast_key, None)
 
     # --- launching ---------------------------------------------------------------------
     def __getitem__(self, grid):
@@ -210,7 +235,11 @@ class NPUKernel:
         except Exception:       # bad arguments: the slow path says what is wrong
             entry = None
         if entry is not None:
-            c, launch, plan = entry
+            c, launch, plan, cache_key = entry
+            try:
+                self.cache.move_to_end(cache_key)    # recently used (LRU)
+            except KeyError:                        # evicted by another thread just now
+                pass
             if c.global_reads:
                 c.check_globals()
             g = self._grids.get(grid) if type(grid) is tuple else None
@@ -239,8 +268,12 @@ class NPUKernel:
             return
         if any(k is SLOW for k in key):
             return
-        self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = (
-            c, c.runnable(), make_plan(c.sigs, c.runtime_index))
+        entry = [c, c.runnable(), make_plan(c.sigs, c.runtime_index), None]
+        with self._lock:
+            entry[3] = next((k for k, v in self.cache.items() if v is c), None)
+            if entry[3] is not None:   # else already evicted: nothing to remember
+                self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = \
+                    tuple(entry)
 
     def simulate(self, *args, grid, spec=None, debug=None, backend=None, numerics=True,
                  **kwargs):

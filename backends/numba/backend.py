@@ -9,7 +9,8 @@ Options (all optional):
 * ``debug``: bounds-check every GM access, per element (default ``NPUJIT_DEBUG``);
 * ``bounds_check``: outside debug mode, check the range of each access's active offsets
   against its argument (default ``NPUJIT_BOUNDS_CHECK``, on; off only for benchmarks);
-* ``cache``: use the on-disk cache (default: unless ``NPUJIT_DISABLE_CACHE``).
+* ``cache``: use the on-disk cache (default: when npujit/cache_dir.py finds a usable
+  directory: not ``NPUJIT_DISABLE_CACHE``, writable, trusted).
 
 Example::
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import weakref
 
-from npujit import knobs
+from npujit import cache_dir, knobs
 
 from .codegen import generate
 from .record import replay
@@ -39,7 +40,7 @@ class NumbaBackend:
         opts = dict(options or {})
         opts.setdefault("debug", knobs.debug())
         opts.setdefault("bounds_check", knobs.bounds_check())
-        opts.setdefault("cache", not knobs.cache_disabled())
+        opts.setdefault("cache", cache_dir.current() is not None)
         header = (f"backend {backend_hash()}; debug={bool(opts['debug'])}; "
                   f"bounds_check={bool(opts['bounds_check'])}\n")
         ksrc = generate(fn, opts, header)
