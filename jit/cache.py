@@ -95,7 +95,7 @@ def load(key: str):
     except Exception as e:          # CorruptEntry, or a payload that does not unpickle
         reason = str(e) if isinstance(e, CorruptEntry) else \
             f"does not load ({type(e).__name__}: {e})"
-        warn_once("corrupt", path, f"npujit: kernel cache entry {path} {reason}; "
+        warn_once("corrupt", f"{path}: {reason}", f"npujit: kernel cache entry {path} {reason}; "
                                    "compiled again instead")
         stats["corrupt"] += 1
         with contextlib.suppress(OSError):

@@ -59,6 +59,7 @@ class CorruptEntry(Exception):
 _warned: set = set()
 _states: dict = {}
 _lock = threading.Lock()
+_warn_lock = threading.Lock()
 _umask: int | None = None
 
 # How the trust checks stat a path or an open file (tests simulate another owner here).
@@ -68,7 +69,7 @@ stat_fd = os.fstat
 
 def warn_once(kind: str, where: str, message: str) -> None:
     """``warnings.warn(message, CacheWarning)`` the first time ``(kind, where)`` is met."""
-    with _lock:
+    with _warn_lock:
         if (kind, where) in _warned:
             return
         _warned.add((kind, where))
@@ -243,14 +244,24 @@ def current() -> CacheDir | None:
 
 def forget() -> None:
     """Decide the directory again at the next ``current()`` (after fixing it, in tests)."""
-    with _lock:
+    with _lock, _warn_lock:
         _states.clear()
         _warned.clear()
+
+
+def probe_write(folder: str) -> None:
+    """Create and remove a file in ``folder`` (``OSError`` if it cannot be written: a
+    read-only filesystem, permissions; tests running as root simulate those here)."""
+    fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _open(root: str, shared: bool) -> CacheDir | None:
     try:
         for sub in ("",) + SUBDIRS:
+            if sub == SUBDIRS[0]:
+                probe_write(root)           # before creating anything inside
             d = os.path.join(root, sub) if sub else root
             os.makedirs(d, mode=dir_mode(shared), exist_ok=True)
             st = stat_path(d)
@@ -263,11 +274,10 @@ def _open(root: str, shared: bool) -> CacheDir | None:
                           "so another user could put code there that this process would "
                           f"run. Fix: {_fix(reason, d)}. Kernels compile in memory until then.")
                 return None
-        fd, probe = tempfile.mkstemp(dir=os.path.join(root, "kernels"), prefix=".probe-")
-        os.close(fd)
-        os.unlink(probe)
     except OSError as e:
         what = e.strerror or str(e)
+        if isinstance(e, (FileExistsError, NotADirectoryError)):
+            what = f"a file is in the way of {e.filename or root}"
         warn_once("unwritable", root,
                   f"npujit: cannot write the kernel cache directory {root} ({what}); kernels "
                   "compile in memory and nothing is written to disk. Fix: point "

@@ -145,7 +145,7 @@ def _discard(d: CacheDir, sha: str, trouble: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(p)
     if trouble:
-        warn_once("corrupt", sha,
+        warn_once("corrupt", f"{sha}: {trouble}",
                   f"npujit: numba's cached machine code for {source_path(d, sha)} {trouble}; "
                   "removed and compiled again")
 
