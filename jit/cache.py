@@ -49,7 +49,10 @@ stats: collections.Counter = collections.Counter()
 
 
 def entry_key(kernel, sigs: tuple, constexprs: dict, options: dict) -> str | None:
-    """The disk key of one specialisation, or None if it cannot be keyed stably."""
+    """The disk key of one specialisation, or None: no usable cache directory, or no
+    stable key."""
+    if cache_dir.current() is None:
+        return None
     opts = {k: v for k, v in options.items() if k != "spec"}
     parts = (sigs, sorted(constexprs.items()), sorted(opts.items()))
     if not _stable(parts):
@@ -89,9 +92,9 @@ def load(key: str):
             stats["misses"] += 1
             return None
         meta, _, body = payload.partition(b"\n")
-        c = pickle.loads(body)
         if json.loads(meta).get("key") != key:
             raise CorruptEntry("belongs to another key")
+        c = pickle.loads(body)
     except Exception as e:          # CorruptEntry, or a payload that does not unpickle
         reason = str(e) if isinstance(e, CorruptEntry) else \
             f"does not load ({type(e).__name__}: {e})"

@@ -155,6 +155,10 @@ class NPUKernel:
     def _compiled(self, bound: dict, build: bool = False) -> CompiledKernel:
         """The specialisation for ``bound`` arguments; ``build`` also builds its backend
         stage (a launch needs it, ``kernel.compile`` and ``simulate`` do not yet)."""
+        return self._keyed(bound, build)[1]
+
+    def _keyed(self, bound: dict, build: bool) -> tuple:
+        """``(memory cache key, CompiledKernel)`` of ``_compiled``."""
         sigs, constexprs = self.signature.specialize(bound)
         opts = self._options()
         key = (sigs, tuple(sorted(opts.items())))
@@ -167,7 +171,7 @@ class NPUKernel:
                 self.cache.move_to_end(key)
         if build:
             c.runnable()
-        return c
+        return key, c
 
     def _compile_once(self, key, sigs, constexprs, opts, build) -> CompiledKernel:
         """Compile ``key`` in this thread, or wait for the thread already compiling it."""
@@ -252,28 +256,26 @@ class NPUKernel:
         bound = self.signature.bind(args, kwargs)
         g = self.signature.grid(grid, bound)
         self._remember_grid(grid, g)
-        c = self._compiled(bound, build=True)
+        cache_key, c = self._keyed(bound, build=True)
         c.check_writeable(bound)
         c.launch(g, self.signature.runtime_args(c.sigs, c.runtime_index, bound))
-        self._remember_fast(bound, c)
+        self._remember_fast(bound, c, cache_key)
 
     def _remember_grid(self, grid, g: tuple) -> None:
         if type(grid) is tuple and len(self._grids) < 256:
             self._grids[grid] = g     # a valid grid tuple: no need to check it again
 
-    def _remember_fast(self, bound: dict, c: CompiledKernel) -> None:
+    def _remember_fast(self, bound: dict, c: CompiledKernel, cache_key) -> None:
         try:
             key, _ = self._binder(**bound)
         except Exception:
             return
         if any(k is SLOW for k in key):
             return
-        entry = [c, c.runnable(), make_plan(c.sigs, c.runtime_index), None]
+        entry = (c, c.runnable(), make_plan(c.sigs, c.runtime_index), cache_key)
         with self._lock:
-            entry[3] = next((k for k, v in self.cache.items() if v is c), None)
-            if entry[3] is not None:   # else already evicted: nothing to remember
-                self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = \
-                    tuple(entry)
+            if self.cache.get(cache_key) is c:   # else already evicted: nothing to keep
+                self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = entry
 
     def simulate(self, *args, grid, spec=None, debug=None, backend=None, numerics=True,
                  **kwargs):
