@@ -189,17 +189,7 @@ class NPUKernel:
             return pending.result()
         t0 = time.perf_counter()
         try:
-            disk_key = disk_cache.entry_key(self, sigs, constexprs, opts)
-            c = disk_cache.load(disk_key) if disk_key else None
-            from_disk = c is not None
-            if c is None:
-                c = compile_specialization(self, sigs, constexprs, opts)
-            else:       # the key matched the globals' values; check this process's
-                c.global_reads = self.global_reads()     # bindings (identity too)
-            if build:
-                c.runnable()
-            if disk_key and not from_disk:
-                disk_cache.store(disk_key, c)
+            c, from_disk = self._build(sigs, constexprs, opts, build)
         except BaseException as e:
             with self._lock:
                 del self._pending[key]
@@ -214,6 +204,24 @@ class NPUKernel:
         hooks.emit(CompileEvent(self.name, sigs, dict(constexprs), opts["backend"], key[1],
                                 time.perf_counter() - t0, from_disk))
         return c
+
+    def _build(self, sigs, constexprs, opts, build) -> tuple:
+        """``(CompiledKernel, loaded from the disk cache?)`` of one specialisation."""
+        disk_key = disk_cache.entry_key(self, sigs, constexprs, opts)
+        if disk_key:
+            with disk_cache.gc_paused():
+                c = disk_cache.load(disk_key)
+                if c is not None:   # the key matched the globals' values; check this
+                    c.global_reads = self.global_reads()   # process's bindings too
+                    if build:
+                        c.runnable()
+                    return c, True
+        c = compile_specialization(self, sigs, constexprs, opts)
+        if build:
+            c.runnable()
+        if disk_key:
+            disk_cache.store(disk_key, c)
+        return c, False
 
     def _evict_specialisations(self) -> None:
         """Drop the least recently used specialisations beyond the memory bound, with
