@@ -207,15 +207,14 @@ class NPUKernel:
 
     def _build(self, sigs, constexprs, opts, build) -> tuple:
         """``(CompiledKernel, loaded from the disk cache?)`` of one specialisation."""
-        disk_key = disk_cache.entry_key(self, sigs, constexprs, opts)
-        if disk_key:
-            with disk_cache.gc_paused():
-                c = disk_cache.load(disk_key)
-                if c is not None:   # the key matched the globals' values; check this
-                    c.global_reads = self.global_reads()   # process's bindings too
-                    if build:
-                        c.runnable()
-                    return c, True
+        with disk_cache.gc_paused():
+            disk_key = disk_cache.entry_key(self, sigs, constexprs, opts)
+            c = disk_cache.load(disk_key) if disk_key else None
+            if c is not None:   # the key matched the globals' values; check this
+                c.global_reads = self.global_reads()   # process's bindings too
+                if build:
+                    c.runnable()
+                return c, True
         c = compile_specialization(self, sigs, constexprs, opts)
         if build:
             c.runnable()

@@ -25,6 +25,7 @@ import weakref
 
 from npujit import cache_dir, knobs
 
+from . import disk_cache
 from .codegen import generate
 from .record import replay
 from .runtime import Launcher, backend_hash, import_source
@@ -43,6 +44,7 @@ class NumbaBackend:
         opts.setdefault("cache", cache_dir.current() is not None)
         header = (f"backend {backend_hash()}; debug={bool(opts['debug'])}; "
                   f"bounds_check={bool(opts['bounds_check'])}\n")
+        disk_cache.library_caching(bool(opts["cache"]))
         ksrc = generate(fn, opts, header)
         module = import_source(ksrc.text, cache=bool(opts["cache"]))
         return Launcher(module, ksrc, fn, opts)

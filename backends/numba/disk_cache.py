@@ -103,6 +103,26 @@ def compile_signature(module, dispatcher, sig) -> None:
         _record(d, sha)
 
 
+_library_caches: dict = {}       # the library's dispatchers -> their numba caches
+
+
+def library_caching(on: bool) -> None:
+    """Let numba cache the backend's library helpers (check_lib, cube_lib, ...: compiled
+    per signature a kernel calls them with) beside their sources, or not: without a
+    usable kernel cache nothing may be written, not even to numba's own default place."""
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    from . import check_lib, cube_lib, halfprec, record, reduce_lib, scalar_lib, select_lib
+    if not _library_caches:
+        for mod in (check_lib, cube_lib, halfprec, record, reduce_lib, scalar_lib, select_lib):
+            for v in vars(mod).values():
+                if isinstance(v, Dispatcher):
+                    _library_caches[v] = v._cache
+    for disp, own in _library_caches.items():
+        disp._cache = own if on else NullCache()
+
+
 def _digests(paths) -> dict:
     out = {}
     for p in paths:

@@ -255,6 +255,7 @@ def _unusable_launch(cdir):
     # default location
     assert run.path is None and "cache=False" in run.source
     assert type(run._entry._cache).__name__ == "NullCache"
+    assert all(type(c._cache).__name__ == "NullCache" for c in numba_disk._library_caches)
     after = sorted(str(p) for p in cdir.rglob("*")) if cdir.is_dir() else None
     assert after == before
     return str(caught[0].message)
