@@ -91,6 +91,19 @@ def kernel_hash(kernel) -> str:
     return h.hexdigest()[:16]
 
 
+def code_digest(fn) -> str:
+    """A hash of a function's code (not its line numbers): equal for the same body.
+
+    Example::
+
+        >>> code_digest(lambda x: x + 1) == code_digest(lambda x: x + 1)
+        True
+    """
+    h = hashlib.sha256()
+    _code(h, fn.__code__)
+    return h.hexdigest()[:16]
+
+
 def _code(h, code: types.CodeType) -> None:
     """Feed a code object's behaviour (not its line numbers) into ``h``."""
     h.update(code.co_name.encode() + b"\0" + code.co_code)

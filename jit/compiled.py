@@ -160,7 +160,7 @@ class CompiledKernel:
 
     def read_globals(self) -> dict:
         """``{label: value}`` of the globals this specialisation read when compiled."""
-        return {r.label: r.export() for r in self.global_reads}
+        return {r.label: r.export() for r in self.global_reads if not r.is_helper}
 
     def __repr__(self) -> str:
         cx = ", ".join(f"{k}={v!r}" for k, v in self.constexprs.items())

@@ -30,6 +30,7 @@ class CompileEvent:
     backend: str          # backend name
     options: tuple        # the compile options, sorted (name, value) pairs
     seconds: float        # wall time of trace + passes + schedule (+ backend, if built)
+    from_disk: bool = False   # loaded from the disk cache (jit/cache.py): nothing traced
 
 
 _hooks: tuple = ()

@@ -16,8 +16,10 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
+from collections import OrderedDict
 import time
 import types
 from concurrent.futures import Future
@@ -26,6 +28,7 @@ from npujit import knobs
 from npujit.errors import LaunchError
 from npujit.language.core import constexpr
 
+from . import cache as disk_cache
 from . import hooks
 from . import loops as loop_runtime
 from .ast_rewrite import rewrite_function
@@ -74,7 +77,9 @@ class NPUKernel:
                          if p.default is not inspect.Parameter.empty}
         self.signature = KernelSignature(self.name, self.params, self.constexpr_params,
                                          self.defaults)
-        self.cache: dict = {}         # specialisation key -> CompiledKernel
+        # specialisation key -> CompiledKernel, least recently used first (bounded:
+        # NPUJIT_MEMORY_CACHE_SIZE; the fast path's entries go with an evicted one)
+        self.cache: OrderedDict = OrderedDict()
         self._pending: dict = {}      # key -> Future of the compile under way
         self._lock = threading.Lock()
         self._fast: dict = {}
@@ -126,7 +131,7 @@ class NPUKernel:
             >>> k.read_globals()                               # doctest: +SKIP
             {'LIMIT': 4}
         """
-        return {r.label: r.export() for r in self.global_reads()}
+        return {r.label: r.export() for r in self.global_reads() if not r.is_helper}
 
     # --- compiling ---------------------------------------------------------------------
     def compile(self, *args, **kwargs) -> CompiledKernel:
@@ -150,6 +155,10 @@ class NPUKernel:
     def _compiled(self, bound: dict, build: bool = False) -> CompiledKernel:
         """The specialisation for ``bound`` arguments; ``build`` also builds its backend
         stage (a launch needs it, ``kernel.compile`` and ``simulate`` do not yet)."""
+        return self._keyed(bound, build)[1]
+
+    def _keyed(self, bound: dict, build: bool) -> tuple:
+        """``(memory cache key, CompiledKernel)`` of ``_compiled``."""
         sigs, constexprs = self.signature.specialize(bound)
         opts = self._options()
         key = (sigs, tuple(sorted(opts.items())))
@@ -158,9 +167,11 @@ class NPUKernel:
             c = self._compile_once(key, sigs, constexprs, opts, build)
         else:
             c.check_globals()
+            with contextlib.suppress(KeyError):   # evicted meanwhile by another thread
+                self.cache.move_to_end(key)
         if build:
             c.runnable()
-        return c
+        return key, c
 
     def _compile_once(self, key, sigs, constexprs, opts, build) -> CompiledKernel:
         """Compile ``key`` in this thread, or wait for the thread already compiling it."""
@@ -178,9 +189,7 @@ class NPUKernel:
             return pending.result()
         t0 = time.perf_counter()
         try:
-            c = compile_specialization(self, sigs, constexprs, opts)
-            if build:
-                c.runnable()
+            c, from_disk = self._build(sigs, constexprs, opts, build)
         except BaseException as e:
             with self._lock:
                 del self._pending[key]
@@ -190,10 +199,37 @@ class NPUKernel:
             self.cache[key] = c
             self.compile_count += 1
             del self._pending[key]
+            self._evict_specialisations()
         pending.set_result(c)
         hooks.emit(CompileEvent(self.name, sigs, dict(constexprs), opts["backend"], key[1],
-                                time.perf_counter() - t0))
+                                time.perf_counter() - t0, from_disk))
         return c
+
+    def _build(self, sigs, constexprs, opts, build) -> tuple:
+        """``(CompiledKernel, loaded from the disk cache?)`` of one specialisation."""
+        with disk_cache.gc_paused():
+            disk_key = disk_cache.entry_key(self, sigs, constexprs, opts)
+            c = disk_cache.load(disk_key) if disk_key else None
+            if c is not None:   # the key matched the globals' values; check this
+                c.global_reads = self.global_reads()   # process's bindings too
+                if build:
+                    c.runnable()
+                return c, True
+        c = compile_specialization(self, sigs, constexprs, opts)
+        if build:
+            c.runnable()
+        if disk_key:
+            disk_cache.store(disk_key, c)
+        return c, False
+
+    def _evict_specialisations(self) -> None:
+        """Drop the least recently used specialisations beyond the memory bound, with
+        the fast path's entries for them (caller holds ``self._lock``)."""
+        limit = knobs.memory_cache_size()
+        while len(self.cache) > limit:
+            _, old = self.cache.popitem(last=False)
+            for fast_key in [k for k, entry in self._fast.items() if entry[0] is old]:
+                self._fast.pop(fast_key, None)
 
     # --- launching ---------------------------------------------------------------------
     def __getitem__(self, grid):
@@ -210,7 +246,11 @@ class NPUKernel:
         except Exception:       # bad arguments: the slow path says what is wrong
             entry = None
         if entry is not None:
-            c, launch, plan = entry
+            c, launch, plan, cache_key = entry
+            try:
+                self.cache.move_to_end(cache_key)    # recently used (LRU)
+            except KeyError:                        # evicted by another thread just now
+                pass
             if c.global_reads:
                 c.check_globals()
             g = self._grids.get(grid) if type(grid) is tuple else None
@@ -225,26 +265,28 @@ class NPUKernel:
         bound = self.signature.bind(args, kwargs)
         g = self.signature.grid(grid, bound)
         self._remember_grid(grid, g)
-        c = self._compiled(bound, build=True)   # checks the arguments, as Triton does
+        cache_key, c = self._keyed(bound, build=True)   # checks the arguments, as Triton does
         c.check_writeable(bound)
         if 0 in g:
             return  # a grid with no programs launches nothing
         c.launch(g, self.signature.runtime_args(c.sigs, c.runtime_index, bound))
-        self._remember_fast(bound, c)
+        self._remember_fast(bound, c, cache_key)
 
     def _remember_grid(self, grid, g: tuple) -> None:
         if type(grid) is tuple and len(self._grids) < 256:
             self._grids[grid] = g     # a valid grid tuple: no need to check it again
 
-    def _remember_fast(self, bound: dict, c: CompiledKernel) -> None:
+    def _remember_fast(self, bound: dict, c: CompiledKernel, cache_key) -> None:
         try:
             key, _ = self._binder(**bound)
         except Exception:
             return
         if any(k is SLOW for k in key):
             return
-        self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = (
-            c, c.runnable(), make_plan(c.sigs, c.runtime_index))
+        entry = (c, c.runnable(), make_plan(c.sigs, c.runtime_index), cache_key)
+        with self._lock:
+            if self.cache.get(cache_key) is c:   # else already evicted: nothing to keep
+                self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = entry
 
     def simulate(self, *args, grid, spec=None, debug=None, backend=None, numerics=True,
                  **kwargs):

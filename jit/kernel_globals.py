@@ -11,7 +11,9 @@ result).  Names are resolved as Python does:
 * ``cfg.LIMIT`` with ``cfg`` a module reads ``LIMIT`` in ``cfg`` (followed through
   ``pkg.sub.LIMIT``);
 * a global (or closure) that is a plain Python function -- an ``@nl.inline`` helper or
-  any helper the kernel calls -- is scanned the same way, in its own module;
+  any helper the kernel calls -- is scanned the same way, in its own module; a global
+  one's binding is checked too (by identity, else by its code): rebinding the name to
+  another function is a ``LaunchError``, not a launch of the old inlined body;
 * npujit's own modules and functions (``nl``, ``nl.load``) are the language, not data.
 
 What is recorded is the binding (module globals, name), so a helper's ``LIMIT`` in another
@@ -90,7 +92,12 @@ class GlobalRead:
         self.reader = reader              # "" for the kernel, else "helper 'f'"
         self.array = None
         self.array_id = None
-        if isinstance(value, np.ndarray):
+        self.helper = None                # a helper function: compared by identity,
+        if isinstance(value, types.FunctionType):   # then by its code (after unpickling)
+            from .cache_key import code_digest
+            self.helper = value
+            value = code_digest(_unwrap(value))
+        elif isinstance(value, np.ndarray):
             if value.dtype.hasobject or value.nbytes > ARRAY_GLOBAL_MAX_BYTES:
                 raise CompilationError(
                     f"the kernel reads the global array '{self.label}' "
@@ -130,6 +137,9 @@ class GlobalRead:
         if self.array is not None:
             self._check_array(kernel, now)
             return
+        if self.is_helper:
+            self._check_helper(kernel, now)
+            return
         if isinstance(now, constexpr):
             now = now.value
         if now is self.value:
@@ -145,6 +155,26 @@ class GlobalRead:
                           f"{self._by()} was {_short(self.value)}, but it is now {shown}; "
                           "globals a kernel reads are compile-time constants — pass it as a "
                           "constexpr argument instead")
+
+    @property
+    def is_helper(self) -> bool:
+        """Is this the binding of a helper function (not data)?"""
+        return isinstance(self.helper, types.FunctionType) or self.helper == "unpickled"
+
+    def _check_helper(self, kernel: str, now) -> None:
+        if now is self.helper:
+            return
+        if isinstance(now, types.FunctionType):
+            from .cache_key import code_digest
+            if code_digest(_unwrap(now)) == self.value:
+                self.helper = now          # the same code (another process, a re-run def)
+                return
+        shown = "gone" if now is _MISSING else _short(now)
+        raise LaunchError(f"kernel '{kernel}' was compiled calling the helper "
+                          f"'{self.label}'{self._by()}, but '{self.label}' is now {shown}; "
+                          "helpers are inlined when the kernel compiles — define the kernel "
+                          "again (@npu_kernel) to compile it with the new helper, or pass the "
+                          "function as a constexpr argument")
 
     def _check_array(self, kernel: str, now) -> None:
         if self.array_id is not None and id(now) == self.array_id and \
@@ -168,7 +198,7 @@ class GlobalRead:
                           "kernel when it compiles — pass it as an argument instead")
 
     def export(self):
-        """The value for ``read_globals()``."""
+        """The value for ``read_globals()`` (data only: helpers are left out)."""
         if self.array is not None:
             v = self.current()
             return v if isinstance(v, np.ndarray) else None
@@ -178,6 +208,8 @@ class GlobalRead:
         state = dict(self.__dict__)
         state["ns"] = None
         state["array_id"] = None     # ids mean nothing in another process
+        if self.is_helper:
+            state["helper"] = "unpickled"   # checked by its code in the next process
         return state
 
 
@@ -260,6 +292,8 @@ class _Scan:
         if isinstance(value, types.ModuleType):
             return                           # a module used as a whole: not data
         if isinstance(value, types.FunctionType):
+            if not _ours(_unwrap(value)) and (id(ns), name) not in self.found:
+                self.found[(id(ns), name)] = GlobalRead(ns, name, reader, value, self.home)
             self.function(value, f"helper '{_unwrap(value).__qualname__}'")
             return
         if callable(value) or isinstance(value, type):

@@ -2,6 +2,14 @@
 
 ``NPUJIT_CACHE_DIR``      where compiled kernels are kept (default: the per-user cache dir)
 ``NPUJIT_DISABLE_CACHE``  1 = never read or write the disk cache
+``NPUJIT_ALWAYS_COMPILE`` 1 = compile every specialisation afresh (nothing is read from the
+                          disk cache; what is compiled is still written to it)
+``NPUJIT_CACHE_SHARED``   1 = the cache directory is a team's: accept a group-writable
+                          directory and entries owned by other users (docs/cache.md)
+``NPUJIT_CACHE_MAX_MB``   size cap of the disk cache; least recently used entries are
+                          evicted beyond it (default 1024)
+``NPUJIT_MEMORY_CACHE_SIZE`` compiled specialisations each kernel keeps in memory, least
+                          recently used dropped beyond it (default 64)
 ``NPUJIT_DUMP_IR``        ``all`` or ``after:<pass>[,<pass>...]``: print the IR after passes
 ``NPUJIT_BACKEND``        default backend for launches: ``numba`` (default), ``reference`` or
                           ``ascendc-twin`` (the emitted Ascend C, built against the CPU twin)
@@ -58,6 +66,24 @@ def cache_dir() -> str:
 
 def cache_disabled() -> bool:
     return env_bool("NPUJIT_DISABLE_CACHE")
+
+
+def always_compile() -> bool:
+    return env_bool("NPUJIT_ALWAYS_COMPILE")
+
+
+def cache_shared() -> bool:
+    return env_bool("NPUJIT_CACHE_SHARED")
+
+
+def cache_max_bytes() -> int:
+    """The disk cache's size cap in bytes (``NPUJIT_CACHE_MAX_MB``, default 1024 MB)."""
+    return env_int("NPUJIT_CACHE_MAX_MB", 1024) << 20
+
+
+def memory_cache_size() -> int:
+    """Specialisations a kernel keeps in memory (``NPUJIT_MEMORY_CACHE_SIZE``, default 64)."""
+    return max(1, env_int("NPUJIT_MEMORY_CACHE_SIZE", 64))
 
 
 def dump_ir() -> str:

@@ -9,7 +9,8 @@ Options (all optional):
 * ``debug``: bounds-check every GM access, per element (default ``NPUJIT_DEBUG``);
 * ``bounds_check``: outside debug mode, check the range of each access's active offsets
   against its argument (default ``NPUJIT_BOUNDS_CHECK``, on; off only for benchmarks);
-* ``cache``: use the on-disk cache (default: unless ``NPUJIT_DISABLE_CACHE``).
+* ``cache``: use the on-disk cache (default: when npujit/cache_dir.py finds a usable
+  directory: not ``NPUJIT_DISABLE_CACHE``, writable, trusted).
 
 Example::
 
@@ -22,8 +23,9 @@ from __future__ import annotations
 
 import weakref
 
-from npujit import knobs
+from npujit import cache_dir, knobs
 
+from . import disk_cache
 from .codegen import generate
 from .record import replay
 from .runtime import Launcher, backend_hash, import_source
@@ -39,9 +41,10 @@ class NumbaBackend:
         opts = dict(options or {})
         opts.setdefault("debug", knobs.debug())
         opts.setdefault("bounds_check", knobs.bounds_check())
-        opts.setdefault("cache", not knobs.cache_disabled())
+        opts.setdefault("cache", cache_dir.current() is not None)
         header = (f"backend {backend_hash()}; debug={bool(opts['debug'])}; "
                   f"bounds_check={bool(opts['bounds_check'])}\n")
+        disk_cache.library_caching(bool(opts["cache"]))
         ksrc = generate(fn, opts, header)
         module = import_source(ksrc.text, cache=bool(opts["cache"]))
         return Launcher(module, ksrc, fn, opts)

@@ -1,13 +1,14 @@
 """Compile generated source with numba, keep it on disk, and launch grids cheaply.
 
-The source is written to ``<cache_dir>/numba/<sha256 of the source>.py`` (atomically:
-temp file + ``os.replace``; skipped when the file already holds the source, rewritten
-when it is damaged; safe under concurrent processes) and
-imported as a module whose functions are ``njit(cache=True)``: numba keeps their machine
-code in ``__pycache__`` beside the file, so another process skips LLVM entirely.  The
-source embeds a hash of this package's own files, so editing a helper can never serve
-stale machine code.  With ``NPUJIT_DISABLE_CACHE=1`` the source is exec'd in memory and
-nothing is written.
+The source is written to ``<cache_dir>/numba/<sha256 of the source>.py`` (atomically;
+skipped when the file already holds the source, rewritten when it is damaged) and run
+as a module whose functions are ``njit(cache=True)``: numba keeps their machine code in
+``__pycache__`` beside the file, so another process skips LLVM entirely; disk_cache.py
+keeps those files checksummed and rebuilds damaged ones.  The source embeds a hash of
+this package's own files, so editing a helper can never serve stale machine code.
+Without a usable cache directory (``NPUJIT_DISABLE_CACHE=1``, or one that cannot be
+written or trusted: npujit/cache_dir.py) the source says ``cache=False``, is exec'd in
+memory, and nothing is written.
 
 ``Launcher`` is the ``run(grid, args)`` the backend returns.  At compile time it fixes
 the numba signature (so a wrong argument dtype is an error, not a silent recompile) and
@@ -30,11 +31,9 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import linecache
 import os
 import sys
-import tempfile
 import threading
 import time
 import types as pytypes
@@ -46,7 +45,9 @@ from numba import types as nt
 
 from npujit.errors import OutOfBoundsError
 from npujit.ir.types import PtrType
-from npujit import knobs
+from npujit import cache_dir, knobs
+
+from . import disk_cache
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _backend_hash: str | None = None
@@ -63,27 +64,6 @@ def backend_hash() -> str:
                     h.update(name.encode() + b"\0" + f.read())
         _backend_hash = h.hexdigest()[:16]
     return _backend_hash
-
-
-def _write_once(path: str, text: str) -> None:
-    """Make ``path`` hold ``text``: nothing to do when it already does; otherwise (absent,
-    or damaged) written atomically, so concurrent writers and readers never see a part."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == text:
-                return
-    except (OSError, UnicodeDecodeError):
-        pass
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # Modules whose code has finished running, by name.  ``sys.modules`` alone is not the
@@ -116,30 +96,21 @@ def import_source(text: str, cache: bool) -> pytypes.ModuleType:
 
 def _finished(modname: str):
     mod = _loaded.get(modname)
-    if mod is None or (mod.__spec__ is not None and sys.modules.get(modname) is not mod):
+    if mod is None or (os.path.isabs(mod.__file__) and sys.modules.get(modname) is not mod):
         return None      # a file-backed module must still be the imported one
     return mod
 
 
 def _run_module(text: str, sha: str, modname: str, cache: bool) -> pytypes.ModuleType:
-    if not cache:
+    d = cache_dir.current() if cache else None
+    if d is None:
         filename = f"<npujit-numba-{sha[:12]}>"
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         mod = pytypes.ModuleType(modname)
         mod.__file__ = filename
         exec(compile(text, filename, "exec"), mod.__dict__)
         return mod
-    path = os.path.join(knobs.cache_dir(), "numba", f"{sha}.py")
-    _write_once(path, text)
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[modname]
-        raise
-    return mod
+    return disk_cache.load_module(d, text, sha, modname)
 
 
 def _storage(dtype) -> np.dtype:
@@ -207,6 +178,7 @@ class Launcher:
 
     def __init__(self, module, ksrc, fn, options: dict):
         self.source = ksrc.text
+        self._module = module
         path = getattr(module, "__file__", None)
         self.path = path if path and os.path.isfile(path) else None   # None: not on disk
         self.name = fn.name
@@ -229,7 +201,7 @@ class Launcher:
         if self.recording:          # the growing event array (backends/numba/record.py)
             self._sig += (nt.int64[::1],)
         if self.jit:
-            self._entry.compile(self._sig)
+            disk_cache.compile_signature(module, self._entry, self._sig)
 
     def __call__(self, grid, args):
         g0, g1, g2 = grid
@@ -318,5 +290,5 @@ class Launcher:
         if not self.jit:
             return False
         sig = self._sig[:5] + tuple(numba.typeof(a) for a in args)
-        self._entry.compile(sig)
+        disk_cache.compile_signature(self._module, self._entry, sig)
         return True
