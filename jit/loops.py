@@ -257,7 +257,8 @@ def ir_for(it: nl_range, body, names, inits):
             inits[i] = _promote_init(inits[i], path, out)
     else:
         raise sem.error("could not settle the types of the loop-carried values")
-    attrs = {"num_stages": int(it.num_stages)} if it.num_stages is not None else {}
+    stages = it.num_stages if it.num_stages is not None else ctx.num_stages
+    attrs = {"num_stages": int(stages)} if stages is not None else {}
     op = builder.create(Kind.FOR, [lb.handle, ub.handle, step.handle] + [t.handle for t in leaves],
                         attrs, regions=[blk], loc=ctx.loc())
     results = [tensor(r) for r in op.results]
