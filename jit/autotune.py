@@ -37,7 +37,6 @@ import multiprocessing
 import os
 import sys
 import threading
-import warnings
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, ThreadPoolExecutor, wait
 
@@ -48,8 +47,7 @@ from .cache_key import compiler_hash, digest, kernel_hash, spec_hash
 from .compiler import resolve_spec
 from .kernel import NPUKernel
 from .trial import KernelRef, Trial, beaten, copy_array, pack_arg, run_trial
-from .tuning import (AutotuneWarning, TuningStore, TuningTable, entry_id, export_rows,
-                     read_export)
+from .tuning import TuningStore, TuningTable, entry_id, export_rows, read_export, warn
 
 OBJECTIVES = ("sim", "wall")
 
@@ -326,7 +324,10 @@ class Autotuner:
                 code = ""
             check = digest(getattr(self.check, "__qualname__", repr(self.check)), code,
                            self.tolerance)
-        return {"kernel": self.kernel.name, "kernel_hash": kernel_hash(self.kernel),
+        empty = dict.fromkeys(("status", "value", "unit", "bound", "spread", "reason",
+                               "source"))
+        return {**empty, "best": False, "kernel": self.kernel.name,
+                "kernel_hash": kernel_hash(self.kernel),
                 "compiler_hash": compiler_hash(), "spec": spec.name,
                 "spec_hash": spec_hash(spec), "objective": objective, "check": check,
                 "key": key}
@@ -407,9 +408,8 @@ class Autotuner:
 
     def _broken(self, e: BaseException, left: list) -> list:
         global _POOL
-        warnings.warn(f"autotune of kernel '{self.kernel.name}': the executor broke ({e}); "
-                      f"the {len(left)} configs left run in this process", AutotuneWarning,
-                      stacklevel=4)
+        warn(f"autotune of kernel '{self.kernel.name}': the executor broke ({e}); the "
+             f"{len(left)} configs left run in this process")
         with _POOL_LOCK:
             _POOL = None
         return sorted(left)
@@ -430,10 +430,9 @@ class Autotuner:
         if ref is None:
             if not self._noted:
                 self._noted = True
-                warnings.warn(f"autotune: kernel '{self.kernel.name}' {why}, so a worker "
-                              "process cannot import it; the sweep runs in this process. "
-                              "Define the kernel in an importable module to tune it in "
-                              "parallel", AutotuneWarning, stacklevel=5)
+                warn(f"autotune: kernel '{self.kernel.name}' {why}, so a worker process "
+                     "cannot import it; the sweep runs in this process. Define the kernel "
+                     "in an importable module to tune it in parallel")
             return None, self.kernel
         return (ex if ex is not None else default_pool(knobs.autotune_workers())), ref
 
@@ -453,7 +452,8 @@ class Autotuner:
         if getattr(getattr(obj, "kernel", obj), "fn", None) is not fn:
             return None, f"is not reachable as {module}.{qualname}"
         options = tuple(sorted(self.kernel.options.items()))
-        return KernelRef(module, qualname, options, kernel_hash(self.kernel)), None
+        return KernelRef(module, qualname, options, kernel_hash(self.kernel),
+                         compiler_hash()), None
 
     # --- tables ----------------------------------------------------------------------
     def tuning_table(self, stored: bool = False) -> TuningTable:
@@ -475,16 +475,17 @@ class Autotuner:
         return TuningTable(sorted(rows, key=lambda r: (r["key"], r["objective"], r["config"])))
 
     def export_tuning(self, path: str) -> int:
-        """Write every stored row of this kernel's current code to ``path`` (JSON);
-        returns how many.
+        """Write every stored row of this kernel's current code and this compiler (any key,
+        any spec) to ``path`` (JSON); returns how many.
 
         Example::
 
             >>> tuned.export_tuning("matmul-tuning.json")     # doctest: +SKIP
             64
         """
-        mine = kernel_hash(self.kernel)
-        rows = [r for r in self.store.rows() if r.get("kernel_hash") == mine]
+        mine, compiler = kernel_hash(self.kernel), compiler_hash()
+        rows = [r for r in self.store.rows()
+                if r.get("kernel_hash") == mine and r.get("compiler_hash") == compiler]
         return export_rows(sorted(rows, key=lambda r: (r["key"], r["config"])), path,
                            self.kernel.name)
 
@@ -517,9 +518,8 @@ class Autotuner:
                              if k not in ("entry", "index", "best")} | {"source": "import"})
             n += 1
         if skipped:
-            warnings.warn(f"import_tuning({path!r}): skipped " + "; ".join(
-                f"{c} rows of {why}" for why, c in skipped.items()), AutotuneWarning,
-                stacklevel=2)
+            warn(f"import_tuning({path!r}): skipped " + "; ".join(
+                f"{c} rows of {why}" for why, c in skipped.items()))
         with self._lock:
             self.best_configs.clear()
         return n

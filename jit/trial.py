@@ -48,18 +48,24 @@ from .simulate import record_launch
 @dataclass(frozen=True)
 class KernelRef:
     """How a worker finds the kernel: ``module.qualname`` (an ``NPUKernel``, or an
-    autotuner wrapping one), the options to apply, and the kernel's hash, so a worker that
-    imported a different version of the code says so instead of measuring it."""
+    autotuner wrapping one), the options to apply, and the hashes of the kernel and of
+    the compiler, so a worker that imported another version of either says so instead of
+    measuring it (the results are stored under the caller's hashes)."""
 
     module: str
     qualname: str
     options: tuple
     kernel_hash: str
+    compiler_hash: str
 
     def resolve(self):
         kernel = _RESOLVED.get(self)
         if kernel is None:
-            from .cache_key import kernel_hash
+            from .cache_key import compiler_hash, kernel_hash
+            if compiler_hash() != self.compiler_hash:
+                raise NPUJitError("the worker runs another npujit version than the caller "
+                                  "(its compiler hash differs); install the same npujit "
+                                  "and dependencies on every worker")
             obj = importlib.import_module(self.module)
             for part in self.qualname.split("."):
                 obj = getattr(obj, part)

@@ -29,6 +29,7 @@ import csv
 import io
 import json
 import os
+import sys
 import tempfile
 import warnings
 
@@ -50,6 +51,18 @@ STATUSES = ("ok", "pruned", "too-big", "rejected", "failed", "dropped")
 class AutotuneWarning(UserWarning):
     """A note from the autotuner: a sweep ran in-process instead of in a pool, or its
     results could not be stored on disk."""
+
+
+def warn(message: str) -> None:
+    """An ``AutotuneWarning`` attributed to the user's line (the first frame outside the
+    autotuner's modules)."""
+    ours = {os.path.join(os.path.dirname(os.path.abspath(__file__)), f)
+            for f in ("autotune.py", "tuning.py")}
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename) in ours:
+        level += 1
+        frame = frame.f_back
+    warnings.warn(message, AutotuneWarning, stacklevel=level)
 
 
 def entry_id(row: dict) -> str:
@@ -161,10 +174,9 @@ class TuningStore:
         except OSError as e:
             if not self._warned:
                 self._warned = True
-                warnings.warn(f"autotune: cannot write tuning results under {root} ({e}); "
-                              "they are kept in memory for this process only. Set "
-                              "NPUJIT_CACHE_DIR to a writable directory to keep them",
-                              AutotuneWarning, stacklevel=3)
+                warn(f"autotune: cannot write tuning results under {root} ({e}); they are "
+                     "kept in memory for this process only. Set NPUJIT_CACHE_DIR to a "
+                     "writable directory to keep them")
 
     def rows(self) -> list:
         """Every row stored for this kernel (any code version, key or spec)."""
