@@ -50,6 +50,8 @@ from .trial import KernelRef, Trial, beaten, copy_array, pack_arg, run_trial
 from .tuning import TuningStore, TuningTable, entry_id, export_rows, read_export, warn
 
 OBJECTIVES = ("sim", "wall")
+# The columns a trial fills (a stored prune measured again starts from none of them).
+MEASURED = ("status", "value", "unit", "bound", "spread", "reason")
 
 
 class AutotuneError(NPUJitError):
@@ -324,9 +326,7 @@ class Autotuner:
                 code = ""
             check = digest(getattr(self.check, "__qualname__", repr(self.check)), code,
                            self.tolerance)
-        empty = dict.fromkeys(("status", "value", "unit", "bound", "spread", "reason",
-                               "source"))
-        return {**empty, "best": False, "kernel": self.kernel.name,
+        return {**dict.fromkeys(MEASURED + ("source",)), "best": False, "kernel": self.kernel.name,
                 "kernel_hash": kernel_hash(self.kernel),
                 "compiler_hash": compiler_hash(), "spec": spec.name,
                 "spec_hash": spec_hash(spec), "objective": objective, "check": check,
@@ -355,7 +355,7 @@ class Autotuner:
                          {"env": env} if remote else {}), None
 
         def record(i, result: dict, keep: bool = True) -> None:
-            rows[i].update(result, source="run")
+            rows[i].update(dict.fromkeys(MEASURED), **result, source="run")
             if keep and rows[i]["status"] != "failed":
                 self.store.save({k: v for k, v in rows[i].items() if k not in ("index", "best")})
             if bar is not None:
@@ -540,9 +540,10 @@ def _best_of(rows) -> tuple | None:
 
 
 def _summary(v) -> str:
-    if hasattr(v, "shape") and hasattr(v, "dtype"):
+    if hasattr(v, "shape") and hasattr(v, "dtype") and getattr(v, "ndim", 0) > 0:
         return f"{v.dtype}[{'x'.join(str(d) for d in v.shape)}]"
-    return repr(getattr(v, "value", v))
+    v = getattr(v, "value", v)                  # an nl.constexpr
+    return repr(v.item() if hasattr(v, "item") else v)   # np.int64(512) keys as 512
 
 
 def _copy(v):

@@ -150,6 +150,14 @@ def test_results_persist_and_a_new_config_is_the_only_one_measured(monkeypatch, 
         ["disk", "disk", "run"]
     assert {c: rows[c].get("value") for c in values} == values
 
+    # A stored prune holds only against a better config of the sweep: alone, it is measured.
+    alone = autotune(configs=[Config({"BLOCK": 16})], key=["n"])(inc_kernel)
+    alone.tune(x0.copy(), N, grid=grid_1d)
+    row = alone.tuning_table()[0]
+    assert (row["status"], row["source"], row["reason"]) == ("ok", "run", None)
+    assert row["value"] >= rows["BLOCK=16"]["bound"] > values["BLOCK=1024"]
+    measured.clear()
+
     # A new key value (n) or a new compiler measures again.
     measured.clear()
     grown[grid_1d](np.zeros(2048, np.float32), 2048)
