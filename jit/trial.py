@@ -122,7 +122,7 @@ def run_trial(trial: Trial) -> dict:
         c = k.compile(**named, **cfg.kwargs)
     except OutOfResources as e:
         return {"status": "too-big", "reason": e.reason}
-    except NPUJitError as e:
+    except Exception as e:      # e.g. the kernel's own assert on a meta-parameter
         return {"status": "failed", "reason": _first_line(e)}
     written = set(c.stores) | set(trial.restore_value) | set(trial.reset_to_zero)
     try:
@@ -130,7 +130,7 @@ def run_trial(trial: Trial) -> dict:
             row, outs = _simulate(k, trial, named, written, cfg.kwargs)
         else:
             row, outs = _wall(k, trial, named, written, cfg.kwargs)
-    except NPUJitError as e:
+    except Exception as e:      # this config's launch failed (a bad offset, a deadlock ...)
         return {"status": "failed", "reason": _first_line(e)}
     if row["status"] == "ok" and trial.expected is not None:
         bad = compare(outs, expected_by_name(trial.expected, c.stores, kernel.params),
@@ -328,6 +328,8 @@ def unpack_arg(v):
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not isinstance(e, NPUJitError):
+        return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
     if not lines:
         return type(e).__name__
     # a CompilationError starts "at file:line in kernel ...:" then the source line

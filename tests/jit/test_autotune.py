@@ -242,6 +242,23 @@ def test_a_kernel_no_worker_can_import_runs_in_process_with_a_note(monkeypatch):
     np.testing.assert_array_equal(x, 1.0)
 
 
+def test_a_config_the_kernel_refuses_fails_alone_and_is_not_stored():
+    @npu_kernel(backend="reference", spec="TINY")
+    def guarded(x_ptr, n, BLOCK: nl.constexpr):
+        nl.static_assert(BLOCK <= 512, "BLOCK must be <= 512")
+        offs = nl.program_id(0) * BLOCK + nl.arange(0, BLOCK)
+        nl.store(x_ptr + offs, nl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+    tuned = autotune(configs=[Config({"BLOCK": 1024}), Config({"BLOCK": 512})])(guarded)
+    x = np.zeros(N, np.float32)
+    tuned[grid_1d](x, N)
+    np.testing.assert_array_equal(x, 1.0)
+    row = _rows(tuned)["BLOCK=1024"]
+    assert row["status"] == "failed"
+    assert row["reason"].startswith("static_assert failed: BLOCK must be <= 512 (")
+    assert [r["config"] for r in tuned.tuning_table(stored=True)] == ["BLOCK=512"]
+
+
 def test_sweep_on_dask_local_cluster():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
