@@ -326,11 +326,17 @@ class Autotuner:
                 code = ""
             check = digest(getattr(self.check, "__qualname__", repr(self.check)), code,
                            self.tolerance)
-        return {**dict.fromkeys(MEASURED + ("source",)), "best": False, "kernel": self.kernel.name,
-                "kernel_hash": kernel_hash(self.kernel),
+        opts = self.kernel._options()
+        opts.pop("spec", None)
+        if self.objective == "sim":         # simulated cycles do not depend on these
+            for k in ("backend", "parallel", "bounds_check"):
+                opts.pop(k, None)
+        return {**dict.fromkeys(MEASURED + ("source",)), "best": False,
+                "kernel": self.kernel.name, "kernel_hash": kernel_hash(self.kernel),
                 "compiler_hash": compiler_hash(), "spec": spec.name,
-                "spec_hash": spec_hash(spec), "objective": objective, "check": check,
-                "key": key}
+                "spec_hash": spec_hash(spec),
+                "options": ", ".join(f"{k}={v}" for k, v in sorted(opts.items())),
+                "objective": objective, "check": check, "key": key}
 
     def _measure(self, todo, configs, rows, grid, args, kwargs) -> None:
         expected = None

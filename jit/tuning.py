@@ -9,8 +9,9 @@ list of dicts: no pandas.  Where rows live::
 ``entry`` is a digest of everything the measurement depends on (``entry_id``): the
 kernel's code (``cache_key.kernel_hash``: its bytecode, helpers, the globals they read),
 the compiler (``cache_key.compiler_hash``: npujit's sources and the versions it runs on),
-the NPU spec's fields, the objective, the ``check=`` function, the key values and the
-config.  So adding a config to a sweep measures only that config; editing the kernel, the
+the NPU spec's fields, the kernel options that change what is measured (``debug``
+adds checks to the code; the backend only matters to wall time), the objective, the
+``check=`` function, the key values and the config.  So adding a config to a sweep measures only that config; editing the kernel, the
 compiler or the spec measures everything again, and never reads a stale row.  The files
 are data (JSON), never code that runs; each is written to a temporary file and renamed
 into place, so a reader never sees half a row; a directory that cannot be written keeps
@@ -42,7 +43,8 @@ FORMAT = "npujit-tuning/1"
 COLUMNS = ("key", "config", "status", "objective", "value", "unit", "bound", "spread",
            "reason", "best", "source", "spec")
 # What a row is keyed by (export keeps them, so an import can check them).
-HASH_COLUMNS = ("kernel", "kernel_hash", "compiler_hash", "spec_hash", "check", "entry")
+HASH_COLUMNS = ("kernel", "kernel_hash", "compiler_hash", "spec_hash", "options", "check",
+                "entry")
 # A row's status: measured, pruned by the roofline bound, buffers over the spec, result
 # rejected by check=, the kernel failed for this config, dropped by the prune= callable.
 STATUSES = ("ok", "pruned", "too-big", "rejected", "failed", "dropped")
@@ -68,7 +70,7 @@ def warn(message: str) -> None:
 def entry_id(row: dict) -> str:
     """The digest a row is stored under (see the module doc for what it covers)."""
     return digest(FORMAT, row["kernel_hash"], row["compiler_hash"], row["spec_hash"],
-                  row["objective"], row["check"], row["key"], row["config"])
+                  row["options"], row["objective"], row["check"], row["key"], row["config"])
 
 
 class TuningTable(list):
