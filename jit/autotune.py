@@ -417,7 +417,10 @@ class Autotuner:
         warn(f"autotune of kernel '{self.kernel.name}': the executor broke ({e}); the "
              f"{len(left)} configs left run in this process")
         with _POOL_LOCK:
-            _POOL = None
+            if self.executor is None:           # ours: the next sweep starts a new pool
+                broken, _POOL = _POOL, None
+                if broken is not None:
+                    broken.shutdown(wait=False, cancel_futures=True)
         return sorted(left)
 
     def _executor(self, n: int):

@@ -259,6 +259,22 @@ def test_a_config_the_kernel_refuses_fails_alone_and_is_not_stored():
     assert [r["config"] for r in tuned.tuning_table(stored=True)] == ["BLOCK=512"]
 
 
+def test_a_broken_executor_leaves_its_configs_to_this_process():
+    from concurrent.futures import BrokenExecutor, Executor
+
+    class Broken(Executor):
+        def submit(self, fn, *args, **kwargs):
+            raise BrokenExecutor("a worker died")
+
+    tuned = autotune(configs=INC_CONFIGS, key=["n"], executor=Broken())(inc_kernel)
+    x = np.zeros(N, np.float32)
+    with pytest.warns(AutotuneWarning, match="the executor broke .a worker died.; the 4 "
+                                             "configs left run in this process"):
+        tuned[grid_1d](x, N)
+    np.testing.assert_array_equal(x, 1.0)
+    assert tuned.best_config.text == "BLOCK=1024"
+
+
 def test_sweep_on_dask_local_cluster():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
