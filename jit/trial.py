@@ -42,6 +42,7 @@ from npujit.errors import NPUJitError, OutOfResources
 from npujit.sim import simulate
 from npujit.sim.roofline import roofline_bound
 
+from .kernel import NPUKernel
 from .simulate import record_launch
 
 
@@ -115,7 +116,7 @@ def run_trial(trial: Trial) -> dict:
         _use_env(trial.extra.get("env", {}))
         kernel = kernel.resolve()
     cfg = trial.config
-    k = kernel.with_options(**cfg.options()) if cfg.options() else kernel
+    k = _private(kernel, cfg.options())
     named = {**dict(zip(kernel.params, (unpack_arg(a) for a in trial.args))),
              **{n: unpack_arg(v) for n, v in trial.kwargs.items()}}
     try:
@@ -138,6 +139,15 @@ def run_trial(trial: Trial) -> dict:
         if bad:
             row.update(status="rejected", reason=bad)
     return row
+
+
+def _private(kernel, options: dict):
+    """The kernel with ``options``, as a kernel of its own: the trial's specialisation is
+    not kept in the caller's kernel (a sweep of 64 configs would leave 64 there) and is
+    freed with the trial; the traced function is shared."""
+    k = NPUKernel(kernel.fn, **{**kernel.options, **options})
+    k._traced = kernel.traced_fn()
+    return k
 
 
 def _use_env(env: dict) -> None:

@@ -68,6 +68,7 @@ def _direct_cycles(kernel, x, config):
 
 def test_sweep_drops_prunes_and_picks_the_simulators_best_three_times():
     x0 = np.arange(N, dtype=np.float32)
+    before = {c.constexprs["BLOCK"] for c in inc_kernel.cache.values()}
     winners = []
     for _ in range(3):
         tuned = autotune(configs=INC_CONFIGS, key=["n"])(inc_kernel)
@@ -78,6 +79,8 @@ def test_sweep_drops_prunes_and_picks_the_simulators_best_three_times():
         assert {r["source"] for r in tuned.tuning_table()} == {"run"}
         shutil.rmtree(os.environ["NPUJIT_CACHE_DIR"])     # cold again: measured every run
     assert winners[0] == winners[1] == winners[2]
+    # the candidates compiled in kernels of their own: the caller's keeps the winner only
+    assert {c.constexprs["BLOCK"] for c in inc_kernel.cache.values()} - before <= {1024}
     rows = _rows(tuned)
     big = rows["BLOCK=4096"]
     assert big["status"] == "too-big"
