@@ -31,9 +31,11 @@ from .binder import ir_type
 from .compiled import CompiledKernel
 
 
-def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False) -> Function:
+def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False,
+          num_stages: int | None = None) -> Function:
     """The kernel's IR for argument signatures ``sigs`` and constexpr values (with the
-    ``nl.device_assert`` checks when ``debug``)."""
+    ``nl.device_assert`` checks when ``debug``; ``num_stages``: of the loops that do not
+    give theirs)."""
     params = kernel.params
     arg_types, arg_names = [], []
     for p, s in zip(params, sigs):
@@ -44,7 +46,7 @@ def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False) -> Functio
     fn = Function(kernel.name, arg_types, arg_names,
                   attrs={k: v for k, v in sorted(constexprs.items()) if _printable(v)})
     ctx = TraceContext(fn, kernel.name, debug,
-                       rewrite=lambda f: rewrite_function(f, loop_runtime))
+                       rewrite=lambda f: rewrite_function(f, loop_runtime), num_stages=num_stages)
     proxies, i = [], 0
     for p, s in zip(params, sigs):
         if p in kernel.constexpr_params:
@@ -117,7 +119,7 @@ def compile_specialization(kernel, sigs: tuple, constexprs: dict,
     the backend stage is built lazily by the returned ``CompiledKernel``."""
     debug = bool(options.get("debug"))
     global_reads = kernel.global_reads()    # before tracing: an oversized array refuses
-    fn = trace(kernel, sigs, constexprs, debug)
+    fn = trace(kernel, sigs, constexprs, debug, options.get("num_stages"))
     artifacts = {"trace": print_function(fn, locs=True)}
     spec = resolve_spec(options.get("spec"))
     # Legality is the schedule's, whatever the backend: OutOfResources raises here.

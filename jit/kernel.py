@@ -40,7 +40,7 @@ from .hooks import CompileEvent
 from .kernel_globals import find_global_reads
 from .signature import KernelSignature
 
-_OPTION_NAMES = ("backend", "parallel", "debug", "spec", "bounds_check")
+_OPTION_NAMES = ("backend", "parallel", "debug", "spec", "bounds_check", "num_stages")
 
 
 class NPUKernel:
@@ -61,6 +61,11 @@ class NPUKernel:
             if k not in _OPTION_NAMES:
                 raise TypeError(f"@npu_kernel got an unknown option '{k}'; options are "
                                 f"{', '.join(_OPTION_NAMES)}")
+        stages = options.get("num_stages")
+        if stages is not None and (not isinstance(stages, int) or isinstance(stages, bool)
+                                   or stages < 1):
+            raise TypeError(f"@npu_kernel option num_stages must be a positive int or None, "
+                            f"got {stages!r}")
         self.fn = fn
         self.name = fn.__name__
         self.options = dict(options)
@@ -370,7 +375,8 @@ def npu_kernel(fn=None, **options):
     Options: ``backend`` ("numba" or "reference"; default from NPUJIT_BACKEND),
     ``parallel`` (numba: run programs on several threads), ``debug`` (bounds checks),
     ``spec`` (the ``npujit.target.NPUSpec`` or preset name the kernel is scheduled and checked
-    for; default the 910B-like preset).
+    for; default the 910B-like preset), ``num_stages`` (the stages of every ``nl.range``
+    that does not give its own ``num_stages``, as Triton's option; default 1).
 
     Example::
 

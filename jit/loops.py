@@ -283,7 +283,8 @@ def ir_for(it: nl_range, body, names, inits):
     blk, leaves, specs, outs, inits = trace_carried(
         names, inits, [lb.type], lambda lead, carried: body(lead[0], carried),
         "the nl.range body")
-    attrs = {"num_stages": int(it.num_stages)} if it.num_stages is not None else {}
+    stages = it.num_stages if it.num_stages is not None else ctx.num_stages
+    attrs = {"num_stages": int(stages)} if stages is not None else {}
     op = ctx.builder.create(Kind.FOR, [lb.handle, ub.handle, step.handle]
                             + [t.handle for t in leaves], attrs, regions=[blk], loc=ctx.loc())
     return carried_results(op, names, inits, specs, outs, _MISSING_AFTER)

@@ -51,6 +51,24 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
 
         >>> simulate_kernel(add_kernel, (4,), (x, y, out, n), {"BLOCK": 1024})  # doctest: +SKIP
     """
+    launch, spec = record_launch(kernel, grid, args, kwargs, spec=spec, debug=debug,
+                                 backend=backend, numerics=numerics)
+    report = simulate(launch, spec, trace=trace, debug=debug)
+    report.numerics = numerics
+    return report
+
+
+def record_launch(kernel, grid, args, kwargs, spec=None, debug=None,
+                  backend: str | None = None, numerics: bool = True) -> tuple:
+    """The first half of :func:`simulate_kernel`: compile for the spec, run the programs
+    and return ``(launch, spec)`` -- the recorded ``npujit.sim.Launch`` and the
+    ``NPUSpec`` -- without simulating it (the autotuner bounds a launch before it spends
+    the simulation on it).
+
+    Example::
+
+        >>> launch, spec = record_launch(add_kernel, (4,), (x, y, out, n), {"BLOCK": 1024})  # doctest: +SKIP
+    """
     spec = resolve_spec(spec if spec is not None else kernel.options.get("spec"))
     # One compile, shared with normal launches of the same options (the backend stage is
     # not built: the programs run below, recorded).
@@ -82,11 +100,8 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
         big = sum(getattr(v, "nbytes", 0) for v in rt) >= NUMBA_FROM_BYTES
         backend = knobs.backend() if big else "reference"
     # Regions so the L2 sees re-reads; the spec so a separated part splits AIC / AIV work.
-    launch = lower(c.ir, g, rt, name=kernel.name, spec=spec, backend=backend, buffers=buffers,
-                   numerics=numerics)
-    report = simulate(launch, spec, trace=trace, debug=debug)
-    report.numerics = numerics
-    return report
+    return lower(c.ir, g, rt, name=kernel.name, spec=spec, backend=backend, buffers=buffers,
+                 numerics=numerics), spec
 
 
 def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True, spec=None,

@@ -7,6 +7,7 @@ Example::
 """
 from npujit.errors import (CompilationError, DeviceAssertionError, IndexOverflowError,
                            LaunchError, NPUJitError, OutOfBoundsError, OutOfResources)
+from npujit.jit.autotune import Autotuner, Config, autotune
 from npujit.jit.kernel import NPUKernel, npu_kernel
 
 from . import language
@@ -14,6 +15,6 @@ from .host import cdiv, next_power_of_2
 
 __version__ = "0.1.0"
 
-__all__ = ["npu_kernel", "NPUKernel", "language", "CompilationError", "LaunchError",
-           "NPUJitError", "OutOfResources", "OutOfBoundsError", "DeviceAssertionError",
+__all__ = ["npu_kernel", "NPUKernel", "autotune", "Config", "Autotuner", "language",
+           "CompilationError", "LaunchError", "NPUJitError", "OutOfResources", "OutOfBoundsError", "DeviceAssertionError",
            "IndexOverflowError", "cdiv", "next_power_of_2", "__version__"]

@@ -45,7 +45,14 @@ class LaunchError(NPUJitError, TypeError):
 
 
 class OutOfResources(CompilationError):
-    """Tiles do not fit a memory scope of the NPU."""
+    """Tiles do not fit a memory scope of the NPU (or the schedule runs out of event ids).
+    ``reason`` says it on one line -- the scope, the biggest buffer with its bytes x
+    stages, the budget -- for tables such as the autotuner's (jit/autotune.py)."""
+
+    def __init__(self, message: str, loc=None, kernel: str | None = None,
+                 reason: str | None = None):
+        self.reason = reason or message.splitlines()[0]
+        super().__init__(message, loc, kernel)
 
 
 class OutOfBoundsError(NPUJitError, IndexError):

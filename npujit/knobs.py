@@ -18,6 +18,10 @@
 ``NPUJIT_BOUNDS_CHECK``   0 = skip the default range check of every GM access (numba
                           backend; for benchmarks only: a bad offset then corrupts memory)
 ``NPUJIT_NUM_THREADS``    threads for the numba backend's grid loop (0 = numba's default)
+``NPUJIT_AUTOTUNE_PROGRESS`` 0 = no progress bar while an autotuning sweep runs (it shows
+                          only when stderr is a terminal anyway)
+``NPUJIT_AUTOTUNE_WORKERS`` processes of the autotuner's default pool (default: the CPU
+                          count; 0 = measure every config in the calling process)
 ``NPUJIT_ONE_BIT_FLAGS``  0 = the timing simulator counts flag sets instead of modelling
                           the hardware's 1-bit flags (the default of ``npujit.sim.simulate``
                           and ``kernel.simulate``; a set on a still-set flag is an error)
@@ -110,3 +114,16 @@ def num_threads() -> int:
 def one_bit_flags() -> bool:
     """The default of ``npujit.sim.simulate(one_bit_flags=)`` (``NPUJIT_ONE_BIT_FLAGS``, on)."""
     return env_bool("NPUJIT_ONE_BIT_FLAGS", True)
+
+
+def autotune_progress() -> bool:
+    """Show a progress bar during autotuning sweeps (``NPUJIT_AUTOTUNE_PROGRESS``, on; it
+    shows only on a terminal)."""
+    return env_bool("NPUJIT_AUTOTUNE_PROGRESS", True)
+
+
+def autotune_workers() -> int:
+    """Processes of the autotuner's default pool (``NPUJIT_AUTOTUNE_WORKERS``; default the
+    CPU count; 0 = in the calling process)."""
+    n = env_int("NPUJIT_AUTOTUNE_WORKERS", -1)
+    return (os.cpu_count() or 1) if n < 0 else n

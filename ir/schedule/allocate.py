@@ -305,7 +305,9 @@ def _over_budget(fn: Function, spec, scope: str, buffers: list[Buffer], peak: in
     if len(buffers) > 12:
         lines.append(f"  ... and {len(buffers) - 12} smaller buffers")
     lines.append(_suggestion(fn, spec, scope, buffers, worst, cap))
-    return OutOfResources("\n".join(lines), worst.op.loc, fn.name)
+    reason = (f"{scope} needs {peak} B > {cap} B on {spec.name}; biggest: "
+              f"{' '.join(worst.describe().split())}")
+    return OutOfResources("\n".join(lines), worst.op.loc, fn.name, reason=reason)
 
 
 def _suggestion(fn, spec, scope, buffers, worst, cap) -> str:

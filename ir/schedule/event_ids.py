@@ -255,7 +255,9 @@ class EventIds:
             f"the schedule needs more than the {self.spec.event_ids} event ids for "
             f"HardEvent::{Flag(f.src, f.dst, 0).event} on {self.spec.name}: this line needs "
             f"{what} while the others are still in use; use fewer num_stages or fewer "
-            f"tiles live at once", where.loc, self.fn.name)
+            f"tiles live at once", where.loc, self.fn.name,
+            reason=f"needs more than the {self.spec.event_ids} event ids of {self.spec.name} for "
+                   f"HardEvent::{Flag(f.src, f.dst, 0).event} ({what})")
 
 
 def _loops(op: Op) -> tuple:

@@ -28,8 +28,12 @@ _state = threading.local()
 class TraceContext:
     """One kernel being traced: its IR function, a builder and the kernel's name."""
 
-    def __init__(self, fn: Function, kernel_name: str, debug: bool = False, rewrite=None):
+    def __init__(self, fn: Function, kernel_name: str, debug: bool = False, rewrite=None,
+                 num_stages: int | None = None):
         self.fn = fn
+        # The kernel's num_stages option: the stages of an nl.range that does not say
+        # (Triton's num_stages; the autotuner's Config(num_stages=...)).
+        self.num_stages = num_stages
         # How a helper's Python loops become IR loops (jit's AST rewrite): the language
         # calls it through the context, so it never imports the layer above it.
         self.rewrite = rewrite

@@ -1,6 +1,7 @@
 """Every page a user follows runs: the README's example, getting started, testing,
 troubleshooting (each documented error message is the one npujit raises), coming from
-Triton, the knobs, the NPU model, and the tutorials (vector add, softmax, matmul)."""
+Triton, the knobs, the NPU model, autotuning, and the tutorials (vector add, softmax,
+matmul)."""
 import os
 
 import pytest
@@ -13,7 +14,7 @@ PAGES = ["README.md", "docs/getting-started.md", "docs/testing.md",
          "docs/npu-model.md", "docs/tutorials/01-vector-add.md",
          "docs/tutorials/02-softmax.md", "docs/tutorials/03-matmul.md", "docs/runtime.md",
          "docs/ascendc.md", "docs/moe.md", "docs/tutorials/04-moe-router.md",
-         "docs/tutorials/05-fused-moe.md", "docs/cache.md"]
+         "docs/tutorials/05-fused-moe.md", "docs/cache.md", "docs/autotune.md"]
 
 
 # Pages whose examples launch a dozen MoE kernels: they run on the reference backend here
