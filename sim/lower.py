@@ -13,7 +13,9 @@ schedule attributes (``ir/schedule/model.py``) say:
   ``post_wait_flags`` (every id) and ``set_flags`` after it;
 * loads/stores: one copy of the bytes really moved (masked-off lanes and out-of-bounds
   block rows/columns move nothing; ``DataCopyPad``, docs/npu-facts.md §A6) on
-  ``GM_to_<scope>`` / ``UB_to_GM`` / ``L0C_to_GM``; with ``gm_regions=True`` (what
+  ``GM_to_<scope>`` / ``UB_to_GM`` / ``L0C_to_GM``; with a ``spec``, a copy whose GM bytes
+  are not one run from a burst boundary carries ``burst_bytes``, the GM bursts its real
+  offsets touch (``sim/bursts.py``); with ``gm_regions=True`` (what
   ``kernel.simulate`` asks for) each carries the GM region it touches, for the L2 model
   (:func:`gm_region`); a region no other copy of the launch touches becomes
   ``sim.l2.ONCE``, so programs that differ only in which tiles they stream keep
@@ -48,6 +50,8 @@ from npujit.ir.ops import Kind, vec_op_name
 from npujit.ir.schedule import CORE_ATTR, placed_buffers, scope_peaks, value_buffers
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, loop_stages
 
+from .bursts import block_bursts, lanes_bursts
+from .cost import round_up
 from .isa import CoreProgram, Launch, copy, mmad, set_flag, vec, wait_flag
 from .l2 import ONCE
 from .split import needs_split, split_stream
@@ -74,21 +78,23 @@ _LANE_OPS = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD)
 
 
 class _Template:
-    """A recorded stream with its GM copies' regions taken out: ``instrs`` (regions as
-    recorded) and ``marks``, one ``(position, event, op)`` per copy that carries a region
-    (``event``: where the recording backend's events for that op start, for
-    :meth:`StreamRecorder.repeat`)."""
+    """A recorded stream with what depends on where its GM copies go taken out: ``instrs``
+    (as recorded) and ``marks``, one ``(position, event, op)`` per GM copy (``event``:
+    where the recording backend's events for that op start, for
+    :meth:`StreamRecorder.repeat`).  A program's ``places`` are one ``(gm_region,
+    burst_bytes)`` per mark."""
 
     __slots__ = ("instrs", "marks")
 
     def __init__(self, instrs: list, marks: tuple):
         self.instrs, self.marks = instrs, marks
 
-    def with_regions(self, regions) -> list:
+    def with_regions(self, places) -> list:
         out = list(self.instrs)
-        for (pos, _, _), region in zip(self.marks, regions):
-            if out[pos].gm_region != region:
-                out[pos] = out[pos]._replace(gm_region=region)
+        for (pos, _, _), (region, burst) in zip(self.marks, places):
+            ins = out[pos]
+            if ins.gm_region != region or ins.burst_bytes != burst:
+                out[pos] = ins._replace(gm_region=region, burst_bytes=burst)
         return out
 
 
@@ -136,32 +142,36 @@ class StreamRecorder:
 
     def end(self, program) -> None:
         instrs = self.instrs
-        regions = tuple(instrs[pos].gm_region for pos, _, _ in self.marks)
+        places = tuple((instrs[pos].gm_region, instrs[pos].burst_bytes)
+                       for pos, _, _ in self.marks)
         marked = {pos for pos, _, _ in self.marks}
-        key = tuple(ins._replace(gm_region=None) if pos in marked else ins
+        key = tuple(ins._replace(gm_region=None, burst_bytes=None) if pos in marked else ins
                     for pos, ins in enumerate(instrs))
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = _Template(instrs, tuple(self.marks))
         self.template = template
-        self._streams.append((program.pid, template, regions))
+        self._streams.append((program.pid, template, places))
         self._programs = None
 
     def repeat(self, program, template: _Template, events) -> None:
         """Record ``program`` as ``template``'s stream (a program the backend ran exactly
-        as the one ``template`` was recorded from, but for its GM regions), its regions
-        from ``events``: ``events.lanes(op, event)`` is ``(count, lo, hi)`` of a pointer
-        access's active lanes, ``events.block(op, event)`` ``(shape, offsets)`` of a block
-        access (``event`` as marked in the template)."""
-        regions = []
+        as the one ``template`` was recorded from, but for where its GM copies go), its
+        regions and bursts from ``events``: ``events.lanes(op, event)`` is ``(count, lo,
+        hi)`` of a pointer access's active lanes, ``events.block(op, event)`` ``(shape,
+        offsets, strides)`` of a block access (``event`` as marked in the template)."""
+        places = []
+        regions = self.gm_regions
         for _, event, op in template.marks:
             if op.kind in _LANE_OPS:
                 count, lo, hi = events.lanes(op, event)
-                regions.append(lanes_region(op, lo, hi, count))
+                places.append((lanes_region(op, lo, hi, count) if regions else None,
+                               self._lanes_bursts(op, count, lo, hi)))
             else:
-                shape, offsets = events.block(op, event)
-                regions.append(block_region(op, shape, offsets))
-        self._streams.append((program.pid, template, tuple(regions)))
+                shape, offsets, strides = events.block(op, event)
+                places.append((block_region(op, shape, offsets) if regions else None,
+                               self._block_bursts(op, shape, strides, offsets)))
+        self._streams.append((program.pid, template, tuple(places)))
         self._programs = None
 
     def launch(self, name: str | None = None) -> Launch:
@@ -185,14 +195,15 @@ class StreamRecorder:
         """One program per recorded stream; streams with one template and the same
         regions (a region touched once being ``ONCE``) share one ``CoreProgram``."""
         touches: dict = {}
-        for _, _, regions in self._streams:
-            for r in regions:
+        for _, _, places in self._streams:
+            for r, _ in places:
                 if r is not None:
                     touches[r] = touches.get(r, 0) + 1
         distinct: dict[tuple, CoreProgram] = {}
         programs = []
-        for pid, template, regions in self._streams:
-            final = tuple(ONCE if r is not None and touches[r] == 1 else r for r in regions)
+        for pid, template, places in self._streams:
+            final = tuple((ONCE, b) if r is not None and touches[r] == 1 else (r, b)
+                          for r, b in places)
             key = (id(template), final)
             prog = distinct.get(key)
             if prog is None:
@@ -208,8 +219,8 @@ class StreamRecorder:
         sizes = {b.name: b.slot_bytes for b in placed}
         ub_free = self.spec.capacity["UB"] - scope_peaks(placed).get("UB", 0)
         streams = []
-        for pid, template, regions in self._streams:
-            aic, aiv = split_stream(template.with_regions(regions), pid, self.spec, sizes,
+        for pid, template, places in self._streams:
+            aic, aiv = split_stream(template.with_regions(places), pid, self.spec, sizes,
                                     ub_free)
             streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
         self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
@@ -311,9 +322,37 @@ class StreamRecorder:
         return gm_region(op, operands) if self.gm_regions and nbytes else None
 
     def _mark(self, program, op, nbytes: int) -> None:
-        """The next instruction is a GM copy whose region a repeat recomputes."""
-        if self.gm_regions and nbytes:
+        """The next instruction is a GM copy whose region and bursts a repeat recomputes."""
+        if (self.gm_regions or self.spec is not None) and nbytes:
             self.marks.append((len(self.instrs), getattr(program, "event", None), op))
+
+    def _bursts(self, op, operands):
+        """The copy's ``burst_bytes`` (None: one run from a burst boundary, or no spec)."""
+        if op.kind in _LANE_OPS:
+            return self._lanes_bursts(op, *_lanes(op, operands))
+        r = len(op.attrs["block_shape"])
+        return self._block_bursts(op, [int(x) for x in operands[1:1 + r]],
+                                  [int(x) for x in operands[1 + r:1 + 2 * r]],
+                                  [int(x) for x in operands[1 + 2 * r:1 + 3 * r]])
+
+    def _lanes_bursts(self, op, count: int, lo: int, hi: int):
+        if self.spec is None or not count:
+            return None
+        size = _itemsize(op)
+        return self._unless_one_run(lanes_bursts(count, lo, hi, size, self.spec.alignment["GM"]),
+                                    count * size)
+
+    def _block_bursts(self, op, shape, strides, offsets):
+        if self.spec is None:
+            return None
+        size = _itemsize(op)
+        got = block_bursts(tuple(op.attrs["block_shape"]), op.attrs.get("boundary_check", ()),
+                           shape, strides, offsets, size, self.spec.alignment["GM"])
+        return self._unless_one_run(got, _moved_block(op, shape, offsets) * size) if got else None
+
+    def _unless_one_run(self, burst_bytes: int, nbytes: int):
+        """None when the bursts are those of one run from a burst boundary (the default)."""
+        return None if burst_bytes == round_up(nbytes, self.spec.alignment["GM"]) else burst_bytes
 
     def _tag(self, op) -> str:
         tag = self._tags.get(id(op))
@@ -362,7 +401,8 @@ class StreamRecorder:
             out.append(copy(f"GM_to_{op.attrs['scope']}", nbytes, tag=tag,
                             reads=self._refs(op, op.operands[1:], False),
                             writes=self._refs(op, op.results, True),
-                            gm_region=self._region(op, operands, nbytes)))
+                            gm_region=self._region(op, operands, nbytes),
+                            burst_bytes=self._bursts(op, operands) if nbytes else None))
         elif k in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD):
             nbytes = _moved(op, operands) * op.operands[0].type.dtype.itemsize
             reads = self._refs(op, op.operands, False)
@@ -375,7 +415,8 @@ class StreamRecorder:
             self._mark(program, op, nbytes)
             out.append(copy(path, nbytes, tag=tag, reads=reads,
                             writes=self._refs(op, op.results, True),
-                            gm_region=self._region(op, operands, nbytes)))
+                            gm_region=self._region(op, operands, nbytes),
+                            burst_bytes=self._bursts(op, operands) if nbytes else None))
         elif k is Kind.DOT:
             a, b = op.operands[0].type, op.operands[1].type
             l0a, l0b = op.attrs["operand_buffers"]
@@ -430,16 +471,9 @@ def gm_region(op, operands) -> tuple | None:
         >>> gm_region(block_load_op, [a, 64, 64, 64, 1, 0, 32])   # doctest: +SKIP
         ('a_ptr', ((0, 64), (32, 64)))
     """
-    arg = _arg_name(op)
-    k = op.kind
-    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_ADD):
-        offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
-        mask_at = op.info.operand_index("mask", len(operands))
-        if mask_at is not None and operands[mask_at] is not None:
-            offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
-        if not offsets.size:
-            return None
-        return lanes_region(op, int(offsets.min()), int(offsets.max()), int(offsets.size))
+    if op.kind in _LANE_OPS:
+        count, lo, hi = _lanes(op, operands)
+        return lanes_region(op, lo, hi, count)
     r = len(op.attrs["block_shape"])
     return block_region(op, [int(x) for x in operands[1:1 + r]],
                         [int(x) for x in operands[1 + 2 * r:1 + 3 * r]])
@@ -454,6 +488,23 @@ def block_region(op, shape, offsets) -> tuple:
     return (_arg_name(op), box)
 
 
+def _lanes(op, operands) -> tuple[int, int, int]:
+    """``(count, lowest, highest offset)`` of a pointer access's active lanes."""
+    offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
+    mask_at = op.info.operand_index("mask", len(operands))
+    if mask_at is not None and operands[mask_at] is not None:
+        offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
+    if not offsets.size:
+        return 0, 0, 0
+    return int(offsets.size), int(offsets.min()), int(offsets.max())
+
+
+def _itemsize(op) -> int:
+    """Bytes per element a load or store moves."""
+    v = op.result if op.kind in (Kind.LOAD, Kind.BLOCK_LOAD) else op.operands[0]
+    return v.type.dtype.itemsize
+
+
 def _moved(op, operands) -> int:
     """Elements a load/store really moves: mask lanes that are on, or the in-bounds part
     of a block (boundary-checked axes clipped to the array)."""
@@ -463,10 +514,15 @@ def _moved(op, operands) -> int:
         if mask_at is not None and operands[mask_at] is not None:
             return int(np.count_nonzero(operands[mask_at]))
         return int(np.asarray(operands[op.info.operand_index("offsets", len(operands))]).size)
+    r = len(op.attrs["block_shape"])
+    return _moved_block(op, [int(x) for x in operands[1:1 + r]],
+                        [int(x) for x in operands[1 + 2 * r:1 + 3 * r]])
+
+
+def _moved_block(op, shape, offsets) -> int:
+    """Elements of a block access in bounds (boundary-checked axes clipped to ``shape``)."""
     block = tuple(op.attrs["block_shape"])
     r = len(block)
-    shape = [int(x) for x in operands[1:1 + r]]
-    offsets = [int(x) for x in operands[1 + 2 * r:1 + 3 * r]]
     checked = set(op.attrs.get("boundary_check", ()))
     n = 1
     for d in range(r):

@@ -162,15 +162,16 @@ class Compiler:
             for sc in (src, dst):
                 if sc != "GM" and sc not in spec.scopes[spec.core_kind_for(kind)]:
                     fail(f"{kind} cores of {spec.name} have no {sc}")
-            issue, _, moved, rate, touches_gm = copy_terms(path, ins.nbytes, spec)
+            burst = ins.burst_bytes
+            issue, _, moved, rate, touches_gm = copy_terms(path, ins.nbytes, spec, burst)
             if touches_gm:
                 direction = 1 if src == "GM" else -1
                 gm = None
                 if ins.gm_region is not None:
                     gm = (direction < 0, ins.gm_region)
                     self.has_regions = True
-                entry = (GM, issue, copy_occupancy(path, ins.nbytes, spec), moved, float(rate),
-                         gm)
+                entry = (GM, issue, copy_occupancy(path, ins.nbytes, spec, burst), moved,
+                         float(rate), gm)
             else:
                 entry = (LOCAL, cost, cost, None, None, None)
         elif ins.kind in ("cross_set", "cross_wait"):
