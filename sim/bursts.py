@@ -56,16 +56,44 @@ def block_bursts(block: tuple, checked, shape, strides, offsets, itemsize: int,
         >>> block_bursts((4, 64), (), (4, 1024), (1024, 1), (0, 0), 2, 512)  # 4 runs, 2 KiB apart
         2048
     """
-    lo, hi = [], []
-    for d in range(len(block)):
-        a, b = offsets[d], offsets[d] + block[d]
+    return box_bursts(in_bounds_box(block, checked, shape, offsets), strides, itemsize, burst)
+
+
+def in_bounds_box(block: tuple, checked, shape, offsets) -> tuple:
+    """``((lo, hi), ...)`` per axis of a block at ``offsets``: boundary-checked axes
+    clipped to ``shape`` (an empty axis has ``hi <= lo``).
+
+    Example::
+
+        >>> in_bounds_box((4, 4), (1,), (8, 6), (6, 4))
+        ((6, 10), (4, 6))
+    """
+    box = []
+    for d, size in enumerate(block):
+        lo = offsets[d]
         if d in checked:
-            a, b = max(a, 0), min(b, shape[d])
+            hi = min(lo + size, shape[d])
+            box.append((lo if lo > 0 else 0, hi))
+        else:
+            box.append((lo, lo + size))
+    return tuple(box)
+
+
+def box_bursts(box: tuple, strides, itemsize: int, burst: int) -> int:
+    """:func:`block_bursts` of the in-bounds box ``((lo, hi), ...)`` per axis.
+
+    Example::
+
+        >>> box_bursts(((0, 4), (0, 64)), (1024, 1), 2, 512)
+        2048
+    """
+    lo, hi = [], []
+    for a, b in box:
         if b <= a:
             return 0
         lo.append(a)
         hi.append(b)
-    last = len(block) - 1
+    last = len(box) - 1
     n, step = hi[last] - lo[last], strides[last]
     if step == 1 and last <= 1:     # the common cases, without numpy
         start = lo[last] + (lo[0] * strides[0] if last else 0)

@@ -50,7 +50,7 @@ from npujit.ir.ops import Kind, vec_op_name
 from npujit.ir.schedule import CORE_ATTR, placed_buffers, scope_peaks, value_buffers
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, loop_stages
 
-from .bursts import block_bursts, lanes_bursts
+from .bursts import box_bursts, in_bounds_box, lanes_bursts
 from .cost import round_up
 from .isa import CoreProgram, Launch, copy, mmad, set_flag, vec, wait_flag
 from .l2 import ONCE
@@ -134,6 +134,7 @@ class StreamRecorder:
         self.loops = LoopIterations()
         self.slots: dict[str, int] = {}  # buffer -> slot its last write went to
         self.zeroed: set = set()         # L0C buffers the Cube zeroed, not yet accumulated
+        self._accesses: dict = {}        # id(load/store op) -> its _Access
 
     # --- hook protocol (backends/reference/interpreter.py Plan.run) ------------------
     def begin(self, program) -> None:
@@ -161,16 +162,12 @@ class StreamRecorder:
         hi)`` of a pointer access's active lanes, ``events.block(op, event)`` ``(shape,
         offsets, strides)`` of a block access (``event`` as marked in the template)."""
         places = []
-        regions = self.gm_regions
         for _, event, op in template.marks:
-            if op.kind in _LANE_OPS:
-                count, lo, hi = events.lanes(op, event)
-                places.append((lanes_region(op, lo, hi, count) if regions else None,
-                               self._lanes_bursts(op, count, lo, hi)))
+            access = self._access(op)
+            if access.lanes:
+                places.append(access.lanes_place(*events.lanes(op, event)))
             else:
-                shape, offsets, strides = events.block(op, event)
-                places.append((block_region(op, shape, offsets) if regions else None,
-                               self._block_bursts(op, shape, strides, offsets)))
+                places.append(access.block_place(*events.block(op, event)))
         self._streams.append((program.pid, template, tuple(places)))
         self._programs = None
 
@@ -318,41 +315,29 @@ class StreamRecorder:
             if (f.src, f.dst) not in l0_pairs:
                 out.append(set_flag(f.src, f.dst, f.id_at(it), tag=tag))
 
-    def _region(self, op, operands, nbytes: int):
-        return gm_region(op, operands) if self.gm_regions and nbytes else None
+    def _access(self, op) -> "_Access":
+        access = self._accesses.get(id(op))
+        if access is None:
+            burst = self.spec.alignment["GM"] if self.spec is not None else 0
+            access = self._accesses[id(op)] = _Access(op, self.gm_regions, burst)
+        return access
+
+    def _place(self, op, operands, nbytes: int) -> tuple:
+        """``(gm_region, burst_bytes)`` of a load or store that moves ``nbytes``."""
+        if not nbytes:
+            return None, None
+        access = self._access(op)
+        if access.lanes:
+            return access.lanes_place(*_lanes(op, operands))
+        r = len(access.block)
+        return access.block_place([int(x) for x in operands[1:1 + r]],
+                                  [int(x) for x in operands[1 + 2 * r:1 + 3 * r]],
+                                  [int(x) for x in operands[1 + r:1 + 2 * r]])
 
     def _mark(self, program, op, nbytes: int) -> None:
         """The next instruction is a GM copy whose region and bursts a repeat recomputes."""
         if (self.gm_regions or self.spec is not None) and nbytes:
             self.marks.append((len(self.instrs), getattr(program, "event", None), op))
-
-    def _bursts(self, op, operands):
-        """The copy's ``burst_bytes`` (None: one run from a burst boundary, or no spec)."""
-        if op.kind in _LANE_OPS:
-            return self._lanes_bursts(op, *_lanes(op, operands))
-        r = len(op.attrs["block_shape"])
-        return self._block_bursts(op, [int(x) for x in operands[1:1 + r]],
-                                  [int(x) for x in operands[1 + r:1 + 2 * r]],
-                                  [int(x) for x in operands[1 + 2 * r:1 + 3 * r]])
-
-    def _lanes_bursts(self, op, count: int, lo: int, hi: int):
-        if self.spec is None or not count:
-            return None
-        size = _itemsize(op)
-        return self._unless_one_run(lanes_bursts(count, lo, hi, size, self.spec.alignment["GM"]),
-                                    count * size)
-
-    def _block_bursts(self, op, shape, strides, offsets):
-        if self.spec is None:
-            return None
-        size = _itemsize(op)
-        got = block_bursts(tuple(op.attrs["block_shape"]), op.attrs.get("boundary_check", ()),
-                           shape, strides, offsets, size, self.spec.alignment["GM"])
-        return self._unless_one_run(got, _moved_block(op, shape, offsets) * size) if got else None
-
-    def _unless_one_run(self, burst_bytes: int, nbytes: int):
-        """None when the bursts are those of one run from a burst boundary (the default)."""
-        return None if burst_bytes == round_up(nbytes, self.spec.alignment["GM"]) else burst_bytes
 
     def _tag(self, op) -> str:
         tag = self._tags.get(id(op))
@@ -398,11 +383,11 @@ class StreamRecorder:
         if k in (Kind.LOAD, Kind.BLOCK_LOAD):
             nbytes = _moved(op, operands) * op.result.type.dtype.itemsize
             self._mark(program, op, nbytes)
+            region, burst = self._place(op, operands, nbytes)
             out.append(copy(f"GM_to_{op.attrs['scope']}", nbytes, tag=tag,
                             reads=self._refs(op, op.operands[1:], False),
                             writes=self._refs(op, op.results, True),
-                            gm_region=self._region(op, operands, nbytes),
-                            burst_bytes=self._bursts(op, operands) if nbytes else None))
+                            gm_region=region, burst_bytes=burst))
         elif k in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_ADD):
             nbytes = _moved(op, operands) * op.operands[0].type.dtype.itemsize
             reads = self._refs(op, op.operands, False)
@@ -413,10 +398,10 @@ class StreamRecorder:
                 reads = staging
             path = "L0C_to_GM" if pipe == "FIXP" else "UB_to_GM"
             self._mark(program, op, nbytes)
+            region, burst = self._place(op, operands, nbytes)
             out.append(copy(path, nbytes, tag=tag, reads=reads,
                             writes=self._refs(op, op.results, True),
-                            gm_region=self._region(op, operands, nbytes),
-                            burst_bytes=self._bursts(op, operands) if nbytes else None))
+                            gm_region=region, burst_bytes=burst))
         elif k is Kind.DOT:
             a, b = op.operands[0].type, op.operands[1].type
             l0a, l0b = op.attrs["operand_buffers"]
@@ -454,10 +439,48 @@ def _arg_name(op) -> str:
     return getattr(op.operands[0], "name", None) or f"arg{id(op.operands[0])}"
 
 
-def lanes_region(op, lo: int, hi: int, count: int) -> tuple | None:
-    """:func:`gm_region` of a pointer access whose ``count`` active lanes have offsets
-    from ``lo`` to ``hi`` (what a recording backend keeps of them)."""
-    return (_arg_name(op), lo, hi, count) if count else None
+class _Access:
+    """What a load or store's GM region and bursts need of its op, looked up once: the
+    pointer argument's name, lanes or block (its shape and checked axes), the element
+    size; ``burst`` = 0 when the recorder has no spec (no burst counting)."""
+
+    __slots__ = ("name", "lanes", "block", "checked", "itemsize", "regions", "burst")
+
+    def __init__(self, op, regions: bool, burst: int):
+        self.name = _arg_name(op)
+        self.lanes = op.kind in _LANE_OPS
+        self.block = () if self.lanes else tuple(op.attrs["block_shape"])
+        self.checked = frozenset(op.attrs.get("boundary_check", ()))
+        v = op.result if op.kind in (Kind.LOAD, Kind.BLOCK_LOAD) else op.operands[0]
+        self.itemsize = v.type.dtype.itemsize
+        self.regions, self.burst = regions, burst
+
+    def lanes_place(self, count: int, lo: int, hi: int) -> tuple:
+        """``(gm_region, burst_bytes)`` of ``count`` active lanes from ``lo`` to ``hi``."""
+        region = (self.name, lo, hi, count) if self.regions and count else None
+        if not self.burst or not count:
+            return region, None
+        return region, self._unless_one_run(
+            lanes_bursts(count, lo, hi, self.itemsize, self.burst), count * self.itemsize)
+
+    def block_place(self, shape, offsets, strides) -> tuple:
+        """``(gm_region, burst_bytes)`` of the block at ``offsets`` in an array of ``shape``
+        with ``strides`` (elements)."""
+        box = in_bounds_box(self.block, self.checked, shape, offsets)
+        region = (self.name, box) if self.regions else None
+        if not self.burst:
+            return region, None
+        got = box_bursts(box, strides, self.itemsize, self.burst)
+        if not got:
+            return region, None
+        n = 1
+        for lo, hi in box:
+            n *= hi - lo
+        return region, self._unless_one_run(got, n * self.itemsize)
+
+    def _unless_one_run(self, burst_bytes: int, nbytes: int):
+        """None when the bursts are those of one run from a burst boundary (the default)."""
+        return None if burst_bytes == round_up(nbytes, self.burst) else burst_bytes
 
 
 def gm_region(op, operands) -> tuple | None:
@@ -471,21 +494,12 @@ def gm_region(op, operands) -> tuple | None:
         >>> gm_region(block_load_op, [a, 64, 64, 64, 1, 0, 32])   # doctest: +SKIP
         ('a_ptr', ((0, 64), (32, 64)))
     """
-    if op.kind in _LANE_OPS:
-        count, lo, hi = _lanes(op, operands)
-        return lanes_region(op, lo, hi, count)
-    r = len(op.attrs["block_shape"])
-    return block_region(op, [int(x) for x in operands[1:1 + r]],
-                        [int(x) for x in operands[1 + 2 * r:1 + 3 * r]])
-
-
-def block_region(op, shape, offsets) -> tuple:
-    """:func:`gm_region` of a block access with this ``shape`` and these ``offsets``."""
-    block = op.attrs["block_shape"]
-    checked = op.attrs.get("boundary_check", ())
-    box = tuple((max(offsets[d], 0), min(offsets[d] + block[d], shape[d])) if d in checked
-                else (offsets[d], offsets[d] + block[d]) for d in range(len(block)))
-    return (_arg_name(op), box)
+    access = _Access(op, True, 0)
+    if access.lanes:
+        return access.lanes_place(*_lanes(op, operands))[0]
+    r = len(access.block)
+    return access.block_place([int(x) for x in operands[1:1 + r]],
+                              [int(x) for x in operands[1 + 2 * r:1 + 3 * r]], ())[0]
 
 
 def _lanes(op, operands) -> tuple[int, int, int]:
@@ -499,12 +513,6 @@ def _lanes(op, operands) -> tuple[int, int, int]:
     return int(offsets.size), int(offsets.min()), int(offsets.max())
 
 
-def _itemsize(op) -> int:
-    """Bytes per element a load or store moves."""
-    v = op.result if op.kind in (Kind.LOAD, Kind.BLOCK_LOAD) else op.operands[0]
-    return v.type.dtype.itemsize
-
-
 def _moved(op, operands) -> int:
     """Elements a load/store really moves: mask lanes that are on, or the in-bounds part
     of a block (boundary-checked axes clipped to the array)."""
@@ -514,15 +522,10 @@ def _moved(op, operands) -> int:
         if mask_at is not None and operands[mask_at] is not None:
             return int(np.count_nonzero(operands[mask_at]))
         return int(np.asarray(operands[op.info.operand_index("offsets", len(operands))]).size)
-    r = len(op.attrs["block_shape"])
-    return _moved_block(op, [int(x) for x in operands[1:1 + r]],
-                        [int(x) for x in operands[1 + 2 * r:1 + 3 * r]])
-
-
-def _moved_block(op, shape, offsets) -> int:
-    """Elements of a block access in bounds (boundary-checked axes clipped to ``shape``)."""
     block = tuple(op.attrs["block_shape"])
     r = len(block)
+    shape = [int(x) for x in operands[1:1 + r]]
+    offsets = [int(x) for x in operands[1 + 2 * r:1 + 3 * r]]
     checked = set(op.attrs.get("boundary_check", ()))
     n = 1
     for d in range(r):
