@@ -6,6 +6,8 @@ import random
 import numpy as np
 import pytest
 
+import npujit.language as nl
+from npujit import npu_kernel
 from npujit.sim import ASCEND_910B_LIKE, TINY, CoreProgram, copy, simulate
 from npujit.sim.bursts import block_bursts, lanes_bursts
 from npujit.sim.cost import copy_bytes, copy_occupancy
@@ -90,3 +92,27 @@ def test_simulated_hbm_bytes_count_the_bursts():
 def test_burst_bytes_only_on_gm_copies():
     with pytest.raises(ValueError, match="burst_bytes"):
         copy("L1_to_L0A", 512, burst_bytes=512)
+
+
+@npu_kernel
+def column_kernel(x_ptr, out_ptr, stride, BLOCK: nl.constexpr):
+    # a column of a row-major matrix (pointer lanes `stride` elements apart), stored as a row
+    offs = nl.arange(0, BLOCK)
+    nl.store(out_ptr + offs, nl.load(x_ptr + offs * stride) + 1.0)
+
+
+@pytest.mark.parametrize("stride", [1, 8, 200])
+def test_the_recorder_counts_the_bursts_of_a_strided_load(stride):
+    spec, burst = ASCEND_910B_LIKE, ASCEND_910B_LIKE.alignment["GM"]
+    block = 64
+    x = np.arange(block * stride, dtype=np.float32)
+    out = np.zeros(block, np.float32)
+    r = column_kernel.with_options(backend="reference").simulate(
+        x, out, stride, grid=(1,), spec=spec, BLOCK=block)
+    np.testing.assert_array_equal(out, x[::stride] + 1.0)
+    # 64 f32 lanes 4 * stride bytes apart: every burst of the span when that is under a
+    # burst, else one burst per lane; the store is one 256 B run, one burst
+    span = -(-((block - 1) * stride + 1) * 4 // burst)
+    assert r.hbm_read_bytes == min(block, span) * burst
+    assert r.hbm_write_bytes == burst
+    assert r.bytes_by_path["GM_to_UB"] == 4 * block
