@@ -30,7 +30,8 @@ _COMMON = {
     "name": "npujit", "pipes": "§A2 [O]", "scopes": "§A2 [O]", "cube_fractal": "§A4 [O]",
     "cube_startup_cycles": "assumed", "vector_bytes_per_cycle": "§A5 [O]",
     "vector_startup_cycles": "assumed", "sync_cycles": "assumed", "event_ids": "§A6 [O]",
-    **{f"alignment.{s}": "§A6 [O]" for s in ("GM", "UB", "L1", "L0A", "L0B", "L0C")},
+    **{f"alignment.{s}": "§A6 [O]" for s in ("UB", "L1", "L0A", "L0B", "L0C")},
+    "alignment.GM": "§A6 [O] (512 B HBM burst)",
     **{f"capacity.{s}": "§A3 [O]" for s in ("UB", "L1", "L0A", "L0B", "L0C")},
     **_VECTOR_OP_COST,
 }

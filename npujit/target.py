@@ -194,8 +194,8 @@ class NPUSpec:
     * ``arch``: ``"separated"`` (AIC and AIV are distinct cores, 910B) or ``"coupled"``
       (one core has Cube and Vector, 910); ``aic_cores`` / ``aiv_cores`` count them.
     * ``pipes`` / ``scopes``: core kind -> the pipes / on-core memories that core has.
-    * ``capacity`` / ``alignment``: scope -> bytes.  ``alignment["GM"]`` is the burst size
-      GM-side transfers round up to.
+    * ``capacity`` / ``alignment``: scope -> bytes.  ``alignment["GM"]`` is the HBM burst:
+      a GM copy moves every burst its offsets touch (``sim/bursts.py``, ``sim/cost.py``).
     * ``cube_fractal``: the M0 = N0 = K0 of one Cube step at fp16 (16); ``cube_rate``:
       dtype -> fp16-equivalent steps per cycle (i8 2, f32 0.25); ``cube_startup_cycles``.
     * ``vector_bytes_per_cycle`` (one repeat), ``vector_startup_cycles``, ``vector_op_cost``:
@@ -454,8 +454,9 @@ ASCEND_910B_LIKE = NPUSpec(
     scopes={"AIC": ("L1", "L0A", "L0B", "L0C"), "AIV": ("UB",)},   # §A2 [O]
     # §A3 [O]
     capacity={"UB": _kb(192), "L1": _kb(512), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(128)},
-    # §A6 [O]; GM rounds to one 32 B DataBlock (L2 line effects not modelled)
-    alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
+    # §A6 [O]: on-chip buffers 32 B (UB/L1), L0A/L0B 512 B, L0C 64 B; GM moves 512 B
+    # HBM bursts (a copy pays per burst its offsets touch, sim/bursts.py)
+    alignment={"GM": 512, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
     cube_fractal=16,                   # cube_m/n/k_size 16 §A4 [O]
     cube_rate=_CUBE_RATE,
     cube_startup_cycles=8,             # assumed: pipeline fill of one Mmad
@@ -500,8 +501,8 @@ ASCEND_910_LIKE = NPUSpec(
     scopes={"AIC": ("L1", "L0A", "L0B", "L0C", "UB")},      # UB and L1 in one core §A2 [O]
     # §A3 [O]
     capacity={"UB": _kb(256), "L1": _kb(1024), "L0A": _kb(64), "L0B": _kb(64), "L0C": _kb(256)},
-    # §A6 [O] gives the 2201 rules; assumed the same on 1001
-    alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
+    # §A6 [O] gives the 2201 rules (GM: 512 B HBM bursts); assumed the same on 1001
+    alignment={"GM": 512, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
     cube_fractal=16,                   # §A5 [O]
     # f16 / i8 §A5 [O]; no bf16 on 910A (assumed); f32 at 1/4 assumed as on 2201
     cube_rate={"f16": 1.0, "i8": 2.0, "f32": 0.25},
@@ -532,6 +533,8 @@ TINY = NPUSpec(
     },
     scopes={"AIC": ("L1", "L0A", "L0B", "L0C"), "AIV": ("UB",)},
     capacity={"UB": _kb(16), "L1": _kb(64), "L0A": _kb(8), "L0B": _kb(8), "L0C": _kb(16)},
+    # GM moves 32 B "bursts" here (not the Ascend presets' 512 B) so small test copies
+    # keep hand-computable byte counts
     alignment={"GM": 32, "UB": 32, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 64},
     cube_fractal=16,
     cube_rate={"f16": 1.0, "bf16": 1.0, "i8": 2.0, "f32": 0.25},

@@ -6,7 +6,11 @@ The cost of an instruction is what it takes alone on an idle chip, in integer cy
   (16 = ``cube_fractal``; i8 runs 2 steps per cycle, f32 a quarter).
 * ``vec``: ``vector_startup + ceil(ceil(nbytes / 256) x vector_op_cost[op class])``.
 * ``copy``: bytes are first rounded up to the alignment of both scopes of the path
-  (UB/L1 32 B, L0A/L0B 512 B, L0C 64 B, GM the burst size); then
+  (UB/L1 32 B, L0A/L0B 512 B, L0C 64 B); a copy touching GM moves whole GM bursts
+  (``alignment["GM"]``: 512 B on the Ascend presets, docs/npu-facts.md §A6): its
+  ``burst_bytes`` (the bursts its real offsets touch, as the stream recorder counts them:
+  a strided or gathered copy pays per burst touched) or, without them, its bytes rounded
+  up to the burst (one contiguous run starting on a burst boundary); then
   ``path.latency + ceil(bytes / rate)`` occupies the pipe, with ``rate`` the port rate
   (for a path touching GM, ``min(port rate, HBM rate)``; with other transfers in flight HBM
   is shared and the copy takes longer: the engine).  A GM copy's data lands
@@ -45,23 +49,33 @@ def round_up(n: int, align: int) -> int:
     return -(-n // align) * align
 
 
-def copy_bytes(path: str, nbytes: int, spec: NPUSpec) -> int:
-    """Bytes a copy really moves: rounded up to the alignment of its source and destination.
+def copy_bytes(path: str, nbytes: int, spec: NPUSpec, burst_bytes: int | None = None) -> int:
+    """Bytes a copy really moves: rounded up to the alignment of its source and destination;
+    on a GM path at least ``burst_bytes`` (the GM bursts it touches) when given, else the
+    bytes rounded up to the GM burst (one contiguous run from a burst boundary).
 
     Example::
 
-        >>> from npujit.target import TINY
+        >>> from npujit.target import TINY, ASCEND_910B_LIKE
         >>> copy_bytes("L1_to_L0A", 100, TINY)   # L0A fractal = 512 B
         512
+        >>> copy_bytes("GM_to_UB", 100, ASCEND_910B_LIKE)   # one 512 B HBM burst
+        512
+        >>> copy_bytes("GM_to_UB", 4096, ASCEND_910B_LIKE, burst_bytes=16 * 512)   # strided
+        8192
     """
     src, dst = path_scopes(path)
-    align = max(spec.alignment[src], spec.alignment[dst])
-    return round_up(nbytes, align)
+    if burst_bytes is None or "GM" not in (src, dst):
+        return round_up(nbytes, max(spec.alignment[src], spec.alignment[dst]))
+    chip = dst if src == "GM" else src
+    return max(round_up(nbytes, spec.alignment[chip]), burst_bytes)
 
 
-def copy_terms(path: str, nbytes: int, spec: NPUSpec) -> tuple[int, int, int, float, bool]:
+def copy_terms(path: str, nbytes: int, spec: NPUSpec,
+               burst_bytes: int | None = None) -> tuple[int, int, int, float, bool]:
     """``(issue latency, landing latency, moved bytes, rate in bytes/cycle, touches GM)`` of
-    one copy, uncontended.  The pipe is busy for ``issue + ceil(moved / rate)``.
+    one copy, uncontended (``burst_bytes``: see :func:`copy_bytes`).  The pipe is busy for
+    ``issue + ceil(moved / rate)``.
 
     Example::
 
@@ -72,14 +86,14 @@ def copy_terms(path: str, nbytes: int, spec: NPUSpec) -> tuple[int, int, int, fl
     if path not in spec.paths:
         raise SpecError(f"{spec.name} has no path {path!r}; paths are {sorted(spec.paths)}")
     port = spec.paths[path]
-    moved = copy_bytes(path, nbytes, spec)
+    moved = copy_bytes(path, nbytes, spec, burst_bytes)
     if path.startswith("GM_") or path.endswith("_GM"):
         return (port.latency, spec.hbm_latency_cycles, moved,
                 min(port.bytes_per_cycle, spec.hbm_bytes_per_cycle), True)
     return port.latency, 0, moved, port.bytes_per_cycle, False
 
 
-def copy_occupancy(path: str, nbytes: int, spec: NPUSpec) -> int:
+def copy_occupancy(path: str, nbytes: int, spec: NPUSpec, burst_bytes: int | None = None) -> int:
     """Cycles a copy keeps its pipe busy when uncontended (without the landing latency).
 
     Example::
@@ -88,11 +102,11 @@ def copy_occupancy(path: str, nbytes: int, spec: NPUSpec) -> int:
         >>> copy_occupancy("GM_to_UB", 6400, TINY)   # 10 + 6400 / 64
         110
     """
-    issue, _, moved, rate, _ = copy_terms(path, nbytes, spec)
+    issue, _, moved, rate, _ = copy_terms(path, nbytes, spec, burst_bytes)
     return issue + math.ceil(moved / rate)
 
 
-def copy_cycles(path: str, nbytes: int, spec: NPUSpec) -> int:
+def copy_cycles(path: str, nbytes: int, spec: NPUSpec, burst_bytes: int | None = None) -> int:
     """Cycles of one copy alone on an idle chip, until its data has landed.
 
     Example::
@@ -101,7 +115,7 @@ def copy_cycles(path: str, nbytes: int, spec: NPUSpec) -> int:
         >>> copy_cycles("L1_to_L0B", 1024, TINY), copy_cycles("GM_to_UB", 6400, TINY)
         (14, 210)
     """
-    issue, landing, moved, rate, _ = copy_terms(path, nbytes, spec)
+    issue, landing, moved, rate, _ = copy_terms(path, nbytes, spec, burst_bytes)
     return issue + math.ceil(moved / rate) + landing
 
 
@@ -152,7 +166,7 @@ def instr_cycles(ins: Instr, spec: NPUSpec) -> int:
     """
     kind = ins.kind
     if kind == "copy":
-        return copy_cycles(ins.path, ins.nbytes, spec)
+        return copy_cycles(ins.path, ins.nbytes, spec, ins.burst_bytes)
     if kind == "mmad":
         return mmad_cycles(ins.m, ins.n, ins.k, ins.dtype, spec)
     if kind == "vec":
@@ -176,5 +190,5 @@ def gm_bytes(ins: Instr, spec: NPUSpec) -> int:
     """
     if ins.kind != "copy":
         return 0
-    _, _, moved, _, touches_gm = copy_terms(ins.path, ins.nbytes, spec)
+    _, _, moved, _, touches_gm = copy_terms(ins.path, ins.nbytes, spec, ins.burst_bytes)
     return moved if touches_gm else 0

@@ -33,7 +33,10 @@ on-core buffers, used by the race detector) and a ``tag`` (e.g. ``"kernel.py:42"
 shows up in traces and errors.  A GM copy may carry ``gm_region``: a hashable key naming
 the GM bytes it touches (e.g. ``("a_ptr", (0, 128, 64, 128))``); copies with equal keys
 touch the same bytes.  Only the L2 model reads it (``sim/l2.py``); a copy without one is
-always an L2 miss, so streams written before the L2 model time as they did.
+always an L2 miss, so streams written before the L2 model time as they did.  A GM copy may
+also carry ``burst_bytes``: the bytes of the GM bursts its real offsets touch (the stream
+recorder counts them, ``sim/lower.py``); without it the copy is one contiguous run from a
+burst boundary (``sim/cost.py``).
 
 Example::
 
@@ -125,6 +128,7 @@ class Instr(NamedTuple):
     writes: tuple = ()
     tag: str | None = None
     gm_region: object = None
+    burst_bytes: int | None = None
 
     @property
     def flops(self) -> int:
@@ -203,9 +207,11 @@ def _count(name: str, v) -> int:
 
 
 def copy(path: str, nbytes: int, *, pipe: str | None = None, reads=(), writes=(),
-         tag: str | None = None, gm_region=None) -> Instr:
+         tag: str | None = None, gm_region=None, burst_bytes: int | None = None) -> Instr:
     """A DataCopy of ``nbytes`` along ``path`` (e.g. ``"GM_to_UB"``) on its MTE/FixPipe pipe.
     ``gm_region`` (GM paths only): a hashable key of the GM bytes it touches, for the L2.
+    ``burst_bytes`` (GM paths only): the bytes of the GM bursts it touches, when its GM
+    bytes are not one contiguous run (a strided or gathered copy); see ``sim/cost.py``.
 
     Example::
 
@@ -224,12 +230,18 @@ def copy(path: str, nbytes: int, *, pipe: str | None = None, reads=(), writes=()
         except TypeError:
             raise ValueError(f"gm_region must be hashable (a tuple of names and ints), "
                              f"got {gm_region!r}") from None
+    if burst_bytes is not None:
+        if "GM" not in (src, dst):
+            raise ValueError(f"copy along {path} touches no GM; burst_bytes must be None, "
+                             f"got {burst_bytes!r}")
+        _count("burst_bytes", burst_bytes)
     if pipe is None:
         if path not in DEFAULT_PATH_PIPE:
             raise SpecError(f"path {path!r} has no default pipe; pass pipe=")
         pipe = DEFAULT_PATH_PIPE[path]
     return Instr(pipe, "copy", path=path, nbytes=_count("nbytes", nbytes),
-                 reads=_bufrefs(reads), writes=_bufrefs(writes), tag=tag, gm_region=gm_region)
+                 reads=_bufrefs(reads), writes=_bufrefs(writes), tag=tag, gm_region=gm_region,
+                 burst_bytes=burst_bytes)
 
 
 def mmad(m: int, n: int, k: int, dtype: str = "f16", *, reads=(), writes=(),

@@ -17,7 +17,9 @@ schedule attributes (``ir/schedule/model.py``) say:
   ``BRANCH_CYCLES`` on the scalar unit;
 * loads/stores: one copy of the bytes really moved (masked-off lanes and out-of-bounds
   block rows/columns move nothing; ``DataCopyPad``, docs/npu-facts.md §A6) on
-  ``GM_to_<scope>`` / ``UB_to_GM`` / ``L0C_to_GM``; with ``gm_regions=True`` (what
+  ``GM_to_<scope>`` / ``UB_to_GM`` / ``L0C_to_GM``; with a ``spec``, a copy whose GM bytes
+  are not one run from a burst boundary carries ``burst_bytes``, the GM bursts its real
+  offsets touch (``sim/bursts.py``); with ``gm_regions=True`` (what
   ``kernel.simulate`` asks for) each carries the GM region it touches, for the L2 model
   (:func:`gm_region`); a region no other copy of the launch touches becomes
   ``sim.l2.ONCE``, so programs that differ only in which tiles they stream keep
@@ -52,6 +54,8 @@ from npujit.ir.ops import CONTROL, Kind, vec_op_name
 from npujit.ir.schedule import CORE_ATTR, placed_buffers, scope_peaks, value_buffers
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, loop_stages
 
+from .bursts import box_bursts, in_bounds_box, lanes_bursts
+from .cost import round_up
 from .isa import CoreProgram, Launch, copy, mmad, scalar, set_flag, vec, wait_flag
 from .l2 import ONCE
 from .split import needs_split, split_stream
@@ -83,21 +87,23 @@ _LANE_OPS = (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW)
 
 
 class _Template:
-    """A recorded stream with its GM copies' regions taken out: ``instrs`` (regions as
-    recorded) and ``marks``, one ``(position, event, op)`` per copy that carries a region
-    (``event``: where the recording backend's events for that op start, for
-    :meth:`StreamRecorder.repeat`)."""
+    """A recorded stream with what depends on where its GM copies go taken out: ``instrs``
+    (as recorded) and ``marks``, one ``(position, event, op)`` per GM copy (``event``:
+    where the recording backend's events for that op start, for
+    :meth:`StreamRecorder.repeat`).  A program's ``places`` are one ``(gm_region,
+    burst_bytes)`` per mark."""
 
     __slots__ = ("instrs", "marks")
 
     def __init__(self, instrs: list, marks: tuple):
         self.instrs, self.marks = instrs, marks
 
-    def with_regions(self, regions) -> list:
+    def with_regions(self, places) -> list:
         out = list(self.instrs)
-        for (pos, _, _), region in zip(self.marks, regions):
-            if out[pos].gm_region != region:
-                out[pos] = out[pos]._replace(gm_region=region)
+        for (pos, _, _), (region, burst) in zip(self.marks, places):
+            ins = out[pos]
+            if ins.gm_region != region or ins.burst_bytes != burst:
+                out[pos] = ins._replace(gm_region=region, burst_bytes=burst)
         return out
 
 
@@ -137,6 +143,7 @@ class StreamRecorder:
         self.loops = LoopIterations()
         self.slots: dict[str, int] = {}  # buffer -> slot its last write went to
         self.zeroed: set = set()         # L0C buffers the Cube zeroed, not yet accumulated
+        self._accesses: dict = {}        # id(load/store op) -> its _Access
 
     # --- hook protocol (backends/reference/interpreter.py Plan.run) ------------------
     def begin(self, program) -> None:
@@ -145,32 +152,32 @@ class StreamRecorder:
 
     def end(self, program) -> None:
         instrs = self.instrs
-        regions = tuple(instrs[pos].gm_region for pos, _, _ in self.marks)
+        places = tuple((instrs[pos].gm_region, instrs[pos].burst_bytes)
+                       for pos, _, _ in self.marks)
         marked = {pos for pos, _, _ in self.marks}
-        key = tuple(ins._replace(gm_region=None) if pos in marked else ins
+        key = tuple(ins._replace(gm_region=None, burst_bytes=None) if pos in marked else ins
                     for pos, ins in enumerate(instrs))
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = _Template(instrs, tuple(self.marks))
         self.template = template
-        self._streams.append((program.pid, template, regions))
+        self._streams.append((program.pid, template, places))
         self._programs = None
 
     def repeat(self, program, template: _Template, events) -> None:
         """Record ``program`` as ``template``'s stream (a program the backend ran exactly
-        as the one ``template`` was recorded from, but for its GM regions), its regions
-        from ``events``: ``events.lanes(op, event)`` is ``(count, lo, hi)`` of a pointer
-        access's active lanes, ``events.block(op, event)`` ``(shape, offsets)`` of a block
-        access (``event`` as marked in the template)."""
-        regions = []
+        as the one ``template`` was recorded from, but for where its GM copies go), its
+        regions and bursts from ``events``: ``events.lanes(op, event)`` is ``(count, lo,
+        hi)`` of a pointer access's active lanes, ``events.block(op, event)`` ``(shape,
+        offsets, strides)`` of a block access (``event`` as marked in the template)."""
+        places = []
         for _, event, op in template.marks:
-            if op.kind in _LANE_OPS:
-                count, lo, hi = events.lanes(op, event)
-                regions.append(lanes_region(op, lo, hi, count))
+            access = self._access(op)
+            if access.lanes:
+                places.append(access.lanes_place(*events.lanes(op, event)))
             else:
-                shape, offsets = events.block(op, event)
-                regions.append(block_region(op, shape, offsets))
-        self._streams.append((program.pid, template, tuple(regions)))
+                places.append(access.block_place(*events.block(op, event)))
+        self._streams.append((program.pid, template, tuple(places)))
         self._programs = None
 
     def launch(self, name: str | None = None) -> Launch:
@@ -194,14 +201,15 @@ class StreamRecorder:
         """One program per recorded stream; streams with one template and the same
         regions (a region touched once being ``ONCE``) share one ``CoreProgram``."""
         touches: dict = {}
-        for _, _, regions in self._streams:
-            for r in regions:
+        for _, _, places in self._streams:
+            for r, _ in places:
                 if r is not None:
                     touches[r] = touches.get(r, 0) + 1
         distinct: dict[tuple, CoreProgram] = {}
         programs = []
-        for pid, template, regions in self._streams:
-            final = tuple(ONCE if r is not None and touches[r] == 1 else r for r in regions)
+        for pid, template, places in self._streams:
+            final = tuple((ONCE, b) if r is not None and touches[r] == 1 else (r, b)
+                          for r, b in places)
             key = (id(template), final)
             prog = distinct.get(key)
             if prog is None:
@@ -217,8 +225,8 @@ class StreamRecorder:
         sizes = {b.name: b.slot_bytes for b in placed}
         ub_free = self.spec.capacity["UB"] - scope_peaks(placed).get("UB", 0)
         streams = []
-        for pid, template, regions in self._streams:
-            aic, aiv = split_stream(template.with_regions(regions), pid, self.spec, sizes,
+        for pid, template, places in self._streams:
+            aic, aiv = split_stream(template.with_regions(places), pid, self.spec, sizes,
                                     ub_free)
             streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
         self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
@@ -320,12 +328,28 @@ class StreamRecorder:
             if (f.src, f.dst) not in l0_pairs:
                 out.append(set_flag(f.src, f.dst, f.id_at(it), tag=tag))
 
-    def _region(self, op, operands, nbytes: int):
-        return gm_region(op, operands) if self.gm_regions and nbytes else None
+    def _access(self, op) -> "_Access":
+        access = self._accesses.get(id(op))
+        if access is None:
+            burst = self.spec.alignment["GM"] if self.spec is not None else 0
+            access = self._accesses[id(op)] = _Access(op, self.gm_regions, burst)
+        return access
+
+    def _place(self, op, operands, nbytes: int) -> tuple:
+        """``(gm_region, burst_bytes)`` of a load or store that moves ``nbytes``."""
+        if not nbytes:
+            return None, None
+        access = self._access(op)
+        if access.lanes:
+            return access.lanes_place(*_lanes(op, operands))
+        r = len(access.block)
+        return access.block_place([int(x) for x in operands[1:1 + r]],
+                                  [int(x) for x in operands[1 + 2 * r:1 + 3 * r]],
+                                  [int(x) for x in operands[1 + r:1 + 2 * r]])
 
     def _mark(self, program, op, nbytes: int) -> None:
-        """The next instruction is a GM copy whose region a repeat recomputes."""
-        if self.gm_regions and nbytes:
+        """The next instruction is a GM copy whose region and bursts a repeat recomputes."""
+        if (self.gm_regions or self.spec is not None) and nbytes:
             self.marks.append((len(self.instrs), getattr(program, "event", None), op))
 
     def _tag(self, op) -> str:
@@ -372,10 +396,11 @@ class StreamRecorder:
         if k in (Kind.LOAD, Kind.BLOCK_LOAD):
             nbytes = _moved(op, operands) * op.result.type.dtype.itemsize
             self._mark(program, op, nbytes)
+            region, burst = self._place(op, operands, nbytes)
             out.append(copy(f"GM_to_{op.attrs['scope']}", nbytes, tag=tag,
                             reads=self._refs(op, op.operands[1:], False),
                             writes=self._refs(op, op.results, True),
-                            gm_region=self._region(op, operands, nbytes)))
+                            gm_region=region, burst_bytes=burst))
         elif k in (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW):
             nbytes = _moved(op, operands) * op.operands[0].type.dtype.itemsize
             reads = self._refs(op, op.operands, False)
@@ -386,9 +411,10 @@ class StreamRecorder:
                 reads = staging
             path = "L0C_to_GM" if pipe == "FIXP" else "UB_to_GM"
             self._mark(program, op, nbytes)
+            region, burst = self._place(op, operands, nbytes)
             out.append(copy(path, nbytes, tag=tag, reads=reads,
                             writes=self._refs(op, op.results, True),
-                            gm_region=self._region(op, operands, nbytes)))
+                            gm_region=region, burst_bytes=burst))
         elif k is Kind.DOT:
             a, b = op.operands[0].type, op.operands[1].type
             l0a, l0b = op.attrs["operand_buffers"]
@@ -426,10 +452,48 @@ def _arg_name(op) -> str:
     return getattr(op.operands[0], "name", None) or f"arg{id(op.operands[0])}"
 
 
-def lanes_region(op, lo: int, hi: int, count: int) -> tuple | None:
-    """:func:`gm_region` of a pointer access whose ``count`` active lanes have offsets
-    from ``lo`` to ``hi`` (what a recording backend keeps of them)."""
-    return (_arg_name(op), lo, hi, count) if count else None
+class _Access:
+    """What a load or store's GM region and bursts need of its op, looked up once: the
+    pointer argument's name, lanes or block (its shape and checked axes), the element
+    size; ``burst`` = 0 when the recorder has no spec (no burst counting)."""
+
+    __slots__ = ("name", "lanes", "block", "checked", "itemsize", "regions", "burst")
+
+    def __init__(self, op, regions: bool, burst: int):
+        self.name = _arg_name(op)
+        self.lanes = op.kind in _LANE_OPS
+        self.block = () if self.lanes else tuple(op.attrs["block_shape"])
+        self.checked = frozenset(op.attrs.get("boundary_check", ()))
+        v = op.result if op.kind in (Kind.LOAD, Kind.BLOCK_LOAD) else op.operands[0]
+        self.itemsize = v.type.dtype.itemsize
+        self.regions, self.burst = regions, burst
+
+    def lanes_place(self, count: int, lo: int, hi: int) -> tuple:
+        """``(gm_region, burst_bytes)`` of ``count`` active lanes from ``lo`` to ``hi``."""
+        region = (self.name, lo, hi, count) if self.regions and count else None
+        if not self.burst or not count:
+            return region, None
+        return region, self._unless_one_run(
+            lanes_bursts(count, lo, hi, self.itemsize, self.burst), count * self.itemsize)
+
+    def block_place(self, shape, offsets, strides) -> tuple:
+        """``(gm_region, burst_bytes)`` of the block at ``offsets`` in an array of ``shape``
+        with ``strides`` (elements)."""
+        box = in_bounds_box(self.block, self.checked, shape, offsets)
+        region = (self.name, box) if self.regions else None
+        if not self.burst:
+            return region, None
+        got = box_bursts(box, strides, self.itemsize, self.burst)
+        if not got:
+            return region, None
+        n = 1
+        for lo, hi in box:
+            n *= hi - lo
+        return region, self._unless_one_run(got, n * self.itemsize)
+
+    def _unless_one_run(self, burst_bytes: int, nbytes: int):
+        """None when the bursts are those of one run from a burst boundary (the default)."""
+        return None if burst_bytes == round_up(nbytes, self.burst) else burst_bytes
 
 
 def gm_region(op, operands) -> tuple | None:
@@ -443,28 +507,23 @@ def gm_region(op, operands) -> tuple | None:
         >>> gm_region(block_load_op, [a, 64, 64, 64, 1, 0, 32])   # doctest: +SKIP
         ('a_ptr', ((0, 64), (32, 64)))
     """
-    arg = _arg_name(op)
-    k = op.kind
-    if k in (Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW):
-        offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
-        mask_at = op.info.operand_index("mask", len(operands))
-        if mask_at is not None and operands[mask_at] is not None:
-            offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
-        if not offsets.size:
-            return None
-        return lanes_region(op, int(offsets.min()), int(offsets.max()), int(offsets.size))
-    r = len(op.attrs["block_shape"])
-    return block_region(op, [int(x) for x in operands[1:1 + r]],
-                        [int(x) for x in operands[1 + 2 * r:1 + 3 * r]])
+    access = _Access(op, True, 0)
+    if access.lanes:
+        return access.lanes_place(*_lanes(op, operands))[0]
+    r = len(access.block)
+    return access.block_place([int(x) for x in operands[1:1 + r]],
+                              [int(x) for x in operands[1 + 2 * r:1 + 3 * r]], ())[0]
 
 
-def block_region(op, shape, offsets) -> tuple:
-    """:func:`gm_region` of a block access with this ``shape`` and these ``offsets``."""
-    block = op.attrs["block_shape"]
-    checked = op.attrs.get("boundary_check", ())
-    box = tuple((max(offsets[d], 0), min(offsets[d] + block[d], shape[d])) if d in checked
-                else (offsets[d], offsets[d] + block[d]) for d in range(len(block)))
-    return (_arg_name(op), box)
+def _lanes(op, operands) -> tuple[int, int, int]:
+    """``(count, lowest, highest offset)`` of a pointer access's active lanes."""
+    offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
+    mask_at = op.info.operand_index("mask", len(operands))
+    if mask_at is not None and operands[mask_at] is not None:
+        offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
+    if not offsets.size:
+        return 0, 0, 0
+    return int(offsets.size), int(offsets.min()), int(offsets.max())
 
 
 def _moved(op, operands) -> int:

@@ -104,6 +104,7 @@ class _KindCache(dict):
         self.pipes = compiler.spec.pipes[compiler.spec.core_kind_for(kind)]
         self.infos: list[_InstrInfo] = []
         self.by_id: dict[int, int] = {}   # id(instr) -> uid: a cheap first look-up
+        self.alive: list = []             # every Instr object by_id knows, kept alive
 
     def __missing__(self, ins):
         if not isinstance(ins, Instr):
@@ -162,15 +163,16 @@ class Compiler:
             for sc in (src, dst):
                 if sc != "GM" and sc not in spec.scopes[spec.core_kind_for(kind)]:
                     fail(f"{kind} cores of {spec.name} have no {sc}")
-            issue, _, moved, rate, touches_gm = copy_terms(path, ins.nbytes, spec)
+            burst = ins.burst_bytes
+            issue, _, moved, rate, touches_gm = copy_terms(path, ins.nbytes, spec, burst)
             if touches_gm:
                 direction = 1 if src == "GM" else -1
                 gm = None
                 if ins.gm_region is not None:
                     gm = (direction < 0, ins.gm_region)
                     self.has_regions = True
-                entry = (GM, issue, copy_occupancy(path, ins.nbytes, spec), moved, float(rate),
-                         gm)
+                entry = (GM, issue, copy_occupancy(path, ins.nbytes, spec, burst), moved,
+                         float(rate), gm)
             else:
                 entry = (LOCAL, cost, cost, None, None, None)
         elif ins.kind in ("cross_set", "cross_wait"):
@@ -205,14 +207,20 @@ class Compiler:
 
     def _uids(self, cache: _KindCache, instrs: list, index: int) -> np.ndarray:
         """The uid of every instruction: by object id when the program reuses known Instr
-        objects (cheap), else by value (hashes the tuple)."""
-        n = len(instrs)
-        if n and id(instrs[0]) in cache.by_id:
-            uids = list(map(cache.by_id.get, map(id, instrs)))
-            if None not in uids:
-                return np.array(uids, dtype=np.int64)
+        objects (cheap; the cache keeps them alive, so an id is never reused), else by
+        value (hashes the tuple) for the ones not seen before."""
+        by_id = cache.by_id
+        uids = list(map(by_id.get, map(id, instrs)))
+        if None not in uids:
+            return np.array(uids, dtype=np.int64)
         try:
-            return np.fromiter(map(cache.__getitem__, instrs), dtype=np.int64, count=n)
+            get, alive = cache.__getitem__, cache.alive
+            for j, u in enumerate(uids):
+                if u is None:
+                    ins = instrs[j]
+                    u = uids[j] = by_id[id(ins)] = get(ins)
+                    alive.append(ins)     # keeps id(ins) from being reused
+            return np.array(uids, dtype=np.int64)
         except ProgramError as e:
             bad = next(i for i, ins in enumerate(instrs)
                        if not isinstance(ins, Instr) or ins not in cache)
@@ -234,11 +242,15 @@ class Compiler:
         if cache is None:
             cache = self._caches[kind] = _KindCache(self, kind)
         pipes = cache.pipes
-        uids = self._uids(cache, program.instrs, index)
-        infos = cache.infos
+        # Work on the program's distinct instructions (local numbers), not on every one
+        # the cache has seen: a launch of many programs that differ in their GM regions
+        # would otherwise cost quadratic time.
+        distinct, local, counts = np.unique(self._uids(cache, program.instrs, index),
+                                            return_inverse=True, return_counts=True)
+        infos = [cache.infos[u] for u in distinct.tolist()]
         pipe_of = np.array([info.pipe for info in infos], dtype=np.int64)
         entries = [info.entry for info in infos]
-        counts = np.bincount(uids, minlength=len(infos))
+        uids = local.reshape(-1)
         per_instr_pipe = pipe_of[uids]
         c = Compiled()
         c.pipes, c.queues, c.positions = [], [], []
@@ -271,9 +283,8 @@ class Compiler:
         hbm_read = hbm_write = flops = elems = floor = 0
         lat_min = INF
         l2 = self.spec.l2_bytes > 0
-        for uid in np.flatnonzero(counts).tolist():
-            n = int(counts[uid])
-            pidx, entry, path, nbytes, moved, direction, fl, el, region = infos[uid]
+        for info, n in zip(infos, counts.tolist()):
+            pidx, entry, path, nbytes, moved, direction, fl, el, region = info
             if pidx < 0:
                 for name in pipes:
                     work[name] += n * entry[2]

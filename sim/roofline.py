@@ -120,9 +120,10 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
     for ins in program.instrs:
         cost = instr_cycles(ins, spec)
         if ins.kind == "copy":
-            issue, _, moved, _, touches_gm = copy_terms(ins.path, ins.nbytes, spec)
+            burst = ins.burst_bytes
+            issue, _, moved, _, touches_gm = copy_terms(ins.path, ins.nbytes, spec, burst)
             if touches_gm:
-                cost = copy_occupancy(ins.path, ins.nbytes, spec)
+                cost = copy_occupancy(ins.path, ins.nbytes, spec, burst)
                 dma_work[ins.pipe] = dma_work.get(ins.pipe, 0) + cost
                 gm += moved
                 lat = min(lat, issue)

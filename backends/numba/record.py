@@ -203,11 +203,11 @@ class Replay:
         return keys
 
     def block(self, op, event: int) -> tuple:
-        """``(shape, offsets)`` of the block access ``op`` whose events start ``event``
-        rows into the current program."""
+        """``(shape, offsets, strides)`` of the block access ``op`` whose events start
+        ``event`` rows into the current program."""
         at = self.start + event
         rows = self.ev[at:at + len(op.attrs["block_shape"])].tolist()
-        return [row[1] for row in rows], [row[3] for row in rows]
+        return [row[1] for row in rows], [row[3] for row in rows], [row[2] for row in rows]
 
     def lanes(self, op, event: int) -> tuple:
         """``(active lanes, lowest offset, highest offset)`` of the pointer access ``op``

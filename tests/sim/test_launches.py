@@ -84,8 +84,10 @@ def test_layernorm_rereads_its_weights_from_l2(rows, cols, spec, seed):
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     _invariants(r)
     assert r.bytes_by_path["GM_to_UB"] == 4 * rows * cols * 3       # x row, w, b per row
-    # every program after the first finds w and b in the L2 (each 4*cols B, aligned up)
-    wb = 2 * -(-4 * cols // 32) * 32
+    # every program after the first finds w and b in the L2 (each one run of 4*cols B from
+    # the array's start: whole GM bursts)
+    burst = spec.alignment["GM"]
+    wb = 2 * -(-4 * cols // burst) * burst
     assert r.l2_hit_bytes == (rows - 1) * wb
     assert r.hbm_read_bytes == r.l2_read_bytes - r.l2_hit_bytes
 
@@ -120,10 +122,16 @@ def test_matmul(m, n, k, spec, seed):
 
 def test_matmul_panels_hit_in_l2_and_l0_split_keeps_the_numbers():
     r = _matmul(128, 128, 128, 32, 32, 64, ASCEND_910B_LIKE, 0)
-    # 4 x 4 programs: each A panel is read by 4 programs, each B panel by 4 -> 3/4 hit
-    assert r.l2_read_bytes == r.bytes_by_path["GM_to_L1"]
+    # GM moves whole bursts: rows of A and B are 256 B apart (128 f16), so each 512 B burst
+    # holds two rows' runs; an A block (32 rows x 128 B) touches 32 / 2 bursts, a B block
+    # (64 rows x 64 B) 64 / 2
+    burst = ASCEND_910B_LIKE.alignment["GM"]
+    a_block, b_block = cdiv(32 * 256, burst) * burst, cdiv(64 * 256, burst) * burst
+    # 4 x 4 programs, 2 K steps each: each A block is read by 4 programs, each B block by 4
+    # -> 3/4 hit; HBM reads each of the 4 x 2 A blocks and 2 x 4 B blocks once
+    assert r.l2_read_bytes == 16 * 2 * (a_block + b_block)
     assert r.l2_hit_bytes == r.l2_read_bytes * 3 // 4
-    assert r.hbm_read_bytes == 2 * 128 * 128 * 2
+    assert r.hbm_read_bytes == 8 * a_block + 8 * b_block
     split = _matmul(128, 128, 128, 32, 32, 64, ASCEND_910B_LIKE, 0, l0k=16)
     assert split.cube_flops == r.cube_flops
     assert split.bytes_by_path == r.bytes_by_path

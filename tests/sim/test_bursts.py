@@ -1,0 +1,118 @@
+"""GM burst counting (sim/bursts.py) against a brute force over every byte touched, and
+what it does to a copy's cost (sim/cost.py)."""
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+import npujit.language as nl
+from npujit import npu_kernel
+from npujit.sim import ASCEND_910B_LIKE, TINY, CoreProgram, copy, simulate
+from npujit.sim.bursts import block_bursts, lanes_bursts
+from npujit.sim.cost import copy_bytes, copy_occupancy
+
+
+def _brute(elements, itemsize, burst) -> int:
+    """Bytes of the distinct bursts the elements' bytes fall in."""
+    touched = {b // burst for e in elements for b in range(e * itemsize, (e + 1) * itemsize)}
+    return len(touched) * burst
+
+
+def _block_elements(block, checked, shape, strides, offsets):
+    ranges = []
+    for d in range(len(block)):
+        a, b = offsets[d], offsets[d] + block[d]
+        if d in checked:
+            a, b = max(a, 0), min(b, shape[d])
+        ranges.append(range(a, b))
+    return [sum(i * s for i, s in zip(idx, strides)) for idx in itertools.product(*ranges)]
+
+
+def test_block_bursts_match_the_bytes_touched():
+    rng = random.Random(0)
+    for _ in range(1500):
+        nd = rng.randint(1, 3)
+        block = tuple(rng.randint(1, 9) for _ in range(nd))
+        shape = tuple(rng.randint(1, 12) for _ in range(nd))
+        strides = tuple(rng.choice([0, 1, 2, 3, 16, 64, 128, 256, 300]) for _ in range(nd))
+        checked = tuple(d for d in range(nd) if rng.random() < 0.5)
+        offsets = tuple(rng.randint(-3, 10) if d in checked else rng.randint(0, 10)
+                        for d in range(nd))
+        itemsize, burst = rng.choice([1, 2, 4, 8]), rng.choice([32, 64, 512])
+        want = _brute(_block_elements(block, checked, shape, strides, offsets), itemsize, burst)
+        got = block_bursts(block, checked, shape, strides, offsets, itemsize, burst)
+        assert got == want, (block, checked, shape, strides, offsets, itemsize, burst)
+
+
+@pytest.mark.parametrize("stride", [1, 2, 5, 64, 200, 1000])
+def test_lane_bursts_are_exact_for_a_uniform_stride(stride):
+    rng = random.Random(stride)
+    for _ in range(200):
+        n, lo = rng.randint(1, 60), rng.randint(0, 300)
+        itemsize, burst = rng.choice([1, 2, 4]), rng.choice([32, 512])
+        offs = lo + stride * np.arange(n)
+        assert lanes_bursts(n, lo, int(offs[-1]), itemsize, burst) == \
+            _brute(offs.tolist(), itemsize, burst)
+
+
+def test_a_gather_pays_at_most_one_burst_per_lane_and_the_span():
+    # 3 lanes spread over 40 bursts: 3 bursts; 100 lanes within 2 bursts: 2 bursts
+    assert lanes_bursts(3, 0, 40 * 256 - 1, 2, 512) == 3 * 512
+    assert lanes_bursts(100, 0, 255, 4, 512) == 2 * 512
+
+
+def test_a_copy_moves_whole_bursts_on_the_910b_like_part():
+    spec, burst = ASCEND_910B_LIKE, ASCEND_910B_LIKE.alignment["GM"]
+    assert burst == 512 and spec.alignment["UB"] == 32
+    # one run from a burst boundary: bytes rounded up to the burst
+    assert copy_bytes("GM_to_UB", 100, spec) == burst
+    assert copy_bytes("GM_to_UB", 8192 + 1, spec) == 17 * burst
+    # a strided copy: the bursts its offsets touch, never less than its UB-aligned bytes
+    assert copy_bytes("UB_to_GM", 4096, spec, burst_bytes=16 * burst) == 16 * burst
+    assert copy_bytes("GM_to_UB", 4000, spec, burst_bytes=burst) == 4000
+    # on-chip paths keep their own alignment
+    assert copy_bytes("L1_to_L0A", 100, spec) == spec.alignment["L0A"]
+    # the pipe streams the bursts at the port rate (uncontended)
+    port = spec.paths["GM_to_UB"]
+    rate = min(port.bytes_per_cycle, spec.hbm_bytes_per_cycle)
+    assert copy_occupancy("GM_to_UB", 64, spec, burst_bytes=8 * burst) == \
+        port.latency + -(-8 * burst // rate)
+
+
+def test_simulated_hbm_bytes_count_the_bursts():
+    prog = CoreProgram("AIV", [copy("GM_to_UB", 64, burst_bytes=4 * 512), copy("GM_to_UB", 64)])
+    r = simulate(prog, ASCEND_910B_LIKE)
+    assert r.hbm_read_bytes == 4 * 512 + 512
+    assert r.bytes_by_path["GM_to_UB"] == 128
+    # TINY keeps a 32 B GM granule so its hand-computed tests stay small
+    assert simulate(CoreProgram("AIV", [copy("GM_to_UB", 64)]), TINY).hbm_read_bytes == 64
+
+
+def test_burst_bytes_only_on_gm_copies():
+    with pytest.raises(ValueError, match="burst_bytes"):
+        copy("L1_to_L0A", 512, burst_bytes=512)
+
+
+@npu_kernel
+def column_kernel(x_ptr, out_ptr, stride, BLOCK: nl.constexpr):
+    # a column of a row-major matrix (pointer lanes `stride` elements apart), stored as a row
+    offs = nl.arange(0, BLOCK)
+    nl.store(out_ptr + offs, nl.load(x_ptr + offs * stride) + 1.0)
+
+
+@pytest.mark.parametrize("stride", [1, 8, 200])
+def test_the_recorder_counts_the_bursts_of_a_strided_load(stride):
+    spec, burst = ASCEND_910B_LIKE, ASCEND_910B_LIKE.alignment["GM"]
+    block = 64
+    x = np.arange(block * stride, dtype=np.float32)
+    out = np.zeros(block, np.float32)
+    r = column_kernel.with_options(backend="reference").simulate(
+        x, out, stride, grid=(1,), spec=spec, BLOCK=block)
+    np.testing.assert_array_equal(out, x[::stride] + 1.0)
+    # 64 f32 lanes 4 * stride bytes apart: every burst of the span when that is under a
+    # burst, else one burst per lane; the store is one 256 B run, one burst
+    span = -(-((block - 1) * stride + 1) * 4 // burst)
+    assert r.hbm_read_bytes == min(block, span) * burst
+    assert r.hbm_write_bytes == burst
+    assert r.bytes_by_path["GM_to_UB"] == 4 * block
