@@ -83,20 +83,7 @@ def jit(fn=None, **options):
     return JITFunction(fn, **ours)
 
 
-def _comes_with_autotune(name):
-    def missing(*args, **kwargs):
-        raise NotImplementedError(
-            f"triton.{name} comes with npujit's autotuner, which is not built yet; until then "
-            "pick the meta-parameters by hand (kernel.simulate(...) compares configurations "
-            "in simulated cycles)")
-    missing.__name__ = name
-    missing.__doc__ = f"Not available yet: ``triton.{name}`` comes with npujit's autotuner."
-    return missing
-
-
-Config = _comes_with_autotune("Config")
-autotune = _comes_with_autotune("autotune")
-heuristics = _comes_with_autotune("heuristics")
+from .tuning import Config, autotune, heuristics  # noqa: E402
 
 __all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "Config", "autotune",
            "heuristics", "TritonError", "CompilationError", "OutOfResources", "language",

@@ -41,10 +41,58 @@ def test_device_function_outside_a_kernel_says_to_launch_with_a_grid():
         _scale(1.0, 2.0)
 
 
-@pytest.mark.parametrize("name", ["autotune", "Config", "heuristics"])
-def test_autotune_names_say_they_come_with_the_autotuner(name):
-    with pytest.raises(NotImplementedError, match="autotuner"):
-        getattr(triton, name)(configs=[], key=[])
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def _copy_even(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:                                   # a meta-parameter the heuristic computed
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+    else:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 2.0, mask=offs < n)
+
+
+def test_heuristics_compute_meta_parameters_from_the_arguments():
+    k = triton.heuristics({})(_copy_even.kernel.with_options(backend="reference"))
+    k = triton.heuristics(_copy_even.values)(k.kernel)
+    for n, add in ((32, 1.0), (30, 2.0)):
+        x = np.arange(n, dtype=np.float32)
+        out = np.zeros(n, np.float32)
+        k[(triton.cdiv(n, 16),)](x, out, n, BLOCK=16)
+        np.testing.assert_array_equal(out, x + add)
+
+
+@pytest.mark.parametrize("bad", [lambda: triton.Config({"B": 1}, pre_hook=print),
+                                 lambda: triton.autotune([], key=[], do_bench=print),
+                                 lambda: triton.heuristics({"B": 3})])
+def test_tuning_names_refuse_what_they_cannot_do(bad):
+    with pytest.raises((NotImplementedError, TypeError), match="pre_hook|do_bench|function"):
+        bad()
+
+
+def test_triton_autotune_picks_by_simulated_cycles(monkeypatch, tmp_path):
+    monkeypatch.setenv("NPUJIT_AUTOTUNE_WORKERS", "0")       # in this process: no pool
+    monkeypatch.setenv("NPUJIT_CACHE_DIR", str(tmp_path))
+    pruned = []
+
+    def early(configs, named_args):
+        pruned.append(named_args["n"])
+        return [c for c in configs if c.kwargs["BLOCK"] <= named_args["n"]]
+
+    kernel = _axpy.with_options(backend="reference")
+    tuned = triton.autotune([triton.Config({"BLOCK": 16}, num_warps=4),
+                             triton.Config({"BLOCK": 64}, num_stages=2),
+                             triton.Config({"BLOCK": 1024})], key=["n"],
+                            prune_configs_by={"early_config_prune": early, "top_k": 2})(kernel)
+    n = 64
+    x, y = np.ones(n, np.float32), np.zeros(n, np.float32)
+    out = np.zeros(n, np.float32)
+    tuned[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, y, out, n, 2.0)
+    np.testing.assert_allclose(out, 2.0 * x + 1.0)
+    rows = {r["config"]: r for r in tuned.tuning_table()}
+    assert pruned == [n] and rows["BLOCK=1024"]["status"] == "dropped"   # the early prune
+    ran = {c: r["value"] for c, r in rows.items() if r["status"] == "ok"}
+    assert sorted(ran) == ["BLOCK=16", "BLOCK=64, num_stages=2"]
+    assert tuned.best_config.text == min(ran, key=ran.get)     # the fewest simulated cycles
 
 
 def test_do_bench_measures_cpu_milliseconds():
