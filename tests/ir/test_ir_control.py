@@ -30,7 +30,7 @@ KERNEL = func("%out: !npu.ptr<i32>, %n: i32", '''
   %go = "npu.cmp"(%n, %zero) {predicate = "gt"} : (i32, i32) -> i1
   %w:2 = "scf.while"(%go, %n, %zero) ({
   ^bb0(%v: i32, %k: i32):
-    %h = "npu.floordiv"(%v, %two) : (i32, i32) -> i32
+    %h = "npu.idiv"(%v, %two) : (i32, i32) -> i32
     %k1 = "npu.add"(%k, %one) : (i32, i32) -> i32
     %more = "npu.cmp"(%h, %zero) {predicate = "gt"} : (i32, i32) -> i1
     "scf.yield"(%more, %h, %k1) : (i1, i32, i32) -> ()
