@@ -44,6 +44,11 @@ from .cache_key import compiler_hash, digest, kernel_hash, spec_hash
 ENTRY_SUFFIX = ".ck"
 # Evict down to this share of the cap, so a full cache does not evict at every store.
 EVICT_TO = 0.9
+# Measuring the cache means stat-ing every file in it, so a process measures it at its
+# first store and then once its stores may have added 1 % of the cap, counting this much
+# per store (a specialisation's entry and numba files: 100-500 KB on the bundled kernels).
+STORE_BYTES_GUESS = 512 << 10
+_stores_unmeasured: int | None = None
 
 # What this process did with the disk cache (tests and ``npujit cache info`` read it).
 stats: collections.Counter = collections.Counter()
@@ -149,10 +154,17 @@ def store(key: str, c) -> None:
                                  f"({e.strerror or e}); the kernel stays in memory")
         return
     stats["stores"] += 1
+    global _stores_unmeasured
+    cap = knobs.cache_max_bytes()
+    if _stores_unmeasured is not None and \
+            (_stores_unmeasured + 1) * STORE_BYTES_GUESS < cap // 100:
+        _stores_unmeasured += 1
+        return
+    _stores_unmeasured = 0
     keep = {path}
     if c.artifact_key:
         keep.add(os.path.splitext(c.artifact_key)[0])
-    evict(d, knobs.cache_max_bytes(), keep)
+    evict(d, cap, keep)
 
 
 # --- what is in the cache: entries and numba modules, as groups of files -------------
