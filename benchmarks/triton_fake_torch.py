@@ -156,6 +156,12 @@ class Tensor(np.ndarray):
         return self
 
 
+def _numpy_kwargs(kwargs: dict) -> dict:
+    """torch's ``dim=``/``keepdim=`` under numpy's names."""
+    names = {"dim": "axis", "keepdim": "keepdims"}
+    return {names.get(k, k): v for k, v in kwargs.items()}
+
+
 def _t(a, dtype=None):
     a = np.asarray(a)
     if dtype is not None:
@@ -218,7 +224,8 @@ def make_module() -> types.ModuleType:
     for name in ("all", "any", "sum", "where", "isnan", "abs", "exp", "log", "sqrt",
                  "maximum", "minimum", "ravel", "matmul", "cumsum"):
         fn = getattr(np, name)
-        setattr(torch, name, (lambda f: lambda *a, **k: _t(f(*[np.asarray(x) for x in a], **k)))(fn))
+        setattr(torch, name, (lambda f: lambda *a, **k: _t(f(*[np.asarray(x) for x in a],
+                                                           **_numpy_kwargs(k))))(fn))
     torch.equal = lambda a, b: bool(np.array_equal(np.asarray(a), np.asarray(b)))
     torch.allclose = lambda a, b, rtol=1e-5, atol=1e-8, equal_nan=False: bool(
         np.allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol, atol, equal_nan))

@@ -127,6 +127,8 @@ class CompiledKernel:
         g = sig.grid(grid, bound)
         self.check_globals()
         self.check_writeable(bound)
+        if 0 in g:
+            return  # a grid with no programs launches nothing (the arguments were checked)
         self.launch(g, sig.runtime_args(self.sigs, self.runtime_index, bound))
 
     def launch(self, grid3: tuple, rt_args: list) -> None:

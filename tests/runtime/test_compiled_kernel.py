@@ -59,8 +59,11 @@ def test_compiled_kernel_checks_its_arguments():
                                           r"compiled for a contiguous f32 array of rank 1, "
                                           r"got a contiguous f16 array"):
         c[(1,)](x.astype(np.float16), y, out, 64, 1.0)
-    with pytest.raises(LaunchError, match=r"grid\[0\] = 0"):
-        c[(0,)](x, y, out, 64, 1.0)
+    with pytest.raises(LaunchError, match=r"grid\[0\] = -2"):
+        c[(-2,)](x, y, out, 64, 1.0)
+    before = out.copy()
+    c[(0,)](x, y, out, 64, 1.0)                      # no programs: nothing runs
+    np.testing.assert_array_equal(out, before)
     with pytest.raises(LaunchError, match="missing the argument 'a'"):
         c[(1,)](x, y, out, 64)
 
