@@ -54,9 +54,10 @@ _stores_unmeasured: int | None = None
 stats: collections.Counter = collections.Counter()
 
 
-def entry_key(kernel, sigs: tuple, constexprs: dict, options: dict) -> str | None:
+def entry_key(kernel, sigs: tuple, constexprs: dict, options: dict,
+              scan: tuple | None = None) -> str | None:
     """The disk key of one specialisation, or None: no usable cache directory, or no
-    stable key."""
+    stable key (``scan``: the kernel's ``scan_kernel`` result, if the caller has it)."""
     if cache_dir.current() is None:
         return None
     opts = {k: v for k, v in options.items() if k != "spec"}
@@ -64,7 +65,7 @@ def entry_key(kernel, sigs: tuple, constexprs: dict, options: dict) -> str | Non
     if not _stable(parts):
         stats["unkeyable"] += 1
         return None
-    return digest(compiler_hash(), kernel_hash(kernel), parts, spec_hash(options.get("spec")))
+    return digest(compiler_hash(), kernel_hash(kernel, scan), parts, spec_hash(options.get("spec")))
 
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None), np.dtype, np.generic, enum.Enum)

@@ -73,13 +73,14 @@ def _hash_compiler() -> str:
     return h.hexdigest()[:16]
 
 
-def kernel_hash(kernel) -> str:
+def kernel_hash(kernel, scan: tuple | None = None) -> str:
     """sha256 over a kernel's code, its helpers' code and the globals they read.
 
-    ``kernel`` is an ``NPUKernel`` (or the plain Python function it wraps)."""
+    ``kernel`` is an ``NPUKernel`` (or the plain Python function it wraps); ``scan`` is
+    its ``kernel_globals.scan_kernel`` result when the caller already has it."""
     from .kernel_globals import scan_kernel
     fn = getattr(kernel, "fn", kernel)
-    reads, helpers = scan_kernel(fn)
+    reads, helpers = scan if scan is not None else scan_kernel(fn)
     h = hashlib.sha256()
     _code(h, fn.__code__)
     for f in helpers:                  # in the order the scan met them: deterministic

@@ -113,12 +113,13 @@ def resolve_spec(spec):
 
 
 def compile_specialization(kernel, sigs: tuple, constexprs: dict,
-                           options: dict) -> CompiledKernel:
+                           options: dict, global_reads: list | None = None) -> CompiledKernel:
     """Trace, optimise and schedule one specialisation of ``kernel`` (an ``NPUKernel``)
     for ``options`` (with ``backend`` set): the compile pipeline (``ir/pipeline.py``);
     the backend stage is built lazily by the returned ``CompiledKernel``."""
     debug = bool(options.get("debug"))
-    global_reads = kernel.global_reads()    # before tracing: an oversized array refuses
+    if global_reads is None:    # before tracing: an oversized array refuses
+        global_reads = kernel.global_reads()
     fn = trace(kernel, sigs, constexprs, debug, options.get("num_stages"))
     artifacts = {"trace": print_function(fn, locs=True)}
     spec = resolve_spec(options.get("spec"))

@@ -37,7 +37,7 @@ from .compiled import CompiledKernel
 from .compiler import compile_specialization
 from .fastpath import SLOW, make_binder, make_plan
 from .hooks import CompileEvent
-from .kernel_globals import find_global_reads
+from .kernel_globals import find_global_reads, scan_kernel
 from .signature import KernelSignature
 
 _OPTION_NAMES = ("backend", "parallel", "debug", "spec", "bounds_check", "num_stages")
@@ -213,14 +213,15 @@ class NPUKernel:
     def _build(self, sigs, constexprs, opts, build) -> tuple:
         """``(CompiledKernel, loaded from the disk cache?)`` of one specialisation."""
         with disk_cache.gc_paused():
-            disk_key = disk_cache.entry_key(self, sigs, constexprs, opts)
+            scan = scan_kernel(self.fn)      # one walk: the key's hash and the reads
+            disk_key = disk_cache.entry_key(self, sigs, constexprs, opts, scan)
             c = disk_cache.load(disk_key) if disk_key else None
             if c is not None:   # the key matched the globals' values; check this
-                c.global_reads = self.global_reads()   # process's bindings too
+                c.global_reads = scan[0]     # process's bindings too
                 if build:
                     c.runnable()
                 return c, True
-        c = compile_specialization(self, sigs, constexprs, opts)
+        c = compile_specialization(self, sigs, constexprs, opts, global_reads=scan[0])
         if build:
             c.runnable()
         if disk_key:
