@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 
+import npujit.language as nl
 from npujit.backends.numba import runtime as numba_runtime
 from thread_stress import compile_many, stress
 
@@ -84,3 +85,72 @@ def test_threads_compiling_different_kernels_at_once():
     # 96 compiles of different specialisations in 8 threads: tracing and the compile
     # pipeline run concurrently (its steps hold no per-run state).
     assert compile_many(threads=8, per_thread=4) == 96
+
+
+def _big_kernel(x_ptr, out_ptr):
+    a = nl.load(x_ptr + nl.arange(0, 16))
+    b = a + 1.0
+    c = b * 2.0
+    d = c - a
+    e = nl.exp(d) + nl.abs(c)
+    nl.store(out_ptr + nl.arange(0, 16), e * b + d)
+
+
+def _small_kernel(x_ptr, out_ptr):
+    nl.store(out_ptr + nl.arange(0, 16), nl.load(x_ptr + nl.arange(0, 16)))
+
+
+def test_a_thread_paused_inside_ast_parse_is_not_corrupted_by_another_thread():
+    # CPython 3.11 keeps the syntax-tree conversion's depth counter per interpreter.  Pause
+    # thread A inside that conversion (a garbage collection it triggers sleeps, which lets
+    # other threads run) while thread B rewrites another kernel: without the compiler's lock
+    # A fails with "AST constructor recursion depth mismatch".
+    import gc
+    import sys
+
+    from npujit.jit.ast_rewrite import rewrite_function
+    from npujit.jit import loops as loop_runtime
+
+    a_started, b_done = threading.Event(), threading.Event()
+    a_thread: list = []
+    errors: list = []
+
+    def inside_ast_parse():
+        f = sys._getframe(2)           # the frame that allocated: ast.parse's compile()
+        return f.f_code.co_name == "parse" and f.f_code.co_filename.endswith("ast.py")
+
+    def pause_a_once(phase, info):
+        if (phase == "start" and a_thread and threading.current_thread() is a_thread[0]
+                and not a_started.is_set() and inside_ast_parse()):
+            a_started.set()
+            b_done.wait(0.5)         # B blocks on the lock, so this times out; then A goes on
+
+    def run_a():
+        try:
+            rewrite_function(_big_kernel, loop_runtime)
+        except BaseException as e:
+            errors.append(e)
+
+    def run_b():
+        a_started.wait(5)
+        try:
+            rewrite_function(_small_kernel, loop_runtime)
+        except BaseException as e:
+            errors.append(e)
+        b_done.set()
+
+    old = gc.get_threshold()
+    gc.callbacks.append(pause_a_once)
+    gc.set_threshold(1)
+    try:
+        ta, tb = threading.Thread(target=run_a), threading.Thread(target=run_b)
+        a_thread.append(ta)
+        tb.start()
+        ta.start()
+        ta.join(30)
+        tb.join(30)
+    finally:
+        gc.callbacks.remove(pause_a_once)
+        gc.set_threshold(*old)
+    assert a_started.is_set(), "thread A never collected garbage inside the rewrite"
+    assert not errors, errors
