@@ -257,6 +257,7 @@ class StreamRecorder:
         if op.kind in CONTROL:
             self.loops.after(op)
             self._flags_of(op, "post_wait_flags", wait=True, every=True)
+            self._zero_unwritten(op)
             self._flags_of(op, "set_flags", wait=False)
             return
         if "pipe" not in op.attrs:
@@ -380,6 +381,25 @@ class StreamRecorder:
         fresh = [r for r in reads if r[0] in self.zeroed]
         self.zeroed.difference_update(name for name, _ in fresh)
         return [r for r in reads if r not in fresh]
+
+    def _zero_unwritten(self, loop) -> None:
+        """A loop that ran no trips hands on a Cube accumulator that no mmad wrote (its
+        zero init is the first mmad's ``cmatrixInitVal``): the Cube writes the zero now,
+        one mmad one fractal deep over zero-filled L0A/L0B tiles (the fill is not timed), as the
+        emitted Ascend C does (backends/ascendc/emit_cube.py).  Before the loop's exit
+        flags, so whatever reads the accumulator after the loop is ordered after it."""
+        for r in loop.results:
+            name = self.buffers.get(id(r))
+            if name not in self.zeroed:
+                continue
+            dots = [d for d in loop.walk() if d.kind is Kind.DOT
+                    and self.buffers.get(id(d.operands[-1])) == name]
+            dtype = dots[0].operands[0].type.dtype.name if dots else "f16"
+            m, n = r.type.shape[-2:]
+            k = self.spec.cube_fractal if self.spec is not None else 16
+            self.instrs.append(mmad(m, n, k, dtype, tag=self._tag(loop),
+                                    writes=[(name, self.slots.get(name, 0))]))
+            self.zeroed.discard(name)
 
     def _loop_slot(self, op) -> int:
         """The slot of an op's staging buffers in this iteration of its loop."""

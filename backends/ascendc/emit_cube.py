@@ -204,6 +204,47 @@ class CubeLowering:
         self.emit_flags(op, "set_flags", pipes={"CUBE"})
         self.syms[id(op.result)] = acc
 
+    def zero_unwritten_accumulators(self, loop) -> None:
+        """After a loop that carries a Cube accumulator.  Its zero init is the first
+        Mmad's ``cmatrixInitVal``, so when the loop ran no trips (a K of 0) nothing wrote
+        L0C: then the Cube writes the zero itself, one Mmad over L0A/L0B tiles filled with
+        zeros, fenced by full barriers (the path only a zero-trip loop takes).  The
+        simulator's stream does the same (sim/lower.py ``_zero_unwritten``)."""
+        for res in loop.results:
+            acc = self.syms.get(id(res))
+            if not (isinstance(acc, CubeTile) and acc.scope == "L0C" and acc.fresh_flag):
+                continue
+            dot = next((d for d in loop.walk() if d.kind is Kind.DOT
+                        and getattr(self.syms.get(id(d.operands[2])), "var", None) == acc.var),
+                       None)
+            if dot is None:
+                continue
+            l0a, l0b = sv.operand_buffers(dot)
+            dt = dot.operands[0].type.dtype
+            t, (M, N) = cpp_type(dt), acc.shape
+            self.line(f"if ({acc.fresh_flag}) {{   // no trips: no Mmad wrote {acc.var} yet")
+            with self.indented():
+                self.line("AscendC::PipeBarrier<PIPE_ALL>();")
+                zeros = []
+                for buf, pos, rows in ((l0a, "A2", M), (l0b, "B2", N)):
+                    z = self.fresh(f"zero{pos}")
+                    m = self.cube_member(buf, pos, "aL0" if pos == "A2" else "bL0")
+                    self.line(f"AscendC::LocalTensor<{t}> {z} = {m.name}.Get<{t}>();")
+                    blocks = rows * FRACTAL * dt.itemsize // 32
+                    self.line(f"AscendC::InitConstValue({z}, {{1, {blocks}, 0, {t}(0.0f)}});")
+                    zeros.append(z)
+                self.line("AscendC::PipeBarrier<PIPE_ALL>();")
+                params = self.fresh("mmad")
+                self.line(f"AscendC::MmadParams {params};")
+                self.line(f"{params}.m = {M};")
+                self.line(f"{params}.n = {N};")
+                self.line(f"{params}.k = {FRACTAL};")
+                self.line(f"{params}.cmatrixInitVal = true;")
+                self.line(f"AscendC::Mmad({acc.var}, {zeros[0]}, {zeros[1]}, {params});")
+                self.line("AscendC::PipeBarrier<PIPE_ALL>();")
+                self.line(f"{acc.fresh_flag} = false;")
+            self.line("}")
+
     def fixpipe_store(self, op) -> None:
         ptr = op.operands[0]
         shape_vals = [self.sym(v) for v in op.operands[1:3]]

@@ -401,6 +401,7 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
                                  f"{iv_name} += {step.expr}) {{", body_lines)
         for res, name, arg in zip(op.results, carried, body.args[1:]):
             self.syms[id(res)] = Scalar(name, res.type.dtype) if name is not None else self.syms[id(arg)]
+        self.zero_unwritten_accumulators(op)
         self.emit_flags(op, "set_flags")
         self.emit_flags(op, "post_wait_flags")
 

@@ -211,6 +211,23 @@ def test_bug6_no_set_finds_its_flag_still_set(spec):
     _clean(report)
 
 
+# --- a K loop that runs no trips: the Cube's zero init must still reach L0C ---------------
+
+@pytest.mark.parametrize("spec", PRESETS, ids=lambda s: s.name)
+def test_a_zero_trip_k_loop_still_writes_the_accumulator(spec):
+    # The accumulator's zero init is the first mmad's cmatrixInitVal; with K = 0 no mmad
+    # runs, so the schedule must zero L0C itself before the store reads it.
+    from npujit.kernels.matmul import matmul_kernel
+    M, N, K = 32, 48, 0
+    a, b = np.ones((M, 1), np.float16), np.ones((1, N), np.float16)   # K = 0: never read
+    out = np.full((M, N), 7.0, np.float32)
+    report = matmul_kernel.with_options(backend="reference").simulate(
+        a, b, out, M, N, K, 1, 1, N, 1, N, 1, grid=(1, 2), spec=spec, debug=FULL,
+        BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, NUM_STAGES=2)
+    np.testing.assert_array_equal(out, a[:, :K].astype(np.float32) @ b[:K].astype(np.float32))
+    _clean(report)
+
+
 # --- the checks that keep these fixed ---------------------------------------------------------
 
 @pytest.mark.parametrize("stages", [1, 2])

@@ -83,6 +83,17 @@ def test_matmul_cube_path(stages, in_dtype, out_dtype):
     np.testing.assert_allclose(got.astype(np.float32), f32, rtol=1e-2, atol=1e-2 * np.abs(f32).max())
 
 
+def test_matmul_whose_k_loop_runs_no_trips_stores_zeros():
+    # No Mmad runs, so nothing applies cmatrixInitVal: the emitted kernel zeroes L0C itself
+    # (the twin poisons fresh memory, so an unwritten L0C would show here).
+    M, N, K = 32, 48, 0
+    a, b = np.ones((M, 1), np.float16), np.ones((1, N), np.float16)
+    out = np.full((M, N), 7.0, np.float32)
+    matmul.matmul_kernel.with_options(backend=TWIN)[(1, 2)](
+        a, b, out, M, N, K, 1, 1, N, 1, N, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, NUM_STAGES=2)
+    np.testing.assert_array_equal(out, a[:, :K].astype(np.float32) @ b[:K].astype(np.float32))
+
+
 def test_matmul_with_a_transposed_operand_says_what_to_do():
     a = _data((32, 32), np.float16).T          # inner stride 32: not a contiguous row copy
     b = _data((32, 32), np.float16)

@@ -73,7 +73,9 @@ template <typename T> inline void check_memory(const LocalTensor<T>& t, Memory w
 
 template <typename T>
 inline void InitConstValue(const LocalTensor<T>& dst, const InitConstValueParams<T>& p) {
-  check_memory(dst, Memory::L1, 32, "InitConstValue");
+  // A1/B1 (L1) or A2/B2 (L0A/L0B), as on the A2 parts.
+  const Memory where = memory_of(dst.GetPosition());
+  check_memory(dst, where == Memory::L0A || where == Memory::L0B ? where : Memory::L1, 32, "InitConstValue");
   const uint32_t per_repeat = p.blockNum * 32 / sizeof(T);
   uint32_t at = 0;
   for (uint32_t r = 0; r < p.repeatTimes; ++r) {

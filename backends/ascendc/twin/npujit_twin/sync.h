@@ -8,6 +8,9 @@
 
 #include "state.h"
 
+// Pipes, global as in CANN's headers (``AscendC::PipeBarrier<PIPE_ALL>()``).
+enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_FIX, PIPE_ALL };
+
 namespace AscendC {
 
 enum class HardEvent {
@@ -22,8 +25,6 @@ inline const char* event_name(HardEvent e) {
       "M_FIX", "FIX_M", "FIX_MTE2", "MTE2_FIX", "M_MTE2", "MTE2_M"};
   return names[static_cast<int>(e)];
 }
-
-enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_FIX, PIPE_ALL };
 
 // Event ids per event kind (QUE_MAX_EVENT on the 2201 architecture).
 constexpr int32_t kEventIds = 8;
