@@ -14,7 +14,9 @@ from npujit.kernels.elementwise import add_stream_kernel as stream_add_kernel
 
 from .kernels_for_tests import counted_scale_kernel
 
-CHECKS = DebugOptions(detect_races=True, check_flags=True)
+# Every debug switch on (races, NaN-poisoned buffers, copies landing at their wait, flag
+# checks), as every schedule test runs.
+CHECKS = DebugOptions.full()
 
 
 def _clean(report):
