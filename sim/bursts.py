@@ -94,6 +94,14 @@ def box_bursts(box: tuple, strides, itemsize: int, burst: int) -> int:
         lo.append(a)
         hi.append(b)
     last = len(box) - 1
+    if last and strides[last] != 1 and 1 in strides:
+        # A transposed view (a weight read as [K, N] from its [N, K] rows): the bytes it
+        # touches do not depend on the order of the axes, so make the unit-stride axis
+        # the innermost one and count its rows as contiguous runs.
+        d = list(strides).index(1)
+        order = [a for a in range(last + 1) if a != d] + [d]
+        lo, hi = [lo[a] for a in order], [hi[a] for a in order]
+        strides = [strides[a] for a in order]
     n, step = hi[last] - lo[last], strides[last]
     if step == 1 and last <= 1:     # the common cases, without numpy
         start = lo[last] + (lo[0] * strides[0] if last else 0)

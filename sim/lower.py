@@ -58,7 +58,7 @@ from .bursts import box_bursts, in_bounds_box, lanes_bursts
 from .cost import round_up
 from .isa import CoreProgram, Launch, copy, mmad, scalar, set_flag, vec, wait_flag
 from .l2 import ONCE
-from .split import needs_split, split_stream
+from .split import SplitTemplate, needs_split
 
 
 # Cycles the scalar unit spends deciding one scf.if or testing one scf.while condition
@@ -224,10 +224,13 @@ class StreamRecorder:
         placed = placed_buffers(self.fn)
         sizes = {b.name: b.slot_bytes for b in placed}
         ub_free = self.spec.capacity["UB"] - scope_peaks(placed).get("UB", 0)
-        streams = []
+        streams, splits = [], {}
         for pid, template, places in self._streams:
-            aic, aiv = split_stream(template.with_regions(places), pid, self.spec, sizes,
-                                    ub_free)
+            split = splits.get(id(template))
+            if split is None:      # once per distinct stream; its programs differ in regions
+                split = splits[id(template)] = SplitTemplate(template.with_regions(places),
+                                                             pid, self.spec, sizes, ub_free)
+            aic, aiv = split.place(pid, [pos for pos, _, _ in template.marks], places)
             streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
         self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
         distinct: dict[tuple, CoreProgram] = {}

@@ -84,11 +84,15 @@ def needs_split(instrs: list) -> bool:
 
 def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
                  ub_free: int | None = None,
-                 handoff_ids: tuple | None = None) -> tuple[list, list]:
+                 handoff_ids: tuple | None = None,
+                 placed: dict | None = None) -> tuple[list, list]:
     """Split one program's stream into (AIC instructions, AIV instructions); see the module
     doc.  ``buffer_bytes`` gives each L0C buffer's bytes (one slot); ``ub_free`` the UB
     bytes the schedule's own buffers leave (default: all of it); ``handoff_ids`` the
-    ``(CUBE->FIXP, MTE2->VECTOR)`` event ids the schedule reserved."""
+    ``(CUBE->FIXP, MTE2->VECTOR)`` event ids the schedule reserved.  ``placed``, if given,
+    receives ``{input index: (0 for AIC / 1 for AIV, position)}`` of every copy, so
+    programs that share a stream but not their GM regions can share the split
+    (:class:`SplitTemplate`)."""
     free = spec.capacity["UB"] if ub_free is None else ub_free
     aic, aiv = [], []
     handed: dict[str, str] = {}        # L0C buffer -> its UB staging buffer
@@ -96,7 +100,7 @@ def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
     fix_id, v_id = handoff_ids if handoff_ids is not None else (
         _unused_id(instrs, "CUBE", "FIXP", spec, pid), _unused_id(instrs, "MTE2", "VECTOR",
                                                                   spec, pid))
-    for ins in instrs:
+    for i, ins in enumerate(instrs):
         k = ins.kind
         if k in ("set_flag", "wait_flag"):
             src, dst, _ = ins.flag
@@ -130,6 +134,8 @@ def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
                         "result (Vector -> Cube through GM is not lowered yet)")
             if address_only and any(b.startswith("UB") for b, _ in ins.reads):
                 ins = ins._replace(reads=tuple(r for r in ins.reads if not r[0].startswith("UB")))
+            if placed is not None and k == "copy":
+                placed[i] = (0, len(aic))
             aic.append(ins)
             continue
         reads = []
@@ -149,8 +155,56 @@ def split_stream(instrs: list, pid, spec, buffer_bytes: dict,
             else:
                 reads.append((buf, slot))
         vector_written.update(buf for buf, _ in ins.writes)
+        if placed is not None and k == "copy":
+            placed[i] = (1, len(aiv))
         aiv.append(ins._replace(reads=tuple(reads)) if reads != list(ins.reads) else ins)
     return aic, aiv
+
+
+class SplitTemplate:
+    """The split of one recorded stream, shared by every program that recorded it with
+    other GM regions: :meth:`place` puts a program's regions (and its pid in the hand-off
+    workspace's region) into copies of the two halves, so the split itself runs once per
+    distinct stream, and the unchanged instructions stay the same objects (the engine's
+    compiler knows them by id).
+
+    Example::
+
+        >>> from npujit.sim.isa import copy, mmad
+        >>> from npujit.target import ASCEND_910B_LIKE
+        >>> t = SplitTemplate([copy("GM_to_L1", 512), mmad(16, 16, 16)], 0, ASCEND_910B_LIKE, {})
+        >>> aic, aiv = t.place(3, [0], [(("a", 0, 0), 512)])
+        >>> aic[0].gm_region, aiv
+        (('a', 0, 0), [])
+    """
+
+    __slots__ = ("aic", "aiv", "where", "workspace")
+
+    def __init__(self, instrs: list, pid, spec, buffer_bytes: dict, ub_free=None):
+        self.where: dict = {}
+        self.aic, self.aiv = split_stream(instrs, pid, spec, buffer_bytes, ub_free,
+                                          placed=self.where)
+        self.workspace = [(side, j) for side, half in enumerate((self.aic, self.aiv))
+                          for j, ins in enumerate(half) if _is_workspace(ins.gm_region)]
+
+    def place(self, pid, positions, places) -> tuple[list, list]:
+        """(AIC, AIV) of the program ``pid`` whose copies at input ``positions`` go to
+        ``places`` (one ``(gm_region, burst_bytes)`` each)."""
+        halves = (list(self.aic), list(self.aiv))
+        for pos, (region, burst) in zip(positions, places):
+            side, j = self.where[pos]
+            ins = halves[side][j]
+            if ins.gm_region != region or ins.burst_bytes != burst:
+                halves[side][j] = ins._replace(gm_region=region, burst_bytes=burst)
+        for side, j in self.workspace:
+            ins = halves[side][j]
+            if ins.gm_region[1] != pid:
+                halves[side][j] = ins._replace(gm_region=("workspace", pid, ins.gm_region[2]))
+        return halves
+
+
+def _is_workspace(region) -> bool:
+    return isinstance(region, tuple) and len(region) == 3 and region[0] == "workspace"
 
 
 def _unused_id(instrs: list, src: str, dst: str, spec, pid) -> int:
