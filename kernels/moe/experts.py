@@ -190,20 +190,33 @@ def act_kernel(h_ptr, out_ptr, R, I, GELU: nl.constexpr, BLOCK_R: nl.constexpr,
     nl.store(out_ptr + rows[:, None] * I + cols[None, :], a, mask=inside)
 
 
+# Bytes of one HBM burst on the Ascend presets (spec.alignment["GM"]): the weight rows a
+# K tile reads should be at least this long.
+HBM_BURST = 512
+
+
 def tile(n: int, cap: int) -> int:
     """A power-of-two tile covering ``n`` up to ``cap`` (at least 16, the Cube's edge)."""
     return max(16, min(cap, next_power_of_2(n)))
 
 
 def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
-                     activation: str = "silu", form: str = "onchip", block_h: int = 128,
-                     block_k: int = 64, block_i: int = 32, num_stages: int = 2) -> list:
+                     activation: str = "silu", form: str = "onchip",
+                     block_h: int | None = None, block_k: int | None = None,
+                     block_i: int = 32, num_stages: int = 2) -> list:
     """The expert launches (``KernelLaunch``) that add the routed FFN into ``out``:
     ``form="onchip"``: ``fused_experts_kernel``; ``form="workspace"``: ``gate_up_act_kernel``
     then ``down_combine_kernel`` with the ``[rows, I]`` activation (x's dtype) in a GM
     workspace between them: what a separated (AIC + AIV) part needs, since the on-chip
     form hands the Vector's activation back to the Cube (not lowered by the 910B
-    AIC/AIV split yet, sim/split.py)."""
+    AIC/AIV split yet, sim/split.py).
+
+    ``block_k`` (the K tile of the GEMMs that stream weight rows: gate/up over H, and the
+    workspace form's down over I) defaults to one 512 B HBM burst of a weight row: a
+    shorter row still costs a whole burst (sim/bursts.py), so 64 bf16 elements would read
+    each weight byte four times over.  ``block_h`` defaults to 128 on chip and to 64 in
+    the workspace form, where the down GEMM's ``[block_k, block_h]`` weight tile must fit
+    L0B twice (double-buffered: 2 x 256 x 64 x 2 B = 64 KiB on the 910B-like part)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     if form not in FORMS:
@@ -211,6 +224,10 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     H = x.shape[1]
     I = gate_up_proj.shape[1] // 2
     rows, bm, S, k = aligned.sorted_ids.size, aligned.block_m, aligned.num_slots, aligned.top_k
+    if block_k is None:
+        block_k = HBM_BURST // gate_up_proj.itemsize
+    if block_h is None:
+        block_h = 128 if form == "onchip" else 64
     bi, bh, bk = tile(I, block_i), tile(H, block_h), tile(H, block_k)
     w = np.ascontiguousarray(topk_weights, dtype=np.float32)
     sx = x.strides[0] // x.itemsize
@@ -232,7 +249,7 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
         KernelLaunch(down_combine_kernel, (rows // bm, cdiv(H, bh)),
                      (work, aligned.sorted_ids, aligned.expert_ids, w, down_proj, out, S, H,
                       I),
-                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, BLOCK_I=bi,
+                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, BLOCK_I=tile(I, block_k),
                           NUM_STAGES=num_stages)),
     ]
 
@@ -256,9 +273,11 @@ def experts(x, aligned, topk_weights, gate_up_proj, down_proj, out=None,
 
 
 def grouped_gemm_launch(a, expert_ids, w, c, block_m: int, block_n: int = 64,
-                        block_k: int = 64, num_stages: int = 2) -> KernelLaunch:
+                        block_k: int | None = None, num_stages: int = 2) -> KernelLaunch:
     """The launch of ``grouped_gemm_kernel`` writing ``a @ w[e].T`` per row block into
-    ``c``."""
+    ``c``; ``block_k`` defaults to one HBM burst of a weight row, as in the fused form."""
+    if block_k is None:
+        block_k = HBM_BURST // w.itemsize
     R, K = a.shape
     N = w.shape[1]
     bn = tile(N, block_n)

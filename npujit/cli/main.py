@@ -17,7 +17,7 @@ import sys
 from .target import UsageError
 
 # The subcommand modules (npujit/cli/<name>.py), in the order --help lists them.
-COMMANDS = ("demo", "check", "ir", "simulate", "emit", "cache")
+COMMANDS = ("demo", "check", "ir", "simulate", "emit", "cache", "moe_report")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

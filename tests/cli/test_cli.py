@@ -1,6 +1,7 @@
 """The npujit command: every subcommand run in a subprocess on a shipped kernel (the
 bundled kernels' example_args), bad usage (exit 2), a failed check (exit 1), errors as one
 line, and the help texts with their examples."""
+import importlib
 import json
 import os
 import shutil
@@ -134,7 +135,10 @@ def _main(capsys, *argv):
     return code, out.out, out.err
 
 
-@pytest.mark.parametrize("verb", COMMANDS)
+VERBS = [importlib.import_module(f"npujit.cli.{c}").NAME for c in COMMANDS]
+
+
+@pytest.mark.parametrize("verb", VERBS)
 def test_every_subcommand_has_help_with_an_example(capsys, verb):
     code, out, _ = _main(capsys, verb, "--help")
     assert code == 0 and "example:\n  npujit " + verb in out
@@ -158,6 +162,8 @@ def test_every_subcommand_has_help_with_an_example(capsys, verb):
      "unknown --spec 'h100'; presets:"),
     (["check", "npujit.kernels.softmax::softmax_kernel", "--backend", "cuda"],
      "unknown backend 'cuda'"),
+    (["moe-report", "--quick", "--tokens", "16,x"],
+     "--tokens takes comma-separated integers, got '16,x'"),
 ])
 def test_bad_usage_exits_2_with_one_clear_line(capsys, argv, message):
     code, _, err = _main(capsys, *argv)
