@@ -32,6 +32,7 @@ import gc
 import json
 import os
 import pickle
+import shutil
 import time
 
 import numpy as np
@@ -197,7 +198,41 @@ def groups(d: CacheDir) -> list:
                     size += st.st_size
                     last = max(last, st.st_mtime)
             out.append(Group("numba", sha, files, size, last))
+    out += _twin_groups(d)
     return out
+
+
+def _twin_groups(d: CacheDir) -> list:
+    """The Ascend C twin's builds (backends/ascendc/build.py): one group per directory
+    (a kernel's build, or the precompiled twin headers), last used when its library or
+    header was."""
+    out = []
+    try:
+        entries = [e for e in os.scandir(d.path("ascendc-twin"))
+                   if e.is_dir(follow_symlinks=False) and "." not in e.name]
+    except OSError:
+        return out
+    for entry in entries:
+        size, last = 0, 0.0
+        for root, _, files in os.walk(entry.path):
+            for f in files:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(os.path.join(root, f))
+                    size += st.st_size
+                    last = max(last, st.st_mtime)
+        with contextlib.suppress(OSError):    # a load refreshes the library's time
+            last = os.lstat(os.path.join(entry.path, "kernel.so")).st_mtime
+        out.append(Group("ascendc", entry.name, [entry.path], size, last))
+    return out
+
+
+def _remove(paths) -> None:
+    for f in paths:
+        if os.path.isdir(f) and not os.path.islink(f):
+            shutil.rmtree(f, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(f)
 
 
 def _scan(folder: str) -> list:
@@ -223,9 +258,7 @@ def evict(d: CacheDir, cap: int, keep=frozenset()) -> int:
                 break
             if any(f in keep or os.path.splitext(f)[0] in keep for f in g.files):
                 continue
-            for f in g.files:
-                with contextlib.suppress(OSError):
-                    os.unlink(f)
+            _remove(g.files)
             total -= g.size
             removed += 1
     stats["evicted"] += removed
@@ -233,13 +266,11 @@ def evict(d: CacheDir, cap: int, keep=frozenset()) -> int:
 
 
 def clear(d: CacheDir) -> int:
-    """Remove every kernel entry and numba module; returns how many groups."""
+    """Remove every kernel entry, numba module and twin build; returns how many groups."""
     with d.locked("evict"):
         found = groups(d)
         for g in found:
-            for f in g.files:
-                with contextlib.suppress(OSError):
-                    os.unlink(f)
+            _remove(g.files)
     return len(found)
 
 

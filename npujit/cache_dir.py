@@ -41,7 +41,7 @@ from npujit import knobs
 
 MAGIC = b"NPUJIT\x01\n"
 HEADER_BYTES = len(MAGIC) + 32           # magic, then the payload's sha256
-SUBDIRS = ("kernels", "numba", os.path.join("numba", "__pycache__"), "locks")
+SUBDIRS = ("kernels", "numba", os.path.join("numba", "__pycache__"), "locks", "ascendc-twin")
 LOCK_STRIPES = 64
 # A process holding a lock this long is stuck (or compiling something enormous): go on
 # without the lock -- writes are atomic, so the worst case is compiling twice.

@@ -4,7 +4,12 @@ The twin's headers are precompiled once per twin version (a g++ PCH, when the co
 can), which halves the cost of each kernel build.  The shared library lives under ``<NPUJIT_CACHE_DIR>/ascendc-twin/<hash>/``, where the hash
 covers the kernel sources, the twin's headers, the compiler flags and g++'s version, so
 editing the twin or the emitter can never serve a stale build.  Writes are atomic
-(build in a temporary directory, then rename), so concurrent processes are safe.
+(build in a temporary directory, then rename), so concurrent processes are safe.  The
+kernel cache's rules hold here too (npujit/cache_dir.py): a directory that cannot be
+written or trusted is not used (builds go to a directory of the process's own), each
+library's sha256 is checked before it is loaded (a damaged or foreign one is rebuilt
+with one warning), and builds count toward ``NPUJIT_CACHE_MAX_MB`` (least recently used
+first) and ``npujit cache clear`` (jit/cache.py ``groups``).
 
 Example::
 
@@ -12,16 +17,19 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 
-from npujit import knobs
+from npujit import cache_dir
 
 TWIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "twin")
+SUM_SUFFIX = ".sum"             # beside each library: its sha256, packed as cache entries are
 CXXFLAGS = ["-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-fwrapv", "-fPIC", "-shared"]
 
 
@@ -77,19 +85,72 @@ def precompiled_headers(root: str) -> str | None:
     return final
 
 
+def build_root() -> str:
+    """Where builds go: ``<cache>/ascendc-twin`` when the kernel cache directory is usable
+    and trusted (npujit/cache_dir.py), else a directory of this process's own."""
+    d = cache_dir.current()
+    if d is not None:
+        return d.path("ascendc-twin")
+    global _private_root
+    if _private_root is None:
+        _private_root = tempfile.mkdtemp(prefix="npujit-twin-")
+    return _private_root
+
+
+_private_root: str | None = None
+
+
+def _usable(final: str, lib: str) -> bool:
+    """Whether the build at ``final`` may be loaded: its directory and library trusted
+    (owner and modes, as the kernel cache's files), the library a regular file whose
+    sha256 is the one recorded when it was built.  A damaged or foreign build is removed
+    (one warning), so the caller builds it again; loading it could crash the process."""
+    if not os.path.exists(lib):
+        if os.path.isdir(final):           # what an interrupted eviction left
+            shutil.rmtree(final, ignore_errors=True)
+        return False
+    d = cache_dir.current()
+    shared = d.shared if d is not None else False
+    trouble = None
+    try:
+        trouble = cache_dir.untrusted(cache_dir.stat_path(final), shared)
+        fd = os.open(lib, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            st = cache_dir.stat_fd(f.fileno())
+            trouble = trouble or (None if stat.S_ISREG(st.st_mode) else "is not a regular file")
+            trouble = trouble or cache_dir.untrusted(st, shared)
+            digest = hashlib.sha256(f.read()).hexdigest()
+        if not trouble:
+            with open(lib + SUM_SUFFIX, "rb") as f:
+                recorded = cache_dir.unpack(f.read()).decode()
+            if recorded != digest:
+                trouble = "fails its checksum (truncated or damaged)"
+    except (OSError, cache_dir.CorruptEntry, UnicodeDecodeError) as e:
+        trouble = trouble or f"cannot be checked ({e})"
+    if not trouble:
+        with contextlib.suppress(OSError):
+            os.utime(lib)                  # its last use, for the cache's eviction
+        return True
+    cache_dir.warn_once("twin", final, f"npujit: the CPU twin build {lib} {trouble}; "
+                        "removing it and building the kernel again")
+    shutil.rmtree(final, ignore_errors=True)
+    return False
+
+
 def build_twin(sources: dict, entry: str) -> str:
     """The path of the shared library built from ``sources`` (file name -> text, written
-    side by side) and the twin entry ``entry`` (C++ text); built once per content."""
+    side by side) and the twin entry ``entry`` (C++ text); built once per content.  The
+    library's sha256 is kept beside it and checked before every load."""
     cxx, version = compiler()
     h = hashlib.sha256()
     for name in sorted(sources):
         h.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
     h.update(entry.encode() + twin_digest().encode() + " ".join(CXXFLAGS).encode() + version.encode())
     key = h.hexdigest()[:24]
-    root = os.path.join(knobs.cache_dir(), "ascendc-twin")
+    root = build_root()
     final = os.path.join(root, key)
     lib = os.path.join(final, "kernel.so")
-    if os.path.exists(lib):
+    if _usable(final, lib):
         return lib
     os.makedirs(root, exist_ok=True)
     work = tempfile.mkdtemp(prefix=key + ".", dir=root)
@@ -100,12 +161,22 @@ def build_twin(sources: dict, entry: str) -> str:
         with open(os.path.join(work, "twin_entry.cpp"), "w") as f:
             f.write(entry)
         pch = precompiled_headers(root)
+        built = os.path.join(work, "kernel.so")
         cmd = [cxx, *CXXFLAGS, *(["-I", pch] if pch else []), "-I", work, "-I", TWIN_DIR,
-               os.path.join(work, "twin_entry.cpp"), "-o", os.path.join(work, "kernel.so")]
+               os.path.join(work, "twin_entry.cpp"), "-o", built]
         run = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if run.returncode != 0:
             raise TwinBuildError(f"g++ could not build the emitted kernel (sources kept in {work}):\n"
                                  + run.stderr[-6000:])
+        with open(built, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        with open(built + SUM_SUFFIX, "wb") as f:
+            f.write(cache_dir.pack(digest.encode()))
+        d = cache_dir.current()
+        if d is not None:
+            os.chmod(work, cache_dir.dir_mode(d.shared))
+            for name in os.listdir(work):
+                d.fix_mode(os.path.join(work, name))
         try:
             os.rename(work, final)
         except OSError:            # another process built it first

@@ -10,6 +10,7 @@ Listing reads each entry's description line, never its pickled body.
 """
 from __future__ import annotations
 
+import collections
 import os
 import time
 
@@ -58,10 +59,10 @@ def run(args) -> int:
         print(f"shared:    {'yes (NPUJIT_CACHE_SHARED=1)' if knobs.cache_shared() else 'no'}")
         if d is not None:
             found = cache.groups(d)
-            kernels = [g for g in found if g.kind == "kernel"]
+            count = collections.Counter(g.kind for g in found)
             used = sum(g.size for g in found)
-            print(f"entries:   {len(kernels)} compiled kernels, "
-                  f"{len(found) - len(kernels)} numba modules")
+            print(f"entries:   {count['kernel']} compiled kernels, {count['numba']} numba "
+                  f"modules, {count['ascendc']} Ascend C twin builds")
             print(f"size:      {_size(used)} of {_size(knobs.cache_max_bytes())} "
                   "(NPUJIT_CACHE_MAX_MB)")
         return 0
@@ -70,7 +71,7 @@ def run(args) -> int:
         return 1
     if args.action == "clear":
         n = cache.clear(d)
-        print(f"removed {n} cached kernels and numba modules from {root}")
+        print(f"removed {n} cached kernels, numba modules and twin builds from {root}")
         return 0
     rows = sorted((g for g in cache.groups(d) if g.kind == "kernel"),
                   key=lambda g: g.last_used)
