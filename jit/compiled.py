@@ -21,7 +21,6 @@ import threading
 
 from npujit.backends import get_backend
 from npujit.errors import LaunchError
-from npujit.ir.parser import parse_function
 
 from .signature import KernelSignature
 
@@ -72,6 +71,7 @@ class CompiledKernel:
     def ir(self):
         """The scheduled IR ``Function`` (parsed from ``ir_text`` after unpickling)."""
         if self._fn is None:
+            from npujit.ir.parser import parse_function   # (it imports the scheduler)
             self._fn = parse_function(self.ir_text)
         return self._fn
 

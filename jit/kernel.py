@@ -22,22 +22,15 @@ import threading
 from collections import OrderedDict
 import time
 import types
-from concurrent.futures import Future
 
 from npujit import knobs
 from npujit.errors import LaunchError
-from npujit.language.core import constexpr
 
-from . import cache as disk_cache
 from . import hooks
-from . import loops as loop_runtime
-from .ast_rewrite import rewrite_function
 from .binder import runtime_value
 from .compiled import CompiledKernel
-from .compiler import compile_specialization
 from .fastpath import SLOW, make_binder, make_plan
 from .hooks import CompileEvent
-from .kernel_globals import find_global_reads, scan_kernel
 from .signature import KernelSignature
 
 _OPTION_NAMES = ("backend", "parallel", "debug", "spec", "bounds_check", "num_stages")
@@ -66,6 +59,7 @@ class NPUKernel:
                                    or stages < 1):
             raise TypeError(f"@npu_kernel option num_stages must be a positive int or None, "
                             f"got {stages!r}")
+        from npujit.language.core import constexpr   # (imported here: npujit/__init__.py)
         self.fn = fn
         self.name = fn.__name__
         self.options = dict(options)
@@ -118,12 +112,15 @@ class NPUKernel:
     # --- tracing support ---------------------------------------------------------------
     def traced_fn(self):
         if self._traced is None:      # a race builds it twice, identically: harmless
+            from . import loops as loop_runtime      # (the tracer: not needed at import)
+            from .ast_rewrite import rewrite_function
             self._traced = rewrite_function(self.fn, loop_runtime)
         return self._traced
 
     def global_reads(self) -> list:
         """The global bindings the kernel and its helpers read, with their values now
         (jit/kernel_globals.py); each compile records its own."""
+        from .kernel_globals import find_global_reads
         return find_global_reads(self.fn, self.name)
 
     def read_globals(self) -> dict:
@@ -186,6 +183,7 @@ class NPUKernel:
                 return c
             pending = self._pending.get(key)
             if pending is None:
+                from concurrent.futures import Future
                 pending = self._pending[key] = Future()
                 owner = True
             else:
@@ -212,6 +210,8 @@ class NPUKernel:
 
     def _build(self, sigs, constexprs, opts, build) -> tuple:
         """``(CompiledKernel, loaded from the disk cache?)`` of one specialisation."""
+        from . import cache as disk_cache
+        from .kernel_globals import scan_kernel
         with disk_cache.gc_paused():
             scan = scan_kernel(self.fn)      # one walk: the key's hash and the reads
             disk_key = disk_cache.entry_key(self, sigs, constexprs, opts, scan)
@@ -221,6 +221,7 @@ class NPUKernel:
                 if build:
                     c.runnable()
                 return c, True
+        from .compiler import compile_specialization   # (a disk hit needs no compiler)
         c = compile_specialization(self, sigs, constexprs, opts, global_reads=scan[0])
         if build:
             c.runnable()
