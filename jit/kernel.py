@@ -27,9 +27,8 @@ from npujit import knobs
 from npujit.errors import LaunchError
 
 from . import hooks
-from .binder import runtime_value
 from .compiled import CompiledKernel
-from .fastpath import SLOW, make_binder, make_plan
+from .fastpath import SLOW, make_binder, make_fast_launch
 from .hooks import CompileEvent
 from .signature import KernelSignature
 
@@ -235,7 +234,7 @@ class NPUKernel:
         limit = knobs.memory_cache_size()
         while len(self.cache) > limit:
             _, old = self.cache.popitem(last=False)
-            for fast_key in [k for k, entry in self._fast.items() if entry[0] is old]:
+            for fast_key in [k for k, fast in self._fast.items() if fast.compiled is old]:
                 self._fast.pop(fast_key, None)
 
     # --- launching ---------------------------------------------------------------------
@@ -247,28 +246,14 @@ class NPUKernel:
                           f"{self.name}[grid](...), e.g. {self.name}[(n_blocks,)](...)")
 
     def run(self, grid, args, kwargs):
+        env = knobs.launch_env()
         try:
             key, vals = self._binder(*args, **kwargs)
-            entry = self._fast.get((key, knobs.backend(), knobs.debug(), knobs.bounds_check()))
+            fast = self._fast.get((key, env))
         except Exception:       # bad arguments: the slow path says what is wrong
-            entry = None
-        if entry is not None:
-            c, launch, plan, cache_key = entry
-            try:
-                self.cache.move_to_end(cache_key)    # recently used (LRU)
-            except KeyError:                        # evicted by another thread just now
-                pass
-            if c.global_reads:
-                c.check_globals()
-            g = self._grids.get(grid) if type(grid) is tuple else None
-            if g is None:
-                g = self.signature.grid(grid, dict(zip(self.params, vals)))
-                self._remember_grid(grid, g)
-            if 0 in g:
-                return  # a grid with no programs launches nothing
-            launch(g, [conv(vals[i]) if conv is not None else
-                       runtime_value(c.sigs[i], vals[i], self.params[i]) for i, conv in plan])
-            return
+            fast = None
+        if fast is not None:
+            return fast(grid, vals)   # jit/fastpath.py: straight to the compiled entry
         bound = self.signature.bind(args, kwargs)
         g = self.signature.grid(grid, bound)
         self._remember_grid(grid, g)
@@ -277,23 +262,34 @@ class NPUKernel:
         if 0 in g:
             return  # a grid with no programs launches nothing
         c.launch(g, self.signature.runtime_args(c.sigs, c.runtime_index, bound))
-        self._remember_fast(bound, c, cache_key)
+        self._remember_fast(bound, c, cache_key, env)
 
     def _remember_grid(self, grid, g: tuple) -> None:
         if type(grid) is tuple and len(self._grids) < 256:
             self._grids[grid] = g     # a valid grid tuple: no need to check it again
 
-    def _remember_fast(self, bound: dict, c: CompiledKernel, cache_key) -> None:
+    def _grid_of(self, grid, vals: tuple) -> tuple:
+        """A grid the fast path has not seen: checked (and remembered) as the slow path does."""
+        g = self.signature.grid(grid, dict(zip(self.params, vals)))
+        self._remember_grid(grid, g)
+        return g
+
+    def _remember_fast(self, bound: dict, c: CompiledKernel, cache_key, env: tuple) -> None:
+        """Let later launches with arguments of the same key go straight to ``c``."""
         try:
             key, _ = self._binder(**bound)
         except Exception:
             return
-        if any(k is SLOW for k in key):
-            return
-        entry = (c, c.runnable(), make_plan(c.sigs, c.runtime_index), cache_key)
+        if any(k is SLOW for k in key) or knobs.launch_env() != env:
+            return    # (the knobs changed during the launch: ``c`` may not be env's)
+        fast = make_fast_launch(self.params, key, c.sigs, c.runtime_index, {
+            "_cache_key": cache_key, "_touch": self.cache.move_to_end,
+            "_check_globals": c.check_globals if c.global_reads else None,
+            "_grids": self._grids, "_grid": self._grid_of, "_launch": c.runnable()})
+        fast.compiled = c
         with self._lock:
             if self.cache.get(cache_key) is c:   # else already evicted: nothing to keep
-                self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = entry
+                self._fast[(key, env)] = fast
 
     def simulate(self, *args, grid, spec=None, debug=None, backend=None, numerics=True,
                  **kwargs):

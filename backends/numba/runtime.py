@@ -139,14 +139,12 @@ def _converter(t, name: str, kernel: str):
             return a.view(np.uint16)
         return bits
     d = t.dtype
-    if d.is_bool:
-        return bool
     if d.name == "f16":
         return lambda x: float(np.float16(x))  # one rounding, from the double
     if d.name == "bf16":
         import ml_dtypes
         return lambda x: float(ml_dtypes.bfloat16(x))
-    return float if d.is_float else int
+    return None  # a Python int, float or bool already (backends/base.py): numba takes it
 
 
 # A launch that took longer than this serially runs its later launches on threads: below
@@ -209,13 +207,17 @@ class Launcher:
             raise ValueError(f"{self.name}: grid {tuple(grid)} must be positive in every axis")
         if self._convs is not None:
             args = [a if c is None else c(a) for c, a in zip(self._convs, args)]
+        total = g0 * g1 * g2
         try:
             try:
-                self._launch(g0, g1, g2, g0 * g1 * g2, args)
+                if total == 1 or not self.parallel:    # serial, nothing to time: the entry
+                    self._entry(g0, g1, g2, 0, total, *args)
+                else:
+                    self._launch(g0, g1, g2, total, args)
             except TypeError:
                 if not self._compile_variant(args):
                     raise
-                self._launch(g0, g1, g2, g0 * g1 * g2, args)
+                self._launch(g0, g1, g2, total, args)
         except OutOfBoundsError as e:
             raise self._located(e) from None
 

@@ -431,7 +431,7 @@ def test_the_memory_cache_keeps_a_bounded_number_of_specialisations(cdir, monkey
         _launch(k, block=block)
     gc.collect()
     assert len(k.cache) == 2 and first() is None      # the fast path kept nothing alive
-    assert all(entry[0] in k.cache.values() for entry in k._fast.values())
+    assert all(fast.compiled in k.cache.values() for fast in k._fast.values())
     out, events = _launch(k, block=16)
     assert [e.from_disk for e in events] == [True] and (out == np.arange(11) * 3 + 1).all()
 
