@@ -103,13 +103,18 @@ def bfloat16_numpy() -> np.dtype:
     return np.dtype(ml_dtypes.bfloat16)
 
 
+def is_bfloat16_numpy(dt: np.dtype) -> bool:
+    """Whether numpy dtype ``dt`` is ml_dtypes' bfloat16 (kind 'V'), without importing
+    ml_dtypes: a bfloat16 dtype exists only once it is imported."""
+    return dt.kind == "V" and "ml_dtypes" in sys.modules and dt == bfloat16_numpy()
+
+
 def dtype_of_numpy(dt) -> DType | None:
     """The IR dtype for a numpy dtype, or None when npujit has no such element type."""
     if isinstance(dt, str) and dt == "bfloat16":
         return bfloat16
     dt = np.dtype(dt)
-    # a bfloat16 array exists only once ml_dtypes is imported: no need to import it here
-    if "ml_dtypes" in sys.modules and dt == bfloat16_numpy():
+    if is_bfloat16_numpy(dt):
         return bfloat16
     for d in ALL_DTYPES:
         if d.name != "bf16" and np.dtype(d.np_name) == dt:
