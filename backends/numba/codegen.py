@@ -65,11 +65,16 @@ f32, i8, i16, i32, i64, u64, b1 = (np.float32, np.int8, np.int16, np.int32, np.i
 
 @dataclass
 class KernelSource:
-    """Generated module text and what the launcher needs to know about it."""
+    """Generated module text and what the launcher needs to know about it: plain data,
+    kept in the kernel cache's entry so a later process launches it without the IR."""
 
     text: str
     entry: str           # name of the function that runs programs first..last-1
     has_atomics: bool
+    name: str = "kernel"                 # the kernel's name, for messages
+    arg_types: tuple = ()                # the IR types of the entry's arguments, in order
+    arg_names: tuple = ()
+    built_with: tuple | None = None      # the backend's options key (backend.py)
 
 
 class Codegen:
@@ -285,4 +290,6 @@ def {entry}(nprog0, nprog1, nprog2, first, last{sep}{", ".join(params)}):
         pid2 = p // (nprog0 * nprog1)
 {body_text}
 '''
-    return KernelSource(text, entry, has_atomics)
+    return KernelSource(text, entry, has_atomics, fn.name,
+                        tuple(a.type for a in fn.args),
+                        tuple(a.name or f"arg{i}" for i, a in enumerate(fn.args)))

@@ -24,7 +24,7 @@ parallel after a serial launch took longer than ``PARALLEL_AFTER_S``.
 Example::
 
     >>> ksrc = generate(fn, {})                                    # doctest: +SKIP
-    >>> run = Launcher(import_source(ksrc.text, True), ksrc, fn, {})  # doctest: +SKIP
+    >>> run = Launcher(import_source(ksrc.text, True), ksrc, {})      # doctest: +SKIP
     >>> run((4, 1, 1), [x, y, 4096])                                # doctest: +SKIP
     >>> print(run.source)                                           # doctest: +SKIP
 """
@@ -174,17 +174,18 @@ class Launcher:
     ``parallel=False``, always run serially; ``parallel=True`` uses threads at once.
     """
 
-    def __init__(self, module, ksrc, fn, options: dict):
+    def __init__(self, module, ksrc, options: dict):
         self.source = ksrc.text
+        self.artifact = ksrc             # data: NumbaBackend.load rebuilds this launcher
         self._module = module
         path = getattr(module, "__file__", None)
         self.path = path if path and os.path.isfile(path) else None   # None: not on disk
-        self.name = fn.name
+        self.name = ksrc.name
         self._entry = getattr(module, ksrc.entry)
         self._oob_sites = getattr(module, "OOB_SITES", ())
-        self._arg_types = [a.type for a in fn.args]
-        self._arg_names = [a.name or f"arg{i}" for i, a in enumerate(fn.args)]
-        convs = [_converter(t, n, fn.name) for t, n in zip(self._arg_types, self._arg_names)]
+        self._arg_types = list(ksrc.arg_types)
+        self._arg_names = list(ksrc.arg_names)
+        convs = [_converter(t, n, ksrc.name) for t, n in zip(self._arg_types, self._arg_names)]
         self._convs = convs if any(c is not None for c in convs) else None
         self.has_atomics = ksrc.has_atomics
         self.jit = hasattr(self._entry, "compile")
