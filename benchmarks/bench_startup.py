@@ -18,7 +18,11 @@ machine's load average.
 
 Bars: import <= 0.3 s, warm overhead <= 5 us, first launch <= 100 ms all-in.
 
-    python benchmarks/bench_startup.py [--rounds 5] [--json out.json]
+With ``PYTHONDONTWRITEBYTECODE=1`` in the environment (as on the CI machine) every child
+compiles npujit's modules from source; ``--bytecode`` lets the children write and use
+``__pycache__`` as an installed package does (the header says which).
+
+    python benchmarks/bench_startup.py [--rounds 5] [--bytecode] [--json out.json]
 """
 from __future__ import annotations
 
@@ -111,12 +115,17 @@ def _summary(values) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--bytecode", action="store_true",
+                    help="let the children write and use .pyc files (unset "
+                         "PYTHONDONTWRITEBYTECODE)")
     ap.add_argument("--json", help="also write the measurements here")
     args = ap.parse_args()
     results: dict = {k: [] for k in ("python", "numpy", "npujit", "first", "warm")}
     with tempfile.TemporaryDirectory(prefix="npujit-bench-startup-") as cache:
         env = {**os.environ, "NPUJIT_CACHE_DIR": cache}
-        _run_child("first", env)                              # fills the disk cache
+        if args.bytecode:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+        _run_child("first", env)             # fills the disk cache (and __pycache__)
         loads = []
         for _ in range(args.rounds):
             loads.append(os.getloadavg()[0])
@@ -129,6 +138,8 @@ def main() -> None:
     assert all(r["misses"] == 0 for r in first), "a fresh process traced: the cache missed"
     print(f"npujit start-up and launch, {args.rounds} interleaved rounds, medians (min-max); "
           f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
+    print("  .pyc files written and used" if "PYTHONDONTWRITEBYTECODE" not in env else
+          "  .pyc files not written: every child compiles npujit from source (--bytecode)")
     print(f"  python -c pass (process wall, s)      {_summary(results['python'])}")
     print(f"  import numpy (s)                      {_summary(results['numpy'])}")
     print(f"  import npujit (s)                     {_summary(results['npujit'])}   bar <= 0.3")

@@ -26,8 +26,6 @@ import weakref
 from npujit import cache_dir, knobs
 
 from . import disk_cache
-from .codegen import generate
-from .record import replay
 from .runtime import Launcher, backend_hash, import_source
 
 
@@ -38,6 +36,7 @@ class NumbaBackend:
 
     def compile(self, fn, options: dict | None = None) -> Launcher:
         """``run(grid, args)`` for ``fn`` (calling convention in ``backends/base.py``)."""
+        from .codegen import generate      # (a launcher loaded from the cache needs none)
         opts = _defaults(options)
         built_with = _built_with(opts)
         ksrc = generate(fn, opts, built_with[0])
@@ -58,6 +57,7 @@ class NumbaBackend:
         """Run ``fn`` in recording mode and replay its events into ``hook``
         (``record.py``): the reference interpreter's hook calls, at numba speed.
         ``numerics=False`` records with a build that runs only the stream's slice."""
+        from .record import replay
         if buffers is not None:
             raise ValueError("tiles in their buffers (poison / copies at wait) need the "
                              "reference backend")
