@@ -2,7 +2,7 @@
 generated per specialisation, so a cached launch costs a few microseconds of Python.
 
 The binder is a generated function with the kernel's own parameter list, so Python binds
-positional and keyword arguments; it returns a cheap key (array dtype/rank/contiguity/alignment/writeability,
+positional and keyword arguments; it returns a cheap key (array dtype/rank/flag bits: contiguity, alignment, writeability,
 scalar types -- an int as ``int`` when it fits in 32 bits, ``WIDE_INT`` when it needs 64,
 as the specialisation key types it i32 or i64 --, constexpr values) and the values in
 parameter order.  Anything unusual
@@ -38,11 +38,13 @@ _ndarray = np.ndarray
 
 
 def array_key(a):
-    """Key part of one runtime argument (numpy arrays and plain scalars only)."""
+    """Key part of one runtime argument (numpy arrays and plain scalars only).  An
+    array's is its dtype, rank and numpy's flag bits (``flags.num``: C-contiguity,
+    alignment, writeability among them), so misaligned and read-only arrays get keys of
+    their own (the slow path checks them); the binder inlines it for arrays."""
     t = type(a)
     if t is _ndarray:
-        f = a.flags      # misaligned and read-only arrays get keys of their own (checked)
-        return (a.dtype, a.ndim, f.c_contiguous, f.aligned, f.writeable)
+        return (a.dtype, a.ndim, a.flags.num)
     if t is int:
         if -2147483648 <= a <= 2147483647:
             return t
@@ -56,14 +58,15 @@ def array_key(a):
 def make_binder(params, constexpr_params, defaults):
     """A function ``bind(*args, **kwargs) -> (key, values)`` for this parameter list."""
     sig, parts = [], []
-    env = {"_k": array_key, "_NODEF": _NODEFAULT}
+    env = {"_k": array_key, "_NODEF": _NODEFAULT, "_nd": _ndarray}
     for i, p in enumerate(params):
         if p in defaults:
             env[f"_d{i}"] = defaults[p]
             sig.append(f"{p}=_d{i}")
         else:
             sig.append(p)
-        parts.append(p if p in constexpr_params else f"_k({p})")
+        parts.append(p if p in constexpr_params else     # array_key, inlined for arrays
+                     f"({p}.dtype, {p}.ndim, {p}.flags.num) if type({p}) is _nd else _k({p})")
     src = (f"def bind({', '.join(sig)}):\n"
            f"    return {_tuple(parts)}, {_tuple(params)}\n")
     exec(compile(src, "<npujit binder>", "exec"), env)
