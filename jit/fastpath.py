@@ -2,10 +2,10 @@
 generated per specialisation, so a cached launch costs a few microseconds of Python.
 
 The binder is a generated function with the kernel's own parameter list, so Python binds
-positional and keyword arguments; it returns a cheap key (array dtype/rank/flag bits: contiguity, alignment, writeability,
-scalar types -- an int as ``int`` when it fits in 32 bits, ``WIDE_INT`` when it needs 64,
-as the specialisation key types it i32 or i64 --, constexpr values) and the values in
-parameter order.  Anything unusual
+positional and keyword arguments; it returns a cheap key (per array its dtype, rank and
+flag bits: contiguity, alignment, writeability; per scalar its type -- an int as ``int``
+when it fits in 32 bits, ``WIDE_INT`` when it needs 64, as the specialisation key types it
+i32 or i64 --; the constexpr values) and the values in parameter order.  Anything unusual
 (a torch tensor, a bad argument, a first launch) takes the slow path in ``kernel.py``,
 which validates with clear messages and fills the fast table.
 
