@@ -38,6 +38,7 @@ import threading
 import time
 import types as pytypes
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -50,6 +51,21 @@ from npujit import cache_dir, knobs
 from . import disk_cache
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass
+class KernelSource:
+    """Generated module text and what the launcher needs to know about it (codegen.py
+    makes it): plain data, kept in the kernel cache's entry so a later process launches
+    the kernel without its IR and without importing the code generator."""
+
+    text: str
+    entry: str           # name of the function that runs programs first..last-1
+    has_atomics: bool
+    name: str = "kernel"                 # the kernel's name, for messages
+    arg_types: tuple = ()                # the IR types of the entry's arguments, in order
+    arg_names: tuple = ()
+    built_with: tuple | None = None      # the backend's options key (backend.py)
 _backend_hash: str | None = None
 
 
