@@ -27,6 +27,10 @@ class Backend(Protocol):
         """Return ``run(grid, args)`` for the IR function ``fn``."""
         ...
 
+    # Optional: ``load(artifact, options) -> run | None`` rebuilds ``run`` from the
+    # ``run.artifact`` (plain data) of an earlier compile, without the IR; None when
+    # the artifact does not fit these options (jit/compiled.py then compiles).
+
     def run_recorded(self, fn, grid, args, hook, buffers=None, numerics: bool = True) -> None:
         """Run ``fn`` over ``grid`` with ``args`` (outputs land in ``args``), calling
         ``hook`` for every executed op as the reference interpreter's ``Plan.run`` does

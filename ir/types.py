@@ -12,9 +12,9 @@ Example::
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 
@@ -46,7 +46,7 @@ class DType:
 
     @property
     def np(self) -> np.dtype:
-        return np.dtype(ml_dtypes.bfloat16) if self.name == "bf16" else np.dtype(self.np_name)
+        return bfloat16_numpy() if self.name == "bf16" else np.dtype(self.np_name)
 
     @property
     def bits(self) -> int:
@@ -95,10 +95,26 @@ PUBLIC_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i8": "i
                 "i16": "int16", "i32": "int32", "i64": "int64", "i1": "bool_"}
 
 
+def bfloat16_numpy() -> np.dtype:
+    """numpy's bfloat16 dtype (ml_dtypes'), imported on first use: importing ml_dtypes
+    costs ~1 s of CPU with numpy 2.4, and a process that never meets a bf16 array must
+    not pay it at ``import npujit``."""
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bfloat16_numpy(dt: np.dtype) -> bool:
+    """Whether numpy dtype ``dt`` is ml_dtypes' bfloat16 (kind 'V'), without importing
+    ml_dtypes: a bfloat16 dtype exists only once it is imported."""
+    return dt.kind == "V" and "ml_dtypes" in sys.modules and dt == bfloat16_numpy()
+
+
 def dtype_of_numpy(dt) -> DType | None:
     """The IR dtype for a numpy dtype, or None when npujit has no such element type."""
+    if isinstance(dt, str) and dt == "bfloat16":
+        return bfloat16
     dt = np.dtype(dt)
-    if dt == np.dtype(ml_dtypes.bfloat16):
+    if is_bfloat16_numpy(dt):
         return bfloat16
     for d in ALL_DTYPES:
         if d.name != "bf16" and np.dtype(d.np_name) == dt:

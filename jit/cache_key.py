@@ -26,7 +26,9 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import glob
 import hashlib
+import importlib.util
 import os
 import sys
 import threading
@@ -57,10 +59,9 @@ def compiler_hash() -> str:
 
 
 def _hash_compiler() -> str:
-    import llvmlite
-    import numba
     h = hashlib.sha256(f"{sys.version_info[:3]} numpy {np.__version__} numba "
-                       f"{numba.__version__} llvmlite {llvmlite.__version__}".encode())
+                       f"{installed_version('numba')} llvmlite "
+                       f"{installed_version('llvmlite')}".encode())
     for d in _COMPILER_DIRS:
         top = os.path.join(_ROOT, d)
         for dirpath, dirnames, filenames in os.walk(top):
@@ -71,6 +72,30 @@ def _hash_compiler() -> str:
                     with open(path, "rb") as f:
                         h.update(os.path.relpath(path, _ROOT).encode() + b"\0" + f.read())
     return h.hexdigest()[:16]
+
+
+def installed_version(name: str) -> str:
+    """The installed version of package ``name``, read from its metadata without importing
+    it (importing numba costs 0.4-0.65 s; a process on the reference backend never needs
+    it).  The ``<name>-<version>.dist-info`` folder beside the package names it; other
+    layouts ask ``importlib.metadata`` (~40 ms to import).
+
+    Example::
+
+        >>> installed_version("numpy") == np.__version__
+        True
+    """
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.origin:
+        site = os.path.dirname(os.path.dirname(spec.origin))
+        found = glob.glob(os.path.join(glob.escape(site), f"{name}-*.dist-info"))
+        if len(found) == 1:
+            return os.path.basename(found[0])[len(name) + 1:-len(".dist-info")]
+    from importlib import metadata
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"
 
 
 def kernel_hash(kernel, scan: tuple | None = None) -> str:

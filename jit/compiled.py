@@ -4,9 +4,11 @@ What it holds is plain data -- the scheduled IR text, every stage's artifact tex
 launch metadata (the parameter list, per-parameter signatures, the positions of the run-
 time arguments, the arguments the kernel stores to, the globals it read, the options) --
 so it pickles into a disk cache or a process pool.  The runnable is built lazily, the
-first time it is needed: the scheduled IR text is parsed back (``npujit.ir.parser``) and
-handed to the backend, whose own disk cache (numba: machine code beside the generated
-source) makes that cheap in a process that has seen the kernel before.
+first time it is needed: from the backend's own artifact when the backend kept one
+(numba: the generated module's source and argument types; ``Backend.load``), else the
+scheduled IR text is parsed back (``npujit.ir.parser``) and handed to the backend; its
+disk cache (numba: machine code beside the generated source) makes either cheap in a
+process that has seen the kernel before.
 
 Example::
 
@@ -21,7 +23,6 @@ import threading
 
 from npujit.backends import get_backend
 from npujit.errors import LaunchError
-from npujit.ir.parser import parse_function
 
 from .signature import KernelSignature
 
@@ -55,6 +56,10 @@ class CompiledKernel:
         self._fn = fn
         self._runnable = None
         self._lock = threading.Lock()
+        # the backend's own artifact, data (numba: the generated module and its argument
+        # types): a process that unpickles this kernel rebuilds its runnable from it
+        # without parsing the IR (``Backend.load``)
+        self.__dict__.setdefault("_backend_artifact", None)
 
     # --- pickling: data only; the runnable is rebuilt on demand -----------------------
     def __getstate__(self):
@@ -72,6 +77,7 @@ class CompiledKernel:
     def ir(self):
         """The scheduled IR ``Function`` (parsed from ``ir_text`` after unpickling)."""
         if self._fn is None:
+            from npujit.ir.parser import parse_function   # (it imports the scheduler)
             self._fn = parse_function(self.ir_text)
         return self._fn
 
@@ -82,12 +88,23 @@ class CompiledKernel:
             with self._lock:
                 r = self._runnable
                 if r is None:
-                    r = get_backend(self.backend).compile(self.ir, self.options)
+                    r = self._build_runnable()
                     source = getattr(r, "source", None)
                     self._artifacts["backend"] = source
                     path = getattr(r, "path", None)
                     self.artifact_key = path or self.artifact_key
                     self._runnable = r
+        return r
+
+    def _build_runnable(self):
+        backend = get_backend(self.backend)
+        load = getattr(backend, "load", None)
+        r = None
+        if load is not None and self._backend_artifact is not None:
+            r = load(self._backend_artifact, self.options)
+        if r is None:
+            r = backend.compile(self.ir, self.options)
+        self._backend_artifact = getattr(r, "artifact", None)
         return r
 
     @property

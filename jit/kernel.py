@@ -22,22 +22,14 @@ import threading
 from collections import OrderedDict
 import time
 import types
-from concurrent.futures import Future
 
 from npujit import knobs
 from npujit.errors import LaunchError
-from npujit.language.core import constexpr
 
-from . import cache as disk_cache
 from . import hooks
-from . import loops as loop_runtime
-from .ast_rewrite import rewrite_function
-from .binder import runtime_value
 from .compiled import CompiledKernel
-from .compiler import compile_specialization
-from .fastpath import SLOW, make_binder, make_plan
+from .fastpath import SLOW, make_binder, make_fast_launch
 from .hooks import CompileEvent
-from .kernel_globals import find_global_reads, scan_kernel
 from .signature import KernelSignature
 
 _OPTION_NAMES = ("backend", "parallel", "debug", "spec", "bounds_check", "num_stages")
@@ -66,6 +58,7 @@ class NPUKernel:
                                    or stages < 1):
             raise TypeError(f"@npu_kernel option num_stages must be a positive int or None, "
                             f"got {stages!r}")
+        from npujit.language.core import constexpr   # (imported here: npujit/__init__.py)
         self.fn = fn
         self.name = fn.__name__
         self.options = dict(options)
@@ -118,12 +111,15 @@ class NPUKernel:
     # --- tracing support ---------------------------------------------------------------
     def traced_fn(self):
         if self._traced is None:      # a race builds it twice, identically: harmless
+            from . import loops as loop_runtime      # (the tracer: not needed at import)
+            from .ast_rewrite import rewrite_function
             self._traced = rewrite_function(self.fn, loop_runtime)
         return self._traced
 
     def global_reads(self) -> list:
         """The global bindings the kernel and its helpers read, with their values now
         (jit/kernel_globals.py); each compile records its own."""
+        from .kernel_globals import find_global_reads
         return find_global_reads(self.fn, self.name)
 
     def read_globals(self) -> dict:
@@ -186,6 +182,7 @@ class NPUKernel:
                 return c
             pending = self._pending.get(key)
             if pending is None:
+                from concurrent.futures import Future
                 pending = self._pending[key] = Future()
                 owner = True
             else:
@@ -212,6 +209,8 @@ class NPUKernel:
 
     def _build(self, sigs, constexprs, opts, build) -> tuple:
         """``(CompiledKernel, loaded from the disk cache?)`` of one specialisation."""
+        from . import cache as disk_cache
+        from .kernel_globals import scan_kernel
         with disk_cache.gc_paused():
             scan = scan_kernel(self.fn)      # one walk: the key's hash and the reads
             disk_key = disk_cache.entry_key(self, sigs, constexprs, opts, scan)
@@ -221,6 +220,7 @@ class NPUKernel:
                 if build:
                     c.runnable()
                 return c, True
+        from .compiler import compile_specialization   # (a disk hit needs no compiler)
         c = compile_specialization(self, sigs, constexprs, opts, global_reads=scan[0])
         if build:
             c.runnable()
@@ -234,7 +234,7 @@ class NPUKernel:
         limit = knobs.memory_cache_size()
         while len(self.cache) > limit:
             _, old = self.cache.popitem(last=False)
-            for fast_key in [k for k, entry in self._fast.items() if entry[0] is old]:
+            for fast_key in [k for k, fast in self._fast.items() if fast.compiled is old]:
                 self._fast.pop(fast_key, None)
 
     # --- launching ---------------------------------------------------------------------
@@ -246,28 +246,14 @@ class NPUKernel:
                           f"{self.name}[grid](...), e.g. {self.name}[(n_blocks,)](...)")
 
     def run(self, grid, args, kwargs):
+        env = knobs.launch_env()
         try:
             key, vals = self._binder(*args, **kwargs)
-            entry = self._fast.get((key, knobs.backend(), knobs.debug(), knobs.bounds_check()))
+            fast = self._fast.get((key, env))
         except Exception:       # bad arguments: the slow path says what is wrong
-            entry = None
-        if entry is not None:
-            c, launch, plan, cache_key = entry
-            try:
-                self.cache.move_to_end(cache_key)    # recently used (LRU)
-            except KeyError:                        # evicted by another thread just now
-                pass
-            if c.global_reads:
-                c.check_globals()
-            g = self._grids.get(grid) if type(grid) is tuple else None
-            if g is None:
-                g = self.signature.grid(grid, dict(zip(self.params, vals)))
-                self._remember_grid(grid, g)
-            if 0 in g:
-                return  # a grid with no programs launches nothing
-            launch(g, [conv(vals[i]) if conv is not None else
-                       runtime_value(c.sigs[i], vals[i], self.params[i]) for i, conv in plan])
-            return
+            fast = None
+        if fast is not None:
+            return fast(grid, vals)   # jit/fastpath.py: straight to the compiled entry
         bound = self.signature.bind(args, kwargs)
         g = self.signature.grid(grid, bound)
         self._remember_grid(grid, g)
@@ -276,23 +262,34 @@ class NPUKernel:
         if 0 in g:
             return  # a grid with no programs launches nothing
         c.launch(g, self.signature.runtime_args(c.sigs, c.runtime_index, bound))
-        self._remember_fast(bound, c, cache_key)
+        self._remember_fast(bound, c, cache_key, env)
 
     def _remember_grid(self, grid, g: tuple) -> None:
         if type(grid) is tuple and len(self._grids) < 256:
             self._grids[grid] = g     # a valid grid tuple: no need to check it again
 
-    def _remember_fast(self, bound: dict, c: CompiledKernel, cache_key) -> None:
+    def _grid_of(self, grid, vals: tuple) -> tuple:
+        """A grid the fast path has not seen: checked (and remembered) as the slow path does."""
+        g = self.signature.grid(grid, dict(zip(self.params, vals)))
+        self._remember_grid(grid, g)
+        return g
+
+    def _remember_fast(self, bound: dict, c: CompiledKernel, cache_key, env: tuple) -> None:
+        """Let later launches with arguments of the same key go straight to ``c``."""
         try:
             key, _ = self._binder(**bound)
         except Exception:
             return
-        if any(k is SLOW for k in key):
-            return
-        entry = (c, c.runnable(), make_plan(c.sigs, c.runtime_index), cache_key)
+        if any(k is SLOW for k in key) or knobs.launch_env() != env:
+            return    # (the knobs changed during the launch: ``c`` may not be env's)
+        fast = make_fast_launch(self.params, key, c.sigs, c.runtime_index, {
+            "_cache_key": cache_key, "_touch": self.cache.move_to_end,
+            "_check_globals": c.check_globals if c.global_reads else None,
+            "_grids": self._grids, "_grid": self._grid_of, "_launch": c.runnable()})
+        fast.compiled = c
         with self._lock:
             if self.cache.get(cache_key) is c:   # else already evicted: nothing to keep
-                self._fast[(key, knobs.backend(), knobs.debug(), knobs.bounds_check())] = entry
+                self._fast[(key, env)] = fast
 
     def simulate(self, *args, grid, spec=None, debug=None, backend=None, numerics=True,
                  **kwargs):

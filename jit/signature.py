@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 from npujit.errors import LaunchError
-from npujit.language.core import constexpr
 
 from .binder import arg_signature, normalize_grid, runtime_value
 
@@ -58,6 +57,7 @@ class KernelSignature:
     def specialize(self, bound: dict) -> tuple:
         """``(sigs, constexprs)``: per parameter its key part (validated), and the
         constexpr values."""
+        from npujit.language.core import constexpr   # (not at import: npujit/__init__.py)
         sigs, constexprs = [], {}
         for p in self.params:
             v = bound[p]

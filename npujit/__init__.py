@@ -4,13 +4,17 @@ Example::
 
     import npujit.language as nl
     from npujit import npu_kernel
+
+``import npujit`` imports what a launch needs (the decorator, the launcher, the errors);
+the autotuner, the language, the simulator and the other subpackages are imported on
+first use (npujit/lazy.py), and numba only when the numba backend compiles or loads a
+kernel: ``docs/startup.md`` has the numbers.
 """
 from npujit.errors import (CompilationError, DeviceAssertionError, IndexOverflowError,
                            LaunchError, NPUJitError, OutOfBoundsError, OutOfResources)
-from npujit.jit.autotune import Autotuner, Config, autotune
 from npujit.jit.kernel import NPUKernel, npu_kernel
+from npujit.lazy import lazy_exports
 
-from . import language
 from .host import cdiv, next_power_of_2
 
 __version__ = "0.1.0"
@@ -18,3 +22,17 @@ __version__ = "0.1.0"
 __all__ = ["npu_kernel", "NPUKernel", "autotune", "Config", "Autotuner", "language",
            "CompilationError", "LaunchError", "NPUJitError", "OutOfResources", "OutOfBoundsError", "DeviceAssertionError",
            "IndexOverflowError", "cdiv", "next_power_of_2", "__version__"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "autotune": "npujit.jit.autotune:autotune",
+    "Config": "npujit.jit.autotune:Config",
+    "Autotuner": "npujit.jit.autotune:Autotuner",
+    "language": "npujit.language",
+    # subpackages, so ``import npujit; npujit.moe.route(...)`` works as after ``import npujit.moe``
+    "moe": "npujit.moe",
+    "sim": "npujit.sim",
+    "testing": "npujit.testing",
+    "triton": "npujit.triton",
+    "kernels": "npujit.kernels",
+    "target": "npujit.target",
+})

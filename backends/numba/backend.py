@@ -26,8 +26,6 @@ import weakref
 from npujit import cache_dir, knobs
 
 from . import disk_cache
-from .codegen import generate
-from .record import replay
 from .runtime import Launcher, backend_hash, import_source
 
 
@@ -38,27 +36,56 @@ class NumbaBackend:
 
     def compile(self, fn, options: dict | None = None) -> Launcher:
         """``run(grid, args)`` for ``fn`` (calling convention in ``backends/base.py``)."""
-        opts = dict(options or {})
-        opts.setdefault("debug", knobs.debug())
-        opts.setdefault("bounds_check", knobs.bounds_check())
-        opts.setdefault("cache", cache_dir.current() is not None)
-        header = (f"backend {backend_hash()}; debug={bool(opts['debug'])}; "
-                  f"bounds_check={bool(opts['bounds_check'])}\n")
-        disk_cache.library_caching(bool(opts["cache"]))
-        ksrc = generate(fn, opts, header)
-        module = import_source(ksrc.text, cache=bool(opts["cache"]))
-        return Launcher(module, ksrc, fn, opts)
+        from .codegen import generate      # (a launcher loaded from the cache needs none)
+        opts = _defaults(options)
+        built_with = _built_with(opts)
+        ksrc = generate(fn, opts, built_with[0])
+        ksrc.built_with = built_with
+        return _launcher(ksrc, opts)
+
+    def load(self, ksrc, options: dict | None = None) -> Launcher | None:
+        """The launcher of a module generated before (a launcher's ``artifact``, kept in
+        the kernel cache's entry: jit/compiled.py): no IR to parse, no source to generate.
+        None when ``ksrc`` was generated for other options or by another version of this
+        backend; then ``compile`` it again."""
+        opts = _defaults(options)
+        if ksrc.built_with != _built_with(opts):
+            return None
+        return _launcher(ksrc, opts)
 
     def run_recorded(self, fn, grid, args, hook, buffers=None, numerics: bool = True) -> None:
         """Run ``fn`` in recording mode and replay its events into ``hook``
         (``record.py``): the reference interpreter's hook calls, at numba speed.
         ``numerics=False`` records with a build that runs only the stream's slice."""
+        from .record import replay
         if buffers is not None:
             raise ValueError("tiles in their buffers (poison / copies at wait) need the "
                              "reference backend")
         grid = tuple(grid) + (1,) * (3 - len(grid))
         options = None if numerics else {"numerics": False}
         replay(fn, grid, record_launch(fn, grid, args, options), hook)
+
+
+def _defaults(options: dict | None) -> dict:
+    opts = dict(options or {})
+    opts.setdefault("debug", knobs.debug())
+    opts.setdefault("bounds_check", knobs.bounds_check())
+    opts.setdefault("cache", cache_dir.current() is not None)
+    return opts
+
+
+def _built_with(opts: dict) -> tuple:
+    """What the generated text depends on besides the IR: the header naming this
+    backend's version and the checks, the cache flag, the recording modes."""
+    header = (f"backend {backend_hash()}; debug={bool(opts['debug'])}; "
+              f"bounds_check={bool(opts['bounds_check'])}\n")
+    return (header, bool(opts["cache"]), bool(opts.get("record")),
+            opts.get("numerics") is False)
+
+
+def _launcher(ksrc, opts: dict) -> Launcher:
+    disk_cache.library_caching(bool(opts["cache"]))
+    return Launcher(import_source(ksrc.text, cache=bool(opts["cache"])), ksrc, opts)
 
 
 _RECORDERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

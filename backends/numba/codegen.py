@@ -27,7 +27,6 @@ from __future__ import annotations
 import linecache
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from npujit.ir.core import Function, Op, Value
 from npujit.ir.ops import CONTROL, Kind
@@ -37,6 +36,7 @@ from npujit.ir.types import PtrType
 from . import (lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile,
                range_check, record)
 from .values import Nest, Val, Writer, np_type, numel
+from .runtime import KernelSource   # (defined there: a cache hit loads no code generator)
 
 LOWER = {}
 for _mod in (lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile):
@@ -61,15 +61,6 @@ from npujit.errors import (DeviceAssertionError, IndexOverflowError, LaunchError
 f32, i8, i16, i32, i64, u64, b1 = (np.float32, np.int8, np.int16, np.int32, np.int64,
                                    np.uint64, np.bool_)
 """
-
-
-@dataclass
-class KernelSource:
-    """Generated module text and what the launcher needs to know about it."""
-
-    text: str
-    entry: str           # name of the function that runs programs first..last-1
-    has_atomics: bool
 
 
 class Codegen:
@@ -285,4 +276,6 @@ def {entry}(nprog0, nprog1, nprog2, first, last{sep}{", ".join(params)}):
         pid2 = p // (nprog0 * nprog1)
 {body_text}
 '''
-    return KernelSource(text, entry, has_atomics)
+    return KernelSource(text, entry, has_atomics, fn.name,
+                        tuple(a.type for a in fn.args),
+                        tuple(a.name or f"arg{i}" for i, a in enumerate(fn.args)))

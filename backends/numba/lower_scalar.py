@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 
 from npujit.ir.ops import Kind
@@ -68,6 +67,7 @@ def constant(value, d: DType) -> str:
     if d.name == "f16":
         return f32(float(np.float16(value)))
     if d.name == "bf16":
+        import ml_dtypes      # (on first use: its import costs ~1 s of CPU)
         return f32(float(np.float32(ml_dtypes.bfloat16(value))))
     if d.is_float:
         return f32(value)

@@ -24,7 +24,7 @@ parallel after a serial launch took longer than ``PARALLEL_AFTER_S``.
 Example::
 
     >>> ksrc = generate(fn, {})                                    # doctest: +SKIP
-    >>> run = Launcher(import_source(ksrc.text, True), ksrc, fn, {})  # doctest: +SKIP
+    >>> run = Launcher(import_source(ksrc.text, True), ksrc, {})      # doctest: +SKIP
     >>> run((4, 1, 1), [x, y, 4096])                                # doctest: +SKIP
     >>> print(run.source)                                           # doctest: +SKIP
 """
@@ -38,6 +38,7 @@ import threading
 import time
 import types as pytypes
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -50,6 +51,21 @@ from npujit import cache_dir, knobs
 from . import disk_cache
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass
+class KernelSource:
+    """Generated module text and what the launcher needs to know about it (codegen.py
+    makes it): plain data, kept in the kernel cache's entry so a later process launches
+    the kernel without its IR and without importing the code generator."""
+
+    text: str
+    entry: str           # name of the function that runs programs first..last-1
+    has_atomics: bool
+    name: str = "kernel"                 # the kernel's name, for messages
+    arg_types: tuple = ()                # the IR types of the entry's arguments, in order
+    arg_names: tuple = ()
+    built_with: tuple | None = None      # the backend's options key (backend.py)
 _backend_hash: str | None = None
 
 
@@ -139,14 +155,12 @@ def _converter(t, name: str, kernel: str):
             return a.view(np.uint16)
         return bits
     d = t.dtype
-    if d.is_bool:
-        return bool
     if d.name == "f16":
         return lambda x: float(np.float16(x))  # one rounding, from the double
     if d.name == "bf16":
         import ml_dtypes
         return lambda x: float(ml_dtypes.bfloat16(x))
-    return float if d.is_float else int
+    return None  # a Python int, float or bool already (backends/base.py): numba takes it
 
 
 # A launch that took longer than this serially runs its later launches on threads: below
@@ -176,17 +190,18 @@ class Launcher:
     ``parallel=False``, always run serially; ``parallel=True`` uses threads at once.
     """
 
-    def __init__(self, module, ksrc, fn, options: dict):
+    def __init__(self, module, ksrc, options: dict):
         self.source = ksrc.text
+        self.artifact = ksrc             # data: NumbaBackend.load rebuilds this launcher
         self._module = module
         path = getattr(module, "__file__", None)
         self.path = path if path and os.path.isfile(path) else None   # None: not on disk
-        self.name = fn.name
+        self.name = ksrc.name
         self._entry = getattr(module, ksrc.entry)
         self._oob_sites = getattr(module, "OOB_SITES", ())
-        self._arg_types = [a.type for a in fn.args]
-        self._arg_names = [a.name or f"arg{i}" for i, a in enumerate(fn.args)]
-        convs = [_converter(t, n, fn.name) for t, n in zip(self._arg_types, self._arg_names)]
+        self._arg_types = list(ksrc.arg_types)
+        self._arg_names = list(ksrc.arg_names)
+        convs = [_converter(t, n, ksrc.name) for t, n in zip(self._arg_types, self._arg_names)]
         self._convs = convs if any(c is not None for c in convs) else None
         self.has_atomics = ksrc.has_atomics
         self.jit = hasattr(self._entry, "compile")
@@ -209,13 +224,17 @@ class Launcher:
             raise ValueError(f"{self.name}: grid {tuple(grid)} must be positive in every axis")
         if self._convs is not None:
             args = [a if c is None else c(a) for c, a in zip(self._convs, args)]
+        total = g0 * g1 * g2
         try:
             try:
-                self._launch(g0, g1, g2, g0 * g1 * g2, args)
+                if total == 1 or not self.parallel:    # serial, nothing to time: the entry
+                    self._entry(g0, g1, g2, 0, total, *args)
+                else:
+                    self._launch(g0, g1, g2, total, args)
             except TypeError:
                 if not self._compile_variant(args):
                     raise
-                self._launch(g0, g1, g2, g0 * g1 * g2, args)
+                self._launch(g0, g1, g2, total, args)
         except OutOfBoundsError as e:
             raise self._located(e) from None
 

@@ -17,25 +17,34 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 import math
 
-import ml_dtypes
 import numpy as np
+
+from npujit.ir.types import is_bfloat16_numpy
 
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
-BF16 = np.dtype(ml_dtypes.bfloat16)
 I32 = np.dtype(np.int32)
 BOOL = np.dtype(np.bool_)
-HALF = (F16, BF16)
 
-try:  # scipy's erf has a float32 loop; fall back to math.erf per element without it
-    from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover - scipy is a declared dependency
-    _erf_f64 = np.vectorize(math.erf, otypes=[np.float64])
 
-    def _erf(x):
-        return _erf_f64(x).astype(np.asarray(x).dtype)
+def _is_half(dt: np.dtype) -> bool:
+    # bf16 without importing ml_dtypes (~1 s of CPU): a bf16 array means it is imported
+    return dt == F16 or is_bfloat16_numpy(dt)
+
+
+@functools.cache
+def _erf_f32():
+    """scipy's erf (it has a float32 loop), imported on first use (~0.2 s); math.erf per
+    element without scipy."""
+    try:
+        from scipy.special import erf
+        return erf
+    except ImportError:  # pragma: no cover - scipy is a declared dependency
+        erf_f64 = np.vectorize(math.erf, otypes=[np.float64])
+        return lambda x: erf_f64(x).astype(np.asarray(x).dtype)
 
 
 def is_float(dt: np.dtype) -> bool:
@@ -46,7 +55,7 @@ def is_float(dt: np.dtype) -> bool:
         >>> is_float(np.dtype(np.float16)), is_float(np.dtype(np.int8))
         (True, False)
     """
-    return dt.kind == "f" or dt == BF16
+    return dt.kind == "f" or is_bfloat16_numpy(dt)
 
 
 def widen(x: np.ndarray) -> np.ndarray:
@@ -57,7 +66,7 @@ def widen(x: np.ndarray) -> np.ndarray:
         >>> widen(np.array([1.5], np.float16)).dtype
         dtype('float32')
     """
-    return x.astype(F32) if x.dtype in HALF else x
+    return x.astype(F32) if _is_half(x.dtype) else x
 
 
 def arith(f, *xs: np.ndarray) -> np.ndarray:
@@ -70,7 +79,7 @@ def arith(f, *xs: np.ndarray) -> np.ndarray:
         array([44], dtype=int8)
     """
     dt = xs[0].dtype
-    if dt in HALF:
+    if _is_half(dt):
         return np.asarray(f(*(x.astype(F32) for x in xs))).astype(dt)
     return f(*xs)
 
@@ -83,7 +92,7 @@ def erf(x: np.ndarray) -> np.ndarray:
         >>> erf(np.array([0.0], np.float32))
         array([0.], dtype=float32)
     """
-    return np.asarray(_erf(x), dtype=x.dtype)
+    return np.asarray(_erf_f32()(x), dtype=x.dtype)
 
 
 def fits_int(value: int, dt: np.dtype) -> bool:

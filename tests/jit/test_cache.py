@@ -127,16 +127,19 @@ out = np.zeros(11, np.float32)
 events = []
 with on_compile(events.append):
     k[(1,)](x, out, 11, BLOCK=16)
-entry = k.compile(x, out, 11, BLOCK=16).runnable()._entry
+c = k.compile(x, out, 11, BLOCK=16)
+entry = c.runnable()._entry
 print(json.dumps({{"out": out.tolist(), "stats": dict(cache.stats),
                   "from_disk": [e.from_disk for e in events],
+                  "ir_parsed": c._fn is not None or "npujit.ir.parser" in sys.modules,
                   "numba_misses": sum(entry.stats.cache_misses.values()),
                   "numba_hits": sum(entry.stats.cache_hits.values())}}))
 """
 
 
 def test_a_second_process_neither_traces_nor_runs_llvm(cdir):
-    out, _ = _launch(_fresh(backend="numba"))
+    k = _fresh(backend="numba")
+    out, _ = _launch(k)
     code = _CHILD.format(testdir=os.path.dirname(__file__))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300, env=dict(os.environ, NPUJIT_CACHE_DIR=str(cdir)))
@@ -148,6 +151,18 @@ def test_a_second_process_neither_traces_nor_runs_llvm(cdir):
     assert child["from_disk"] == [True]
     assert child["numba_hits"] == 1 and child["numba_misses"] == 0
     assert "CacheWarning" not in res.stderr
+    # nor parses the IR: the entry keeps the generated module (NumbaBackend.load), which
+    # is used only for the options it was generated with
+    assert child["ir_parsed"] is False
+    from npujit.backends.numba import NumbaBackend
+    c = next(iter(k.cache.values()))
+    artifact = c.runnable().artifact
+    assert NumbaBackend().load(artifact, {**c.options, "debug": True}) is None
+    assert NumbaBackend().load(artifact, {**c.options, "cache": False}) is None
+    again = np.zeros(11, np.float32)
+    NumbaBackend().load(artifact, c.options)((1, 1, 1), [np.arange(11, dtype=np.float32),
+                                                         again, 11])
+    assert (again == out).all()
 
 
 def _forget_numba_modules():
@@ -431,7 +446,7 @@ def test_the_memory_cache_keeps_a_bounded_number_of_specialisations(cdir, monkey
         _launch(k, block=block)
     gc.collect()
     assert len(k.cache) == 2 and first() is None      # the fast path kept nothing alive
-    assert all(entry[0] in k.cache.values() for entry in k._fast.values())
+    assert all(fast.compiled in k.cache.values() for fast in k._fast.values())
     out, events = _launch(k, block=16)
     assert [e.from_disk for e in events] == [True] and (out == np.arange(11) * 3 + 1).all()
 
