@@ -212,9 +212,10 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     AIC/AIV split yet, sim/split.py).
 
     ``block_k`` (the K tile of the GEMMs that stream weight rows: gate/up over H, and the
-    workspace form's down over I) defaults to one 512 B HBM burst of a weight row: a
-    shorter row still costs a whole burst (sim/bursts.py), so 64 bf16 elements would read
-    each weight byte four times over.  ``block_h`` defaults to 128 on chip and to 64 in
+    workspace form's down over I) defaults, in the workspace form, to one 512 B HBM burst
+    of a weight row: a shorter row still costs a whole burst (sim/bursts.py), so 64 bf16
+    elements would read each weight byte four times over.  On chip it stays 64: the gate,
+    up and down tiles share L0B, and burst-long gate/up tiles do not fit it twice.  ``block_h`` defaults to 128 on chip and to 64 in
     the workspace form, where the down GEMM's ``[block_k, block_h]`` weight tile must fit
     L0B twice (double-buffered: 2 x 256 x 64 x 2 B = 64 KiB on the 910B-like part)."""
     if activation not in ACTIVATIONS:
@@ -224,8 +225,8 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     H = x.shape[1]
     I = gate_up_proj.shape[1] // 2
     rows, bm, S, k = aligned.sorted_ids.size, aligned.block_m, aligned.num_slots, aligned.top_k
-    if block_k is None:
-        block_k = HBM_BURST // gate_up_proj.itemsize
+    if block_k is None:       # on chip, three weight tiles share L0B: keep them short
+        block_k = 64 if form == "onchip" else HBM_BURST // gate_up_proj.itemsize
     if block_h is None:
         block_h = 128 if form == "onchip" else 64
     bi, bh, bk = tile(I, block_i), tile(H, block_h), tile(H, block_k)
