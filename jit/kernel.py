@@ -292,14 +292,15 @@ class NPUKernel:
                 self._fast[(key, env)] = fast
 
     def simulate(self, *args, grid, spec=None, debug=None, backend=None, numerics=True,
-                 **kwargs):
+                 one_bit_flags=None, **kwargs):
         """Launch on ``grid`` through the schedule and the NPU timing simulator; outputs
         are written as by ``kernel[grid](...)``; returns a ``npujit.sim.SimReport``.
         ``backend`` runs the programs (numba records and replays; default: the kernel's
         option, else numba for big arrays; see jit/simulate.py).  ``numerics=False``:
         timing only -- same cycles, bytes and instructions, but only what decides the
         instruction streams is computed, so the outputs hold garbage
-        (``report.numerics is False``).
+        (``report.numerics is False``).  ``one_bit_flags=False`` counts flag sets
+        instead of 1-bit hardware flags (default: ``NPUJIT_ONE_BIT_FLAGS``, on).
 
         Example::
 
@@ -308,7 +309,8 @@ class NPUKernel:
         """
         from .simulate import simulate_kernel
         return simulate_kernel(self, grid, args, kwargs, spec=spec, debug=debug,
-                               backend=backend, numerics=numerics)
+                               backend=backend, numerics=numerics,
+                               one_bit_flags=one_bit_flags)
 
     # --- introspection -----------------------------------------------------------------
     def emit(self, target: str, out_dir: str, *args, **kwargs) -> list:

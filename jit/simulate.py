@@ -32,7 +32,8 @@ NUMBA_FROM_BYTES = 1 << 20
 
 
 def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bool = True,
-                    backend: str | None = None, numerics: bool = True):
+                    backend: str | None = None, numerics: bool = True,
+                    one_bit_flags: bool | None = None):
     """Launch ``kernel`` on ``grid`` with ``args``/``kwargs`` through the simulator and
     return its ``npujit.sim.SimReport``.  ``spec`` defaults to the kernel's ``spec``
     option, else the 910B-like preset; ``debug`` is a ``npujit.sim.DebugOptions``;
@@ -46,6 +47,7 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
     output arrays hold garbage (whatever they held, or partial results), and the report
     says so: ``report.numerics is False``.  The debug switches that change numbers
     (``uninitialized="nan"``, ``dma_execution_mode="on_wait"``) need the numbers.
+    ``one_bit_flags``: as ``npujit.sim.simulate`` (default: the knob, on).
 
     Example::
 
@@ -53,7 +55,7 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
     """
     launch, spec = record_launch(kernel, grid, args, kwargs, spec=spec, debug=debug,
                                  backend=backend, numerics=numerics)
-    report = simulate(launch, spec, trace=trace, debug=debug)
+    report = simulate(launch, spec, trace=trace, debug=debug, one_bit_flags=one_bit_flags)
     report.numerics = numerics
     return report
 

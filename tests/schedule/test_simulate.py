@@ -195,3 +195,20 @@ def test_numba_and_reference_runs_give_the_same_report(case):
     assert reports[0].cycles == reports[1].cycles > 0
     assert reports[0].bytes_by_path == reports[1].bytes_by_path
     assert reports[0].instr_count == reports[1].instr_count
+
+
+def test_kernel_simulate_passes_one_bit_flags_to_the_engine(monkeypatch):
+    import npujit.jit.simulate as jsim
+    seen = []
+    real = jsim.simulate
+
+    def spy(launch, spec, **kw):
+        seen.append(kw.get("one_bit_flags"))
+        return real(launch, spec, **kw)
+    monkeypatch.setattr(jsim, "simulate", spy)
+    x = np.ones(512, np.float16)
+    out = np.zeros_like(x)
+    counted = add_kernel.simulate(x, x, out, 512, grid=(1,), one_bit_flags=False, BLOCK=512)
+    one_bit = add_kernel.simulate(x, x, out, 512, grid=(1,), BLOCK=512)
+    assert seen == [False, None] and counted.cycles == one_bit.cycles
+    np.testing.assert_array_equal(out, x + x)
