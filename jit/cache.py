@@ -63,8 +63,13 @@ def entry_key(kernel, sigs: tuple, constexprs: dict, options: dict,
         return None
     opts = {k: v for k, v in options.items() if k != "spec"}
     parts = (sigs, sorted(constexprs.items()), sorted(opts.items()))
-    if not _stable(parts):
-        stats["unkeyable"] += 1
+    if scan is None:
+        from .kernel_globals import scan_kernel
+        scan = scan_kernel(getattr(kernel, "fn", kernel))
+    reads = scan[0]
+    data = [r.value for r in reads if not r.is_helper and r.array is None]
+    if not _stable(parts) or not _stable(data):   # a global or closure value's repr must
+        stats["unkeyable"] += 1                     # say all there is to it
         return None
     return digest(compiler_hash(), kernel_hash(kernel, scan), parts, spec_hash(options.get("spec")))
 
@@ -77,8 +82,10 @@ def _stable(v) -> bool:
     npujit's own value types (their reprs are complete)."""
     if isinstance(v, _PLAIN):
         return True
-    if isinstance(v, (tuple, list, frozenset)):
+    if isinstance(v, (tuple, list, frozenset, set)):
         return all(_stable(x) for x in v)
+    if isinstance(v, dict):
+        return all(_stable(k) and _stable(x) for k, x in v.items())
     return type(v).__module__.startswith("npujit") and " at 0x" not in repr(v)
 
 

@@ -14,6 +14,11 @@ result).  Names are resolved as Python does:
   any helper the kernel calls -- is scanned the same way, in its own module; a global
   one's binding is checked too (by identity, else by its code): rebinding the name to
   another function is a ``LaunchError``, not a launch of the old inlined body;
+* ``LOAD_DEREF name`` of a free variable (a kernel or helper defined inside a function,
+  ``def make(scale): @npu_kernel def k(...): ... * scale``) reads the enclosing
+  function's cell: recorded and checked the same way (``ClosureRead``), and part of the
+  disk key, so two kernels made by one factory with different values never share a
+  compiled entry;
 * npujit's own modules and functions (``nl``, ``nl.load``) are the language, not data.
 
 What is recorded is the binding (module globals, name), so a helper's ``LIMIT`` in another
@@ -83,6 +88,8 @@ def _short(v) -> str:
 class GlobalRead:
     """One global binding a kernel reads (a name in a module's globals), its value then."""
 
+    what = "global"       # how messages name the binding
+
     def __init__(self, ns: dict, name: str, reader: str, value, home: dict):
         self.ns = ns                      # the module's globals dict (not pickled)
         self.module = ns.get("__name__", "?")
@@ -100,7 +107,7 @@ class GlobalRead:
         elif isinstance(value, np.ndarray):
             if value.dtype.hasobject or value.nbytes > ARRAY_GLOBAL_MAX_BYTES:
                 raise CompilationError(
-                    f"the kernel reads the global array '{self.label}' "
+                    f"the kernel reads the {self.what} array '{self.label}' "
                     f"({describe_array(value)}, {value.nbytes} bytes){self._by()}; an array "
                     "global is checked at every launch, which only pays for small tables "
                     f"(at most {ARRAY_GLOBAL_MAX_BYTES} bytes of numbers): pass it as an "
@@ -151,10 +158,10 @@ class GlobalRead:
             except Exception:         # values that do not compare: identity decided
                 pass
         shown = "gone" if now is _MISSING else _short(now)
-        raise LaunchError(f"kernel '{kernel}' was compiled when the global '{self.label}'"
+        raise LaunchError(f"kernel '{kernel}' was compiled when the {self.what} '{self.label}'"
                           f"{self._by()} was {_short(self.value)}, but it is now {shown}; "
-                          "globals a kernel reads are compile-time constants — pass it as a "
-                          "constexpr argument instead")
+                          f"{self.what}s a kernel reads are compile-time constants — pass it "
+                          "as a constexpr argument instead")
 
     @property
     def is_helper(self) -> bool:
@@ -188,14 +195,14 @@ class GlobalRead:
         if not isinstance(now, np.ndarray):
             what = "no longer exists" if now is _MISSING else \
                 f"is now a {type(now).__name__}"
-            how = f"the global array '{self.label}' {what}"
+            how = f"the {self.what} array '{self.label}' {what}"
         elif self.array_id is not None and id(now) != self.array_id:
-            how = f"the global '{self.label}' now names another array ({describe_array(now)})"
+            how = f"the {self.what} '{self.label}' now names another array ({describe_array(now)})"
         else:
             how = f"the contents of the global array '{self.label}' changed"
         raise LaunchError(f"kernel '{kernel}' was compiled when '{self.label}'{self._by()} "
-                          f"was a {was} array, but {how}; array globals are baked into the "
-                          "kernel when it compiles — pass it as an argument instead")
+                          f"was a {was} array, but {how}; arrays a kernel reads are baked into "
+                          "it when it compiles — pass it as an argument instead")
 
     def export(self):
         """The value for ``read_globals()`` (data only: helpers are left out)."""
@@ -210,6 +217,35 @@ class GlobalRead:
         state["array_id"] = None     # ids mean nothing in another process
         if self.is_helper:
             state["helper"] = "unpickled"   # checked by its code in the next process
+        return state
+
+
+class ClosureRead(GlobalRead):
+    """A free variable a kernel (or a helper) reads from the function that encloses it
+    (``def make(scale): @npu_kernel def k(...): ... * scale``): a compile-time constant
+    like a global, checked at every launch against its cell, and part of the disk key.
+    Unpickled in another process it has no cell (nothing there can rebind it)."""
+
+    what = "closure variable"
+
+    def __init__(self, cell, name: str, owner: str, reader: str, value):
+        self.cell = cell
+        super().__init__({"__name__": owner}, name, reader, value, home=None)
+        self.label = f"{name}' of '{owner}"
+
+    def current(self):
+        try:
+            return self.cell.cell_contents
+        except ValueError:
+            return _MISSING
+
+    def check(self, kernel: str) -> None:
+        if self.cell is not None:
+            super().check(kernel)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["cell"] = None
         return state
 
 
@@ -251,6 +287,7 @@ class _Scan:
         self.found: dict = {}      # (id(module globals), name) -> GlobalRead
         self.seen: set = set()     # code objects already scanned
         self.helpers: list = []    # user functions called, besides the kernel
+        self.closures: dict = {}   # id(function code) -> ({free name: cell}, qualname)
 
     def function(self, f, reader: str) -> None:
         f = _unwrap(f)
@@ -259,10 +296,12 @@ class _Scan:
             return
         if reader:
             self.helpers.append(f)
-        cells = dict(zip(code.co_freevars, [_cell(c) for c in (f.__closure__ or ())]))
-        self.code(code, f.__globals__, cells, reader)
+        closure = dict(zip(code.co_freevars, f.__closure__ or ()))
+        cells = {name: _cell(c) for name, c in closure.items()}
+        self.closures[id(code)] = (closure, f.__qualname__)
+        self.code(code, f.__globals__, cells, reader, id(code))
 
-    def code(self, code, ns: dict, cells: dict, reader: str) -> None:
+    def code(self, code, ns: dict, cells: dict, reader: str, fn_code: int = 0) -> None:
         self.seen.add(id(code))
         instrs = list(dis.get_instructions(code))
         for i, ins in enumerate(instrs):
@@ -281,12 +320,28 @@ class _Scan:
                     j += 1
                 self.binding(owner, name, value, reader)
             elif ins.opname in ("LOAD_DEREF", "LOAD_CLOSURE") and ins.argval in cells:
-                v = cells[ins.argval]
-                if isinstance(v, types.FunctionType):   # a helper from an enclosing scope
-                    self.function(v, f"helper '{_unwrap(v).__qualname__}'")
+                self.closure(fn_code, ins.argval, cells[ins.argval], reader)
         for c in code.co_consts:
             if isinstance(c, types.CodeType) and id(c) not in self.seen:
-                self.code(c, ns, cells, reader)
+                self.code(c, ns, cells, reader, fn_code)
+
+    def closure(self, fn_code: int, name: str, value, reader: str) -> None:
+        """A free variable of the function whose code is ``fn_code``, read by it."""
+        closure, qualname = self.closures[fn_code]
+        key = (fn_code, name)
+        if key in self.found or value is _MISSING or isinstance(value, types.ModuleType):
+            return
+        if isinstance(value, types.FunctionType):
+            if _ours(_unwrap(value)):
+                return
+            self.found[key] = ClosureRead(closure[name], name, qualname, reader, value)
+            self.function(value, f"helper '{_unwrap(value).__qualname__}'")
+            return
+        if callable(value) or isinstance(value, type):
+            return      # classes, builtins, kernels, dtype constructors: code, not data
+        if isinstance(value, constexpr):
+            value = value.value
+        self.found[key] = ClosureRead(closure[name], name, qualname, reader, value)
 
     def binding(self, ns: dict, name: str, value, reader: str) -> None:
         if isinstance(value, types.ModuleType):

@@ -462,3 +462,58 @@ def test_the_cache_command_lists_describes_and_clears(cdir, capsys):
     out = capsys.readouterr().out
     assert f"directory: {cdir}" in out and "1 compiled kernels" in out
     assert main(["cache", "clear"]) == 0 and not _entries(cdir)
+
+
+# --- values from an enclosing function (closures) ----------------------------------------
+
+def _scaled_by(scale, helper=None):
+    """A kernel reading ``scale`` (and ``helper``) from this function's scope."""
+    def k(x_ptr, out_ptr, BLOCK: nl.constexpr):
+        offs = nl.arange(0, BLOCK)
+        v = nl.load(x_ptr + offs) * scale
+        if helper is not None:
+            v = helper(v)
+        nl.store(out_ptr + offs, v)
+    return k
+
+
+def test_closure_values_are_part_of_the_key_and_checked_at_launch(cdir):
+    x = np.arange(8, dtype=np.float32)
+
+    def launch(kernel):
+        out = np.zeros(8, np.float32)
+        kernel[(1,)](x, out, BLOCK=8)
+        return out
+    # two kernels from one factory differ only in a closure value: never one's entry for both
+    for scale in (2.0, 3.0, 2.0):
+        assert (launch(_fresh(_scaled_by(scale))) == x * scale).all()
+    assert len(_entries(cdir)) == 2
+    # rebinding the enclosing variable after the compile is refused, naming it
+    scale = 4.0
+
+    def k(x_ptr, out_ptr, BLOCK: nl.constexpr):
+        offs = nl.arange(0, BLOCK)
+        nl.store(out_ptr + offs, nl.load(x_ptr + offs) * scale)
+    kernel = _fresh(k)
+    assert (launch(kernel) == x * 4.0).all()
+    scale = 5.0
+    with pytest.raises(LaunchError, match="closure variable 'scale' of .* was 4.0, but it is now 5.0"):
+        launch(kernel)
+    # a helper from the enclosing scope: part of the key too, its rebinding refused
+    assert (launch(_fresh(_scaled_by(1.0, lambda v: v + 1.0))) == x + 1.0).all()
+    assert (launch(_fresh(_scaled_by(1.0, lambda v: v - 1.0))) == x - 1.0).all()
+
+
+def test_a_closure_value_without_a_stable_repr_stays_in_memory(cdir):
+    class Box:
+        def __init__(self, v):
+            self.v = v
+    box = Box(3.0)     # its repr names an address: no disk key can describe it
+    factor = box.v
+
+    def k(x_ptr, out_ptr, BLOCK: nl.constexpr):
+        offs = nl.arange(0, BLOCK)
+        nl.store(out_ptr + offs, nl.load(x_ptr + offs) * factor + (0.0 if box is None else 0.0))
+    x, out = np.ones(8, np.float32), np.zeros(8, np.float32)
+    _fresh(k)[(1,)](x, out, BLOCK=8)
+    assert (out == 3.0).all() and _entries(cdir) == [] and cache.stats["unkeyable"] == 1
