@@ -89,6 +89,10 @@ class Kind(enum.Enum):
     SCAN = "npu.scan"               # {kind: sum, axis} inclusive prefix
     SORT = "npu.sort"               # {axis, descending} -> values
     TOPK = "npu.topk"               # {k, axis} -> (values, indices: i32), largest first
+    # a user combine function (tl.reduce / tl.associative_scan) as the op's region: block
+    # args (*acc, *next) scalars of the inputs' dtypes, scf.yield gives the new *acc
+    REDUCE_COMBINE = "npu.reduce_combine"  # (*inputs) {axis} -> one tile per input
+    SCAN_COMBINE = "npu.scan_combine"      # (*inputs) {axis, reverse} -> inclusive scans
 
     # --- Cube ------------------------------------------------------------------------------
     DOT = "npu.dot"                 # (a: MxK, b: KxN, acc?: MxN) -> MxN f32 (i32 for i8)
@@ -315,6 +319,20 @@ def _rule_scan(ts, attrs):
     return (a.with_dtype(reduce_result_dtype("sum", a.dtype)),)
 
 
+def _rule_combine(kind):
+    def rule(ts, attrs):
+        _need(len(ts) >= 1, f"{kind.value} takes one or more tiles")
+        tiles = [_tensor(t, f"input #{i}") for i, t in enumerate(ts)]
+        _need(all(t.shape == tiles[0].shape for t in tiles),
+              f"{kind.value} inputs must have one shape, got {', '.join(map(str, tiles))}")
+        axis = _axis(tiles[0], attrs)
+        if kind is Kind.SCAN_COMBINE:
+            _need(isinstance(attrs.get("reverse"), bool), "npu.scan_combine needs a bool 'reverse'")
+            return tuple(tiles)
+        return tuple(tensor(t.shape[:axis] + t.shape[axis + 1:], t.dtype) for t in tiles)
+    return rule
+
+
 def _rule_sort(ts, attrs):
     a = _tensor(ts[0], "operand")
     _axis(a, attrs)
@@ -524,6 +542,9 @@ _TABLE = {
     Kind.SCAN: ("reduce", _UN, ("kind", "axis"), ANY, "cumsum"),
     Kind.SORT: ("reduce", _UN, ("axis",), ANY, "sort"),
     Kind.TOPK: ("reduce", _UN, ("k", "axis"), ANY, "topk"),
+    # costed as one Vector pass over the tiles (the combine body's ops are not costed)
+    Kind.REDUCE_COMBINE: ("reduce", ("*inputs",), ("axis",), ANY, "sum"),
+    Kind.SCAN_COMBINE: ("reduce", ("*inputs",), ("axis", "reverse"), ANY, "cumsum"),
     Kind.DOT: ("cube", ("a", "b", "acc?"), (), ANY, None),
     Kind.LOAD: ("memory", ("ptr", "offsets", "mask?", "other?"), (), ANY, None),
     Kind.STORE: ("memory", ("ptr", "offsets", "value", "mask?"), (), ANY, None),
@@ -551,6 +572,8 @@ _RULES = {
     Kind.LOAD: _rule_load, Kind.STORE: _rule_store, Kind.BLOCK_LOAD: _rule_block_load,
     Kind.BLOCK_STORE: _rule_block_store, Kind.ATOMIC_RMW: _rule_atomic_rmw,
     Kind.PRINT: _rule_none, Kind.ASSERT: _rule_assert,
+    Kind.REDUCE_COMBINE: _rule_combine(Kind.REDUCE_COMBINE),
+    Kind.SCAN_COMBINE: _rule_combine(Kind.SCAN_COMBINE),
 }
 for _k, (_family, *_) in _TABLE.items():
     if _family == "binary":
@@ -562,7 +585,8 @@ _IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.IF, Kind.WHILE, Kind.LOAD, Ki
            Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.ATOMIC_RMW, Kind.PRINT, Kind.ASSERT}
 # Loads only read; they are kept impure so DCE/CSE never move them across stores.
 
-_REGIONS = {Kind.FOR: 1, Kind.FUSED: 1, Kind.WHILE: 1, Kind.IF: 2}
+_REGIONS = {Kind.FOR: 1, Kind.FUSED: 1, Kind.WHILE: 1, Kind.IF: 2, Kind.REDUCE_COMBINE: 1,
+            Kind.SCAN_COMBINE: 1}
 INFO = {k: OpInfo(k, family=family, operands=operands, attrs=attrs, domain=domain,
                   swappable=k in _SWAPPABLE, vec_op=vec_op, pure=k not in _IMPURE,
                   terminator=k in (Kind.RETURN, Kind.YIELD),
@@ -573,6 +597,10 @@ INFO = {k: OpInfo(k, family=family, operands=operands, attrs=attrs, domain=domai
 # repeat their body, scf.if runs one of its two regions.
 LOOPS = frozenset({Kind.FOR, Kind.WHILE})
 CONTROL = LOOPS | {Kind.IF}
+# Ops whose region runs as part of the op (the schedule, the simulator and timing-only
+# runs see one op): a fused loop nest, a combine function.
+OWN_REGION = frozenset({Kind.FUSED, Kind.REDUCE_COMBINE, Kind.SCAN_COMBINE})
+COMBINE = frozenset({Kind.REDUCE_COMBINE, Kind.SCAN_COMBINE})
 
 BINARY = frozenset(k for k, i in INFO.items() if i.family == "binary")
 UNARY = frozenset(k for k, i in INFO.items() if i.family == "unary")

@@ -50,7 +50,7 @@ import os
 
 import numpy as np
 
-from npujit.ir.ops import CONTROL, Kind, vec_op_name
+from npujit.ir.ops import CONTROL, OWN_REGION, Kind, vec_op_name
 from npujit.ir.schedule import CORE_ATTR, placed_buffers, scope_peaks, value_buffers
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, loop_stages
 
@@ -252,8 +252,8 @@ class StreamRecorder:
 
     def after(self, program, op, operands, results) -> None:
         parent = op.parent.parent_op
-        if parent is not None and parent.kind is Kind.FUSED:
-            return                          # emitted with the fused op
+        if parent is not None and parent.kind in OWN_REGION:
+            return                          # emitted with the fused (or combine) op
         if op.kind in CONTROL:
             self.loops.after(op)
             self._flags_of(op, "post_wait_flags", wait=True, every=True)

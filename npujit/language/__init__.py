@@ -18,6 +18,7 @@ from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                       atomic_xchg, atomic_xor)
 from .memory import advance, load, make_block_ptr, store
+from .combine import associative_scan, cumprod, reduce, xor_sum
 from .reduction import argmax, argmin, cumsum, max, min, prod, softmax, sort, sum, topk
 from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, reshape,
                     split, trans, view)
@@ -39,6 +40,7 @@ __all__ = [
     "where",
     # reductions and selection
     "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",
+    "reduce", "associative_scan", "cumprod", "xor_sum",
     # shape
     "reshape", "view", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
     "split", "interleave", "cat",

@@ -112,18 +112,21 @@ def argmin(x, axis, tie_break_left: bool = True, keep_dims: bool = False) -> ten
 
 @builtin
 def cumsum(x, axis: int = 0, reverse: bool = False) -> tensor:
-    """Inclusive prefix sum along ``axis``.
+    """Inclusive prefix sum along ``axis`` (from the last element when ``reverse``).
 
     Example::
 
         offsets = nl.cumsum(counts, axis=0) - counts
     """
     x = sem.to_tensor(x)
-    if reverse:
-        raise sem.error("cumsum(reverse=True) is not supported; flip the data with index math")
     if x.ndim == 0:
         raise sem.error("cumsum needs a tile, got a scalar")
+    if isinstance(axis, constexpr):
+        axis = axis.value
     axis = sem.normalize_axis(x, axis, "cumsum")
+    if reverse:
+        from .combine import reverse_cumsum
+        return reverse_cumsum(x, axis)
     return sem.emit(Kind.SCAN, [x], {"kind": "sum", "axis": axis})
 
 
