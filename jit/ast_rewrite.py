@@ -263,9 +263,13 @@ def rewrite_function(fn: types.FunctionType, runtime) -> types.FunctionType:
     fdef = ControlRewriter().rewrite(fdef)
     fdef = LoopRewriter().visit(fdef)
     freevars = list(fn.__code__.co_freevars)
+    # builtin min/max (unless the module defines its own) take traced values too: the
+    # factory's parameters of those names become what the kernel's code reads
+    builtins_ = [n for n in ("min", "max") if n not in fn.__globals__ and n not in freevars]
     factory = ast.FunctionDef(
         f"{PREFIX}factory",
-        ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in freevars + [RT]], kwonlyargs=[],
+        ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in freevars + [RT] + builtins_],
+                      kwonlyargs=[],
                       kw_defaults=[], defaults=[]),
         [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))], [], None)
     ast.copy_location(factory, fdef)
@@ -282,7 +286,7 @@ def rewrite_function(fn: types.FunctionType, runtime) -> types.FunctionType:
         except ValueError:
             raise TypeError(f"'{fn.__name__}' uses '{name}' from an enclosing function before "
                             "it is assigned there") from None
-    new = make(*cells, runtime)
+    new = make(*cells, runtime, *(getattr(runtime, f"builtin_{n}") for n in builtins_))
     new.__defaults__ = fn.__defaults__
     new.__kwdefaults__ = fn.__kwdefaults__
     return new

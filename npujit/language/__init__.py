@@ -18,10 +18,10 @@ from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                       atomic_xchg, atomic_xor)
 from .memory import advance, load, make_block_ptr, store
-from .combine import associative_scan, cumprod, reduce, xor_sum
+from .combine import associative_scan, cumprod, reduce, reduce_or, xor_sum
 from .reduction import argmax, argmin, cumsum, max, min, prod, softmax, sort, sum, topk
-from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, reshape,
-                    split, trans, view)
+from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, ravel,
+                    reshape, split, trans, view)
 
 __all__ = [
     # dtypes and values
@@ -40,9 +40,9 @@ __all__ = [
     "where",
     # reductions and selection
     "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",
-    "reduce", "associative_scan", "cumprod", "xor_sum",
+    "reduce", "associative_scan", "cumprod", "xor_sum", "reduce_or",
     # shape
-    "reshape", "view", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
+    "reshape", "view", "ravel", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
     "split", "interleave", "cat",
     # cube
     "dot",

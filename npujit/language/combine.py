@@ -189,6 +189,21 @@ def cumprod(x, axis: int = 0, reverse: bool = False) -> tensor:
     return associative_scan(x, axis, _mul, reverse=reverse)
 
 
+def _or(a, b):
+    return a | b
+
+
+@builtin
+def reduce_or(x, axis=None, keep_dims: bool = False) -> tensor:
+    """Bitwise (bool: logical) or of the elements along ``axis`` (all axes when None).
+
+    Example::
+
+        any_hit = nl.reduce_or(hit, axis=0)
+    """
+    return _bitwise_reduce(x, axis, keep_dims, _or, "reduce_or")
+
+
 @builtin
 def xor_sum(x, axis=None, keep_dims: bool = False) -> tensor:
     """Bitwise xor of the elements along ``axis`` (all axes when None); integer or bool
@@ -198,7 +213,11 @@ def xor_sum(x, axis=None, keep_dims: bool = False) -> tensor:
 
         parity = nl.xor_sum(bits, axis=0)
     """
+    return _bitwise_reduce(x, axis, keep_dims, _xor, "xor_sum")
+
+
+def _bitwise_reduce(x, axis, keep_dims: bool, combine_fn, what: str) -> tensor:
     x = sem.to_tensor(x)
     if x.dtype.is_float:
-        raise sem.error(f"xor_sum needs an integer or bool tile, got {x.dtype}")
-    return reduce(x, axis, _xor, keep_dims=keep_dims)
+        raise sem.error(f"{what} needs an integer or bool tile, got {x.dtype}")
+    return reduce(x, axis, combine_fn, keep_dims=keep_dims)
