@@ -77,6 +77,7 @@ class Kind(enum.Enum):
     GELU = "npu.gelu"               # {approximate: "none" (erf form) | "tanh"}
     SILU = "npu.silu"               # x / (1 + exp(-x))
     CAST = "npu.cast"               # {dtype}; float->int truncates toward zero, ->i1 is x != 0
+    BITCAST = "npu.bitcast"         # {dtype} of the same bit width: the same bits read as dtype
 
     # --- shape -----------------------------------------------------------------------------
     SPLAT = "npu.splat"             # scalar -> tensor {shape}
@@ -259,6 +260,15 @@ def _rule_select(ts, attrs):
 def _rule_cast(ts, attrs):
     _need(len(ts) == 1, "npu.cast takes 1 operand")
     return (_tensor(ts[0], "operand").with_dtype(attrs["dtype"]),)
+
+
+def _rule_bitcast(ts, attrs):
+    _need(len(ts) == 1, "npu.bitcast takes 1 operand")
+    a, d = _tensor(ts[0], "operand"), attrs["dtype"]
+    _need(isinstance(d, DType) and not d.is_bool and not a.dtype.is_bool
+          and d.bits == a.dtype.bits,
+          f"npu.bitcast needs two non-bool dtypes of one bit width, got {a.dtype} -> {d}")
+    return (a.with_dtype(d),)
 
 
 def _rule_splat(ts, attrs):
@@ -534,6 +544,7 @@ _TABLE = {
     Kind.GELU: ("unary", _UN, (), FLOAT, "gelu"),
     Kind.SILU: ("unary", _UN, (), FLOAT, "silu"),
     Kind.CAST: ("cast", _UN, ("dtype",), ANY, "cast"),
+    Kind.BITCAST: ("cast", _UN, ("dtype",), ANY, "copy"),
     Kind.SPLAT: ("shape", _UN, ("shape",), ANY, "dup"),
     Kind.BROADCAST: ("shape", _UN, ("shape",), ANY, "copy"),
     Kind.RESHAPE: ("shape", _UN, ("shape",), ANY, "copy"),
@@ -565,7 +576,7 @@ _RULES = {
     Kind.FUSED: _rule_fused, Kind.IF: _rule_if, Kind.WHILE: _rule_while,
     Kind.CONSTANT: _rule_constant, Kind.PROGRAM_ID: _rule_program_id,
     Kind.NUM_PROGRAMS: _rule_program_id, Kind.ARANGE: _rule_arange,
-    Kind.CMP: _rule_cmp, Kind.SELECT: _rule_select, Kind.CAST: _rule_cast,
+    Kind.CMP: _rule_cmp, Kind.SELECT: _rule_select, Kind.CAST: _rule_cast, Kind.BITCAST: _rule_bitcast,
     Kind.SPLAT: _rule_splat, Kind.BROADCAST: _rule_broadcast, Kind.RESHAPE: _rule_reshape,
     Kind.TRANS: _rule_trans, Kind.REDUCE: _rule_reduce, Kind.SCAN: _rule_scan,
     Kind.SORT: _rule_sort, Kind.TOPK: _rule_topk, Kind.DOT: _rule_dot,
@@ -606,7 +617,7 @@ BINARY = frozenset(k for k, i in INFO.items() if i.family == "binary")
 UNARY = frozenset(k for k, i in INFO.items() if i.family == "unary")
 # Ops that map one element to one element: what the fusion pass may group.
 ELEMENTWISE = BINARY | UNARY | frozenset({Kind.CMP, Kind.SELECT, Kind.CAST, Kind.SPLAT,
-                                          Kind.BROADCAST})
+                                          Kind.BROADCAST, Kind.BITCAST})
 
 
 def vec_op_name(op) -> str | None:

@@ -280,6 +280,21 @@ def builtin_max(*args, **kwargs):
     return _extreme("max", nl_math.maximum, args, kwargs)
 
 
+# --- Python numbers as Triton's constexprs ----------------------------------------------------
+
+def literal_attr(obj, name: str):
+    """``obj.<name>`` for the attributes the rewrite routes here (``dtype``, ``to``): on a
+    Python number (a literal, a constexpr parameter) what Triton's constexpr gives, the
+    dtype the number takes in a kernel (i32, or i64 when it needs it; f32; i1) and
+    ``.to(dtype)``, a scalar of ``dtype``; anything else answers for itself."""
+    v = _value(obj)
+    if isinstance(v, (bool, int, float)):
+        if name == "dtype":
+            return sem.literal_dtype(v)
+        return getattr(sem.to_tensor(v), name)
+    return getattr(obj, name)
+
+
 # --- while ---------------------------------------------------------------------------------
 
 def ir_while(cond_fn, body_fn, names, inits):

@@ -79,6 +79,7 @@ NOT_LOWERED = {
     Kind.BROADCAST: "2-D vector tiles are not emitted yet",
     Kind.TRANS: "2-D vector tiles are not emitted yet",
     Kind.SCAN: "cumsum is not emitted yet",
+    Kind.BITCAST: "bitcasts are not emitted yet",
     Kind.REDUCE_COMBINE: "a reduce with a user combine function is not emitted yet",
     Kind.SCAN_COMBINE: "an associative_scan with a user combine function is not emitted yet",
     Kind.SORT: "sort is not emitted yet",

@@ -335,17 +335,21 @@ class tensor:
             raise _sem().error(f".item() needs a tile of one element, got shape {list(self.shape)}")
         return _sem().reshape(self, ())
 
-    def to(self, dtype: T.DType, bitcast: bool = False) -> "tensor":
-        """Cast to ``dtype`` (round to nearest even for floats, truncation float->int)."""
-        if bitcast:
-            raise _sem().error("bitcast is not supported yet")
+    def to(self, dtype: T.DType, fp_downcast_rounding=None, bitcast: bool = False) -> "tensor":
+        """Cast to ``dtype`` (round to nearest even for floats, truncation float->int);
+        with ``bitcast=True`` the same bits read as ``dtype`` (of the same bit width)."""
+        if isinstance(dtype, constexpr):
+            dtype = dtype.value
         if not isinstance(dtype, T.DType):
             raise _sem().error(f".to() needs an nl dtype such as nl.float16, got {dtype!r}")
-        return _sem().cast(self, dtype)
+        if fp_downcast_rounding not in (None, "rtne"):
+            raise _sem().error(f".to(): fp_downcast_rounding={fp_downcast_rounding!r} is not "
+                               "supported; float casts round to nearest even (None or 'rtne')")
+        return _sem().bitcast(self, dtype) if bitcast else _sem().cast(self, dtype)
 
-    def cast(self, dtype: T.DType, bitcast: bool = False) -> "tensor":
+    def cast(self, dtype: T.DType, fp_downcast_rounding=None, bitcast: bool = False) -> "tensor":
         """``x.to(dtype)`` under Triton's other spelling."""
-        return self.to(dtype, bitcast=bitcast)
+        return self.to(dtype, fp_downcast_rounding, bitcast)
 
     @property
     def T(self) -> "tensor":
