@@ -96,7 +96,8 @@ class Kind(enum.Enum):
     SCAN_COMBINE = "npu.scan_combine"      # (*inputs) {axis, reverse} -> inclusive scans
 
     # --- Cube ------------------------------------------------------------------------------
-    DOT = "npu.dot"                 # (a: MxK, b: KxN, acc?: MxN) -> MxN f32 (i32 for i8)
+    DOT = "npu.dot"                 # (a: MxK, b: KxN, acc?: MxN) -> MxN f32 (i32 for i8);
+    #                                 batched: (BxMxK, BxKxN, BxMxN?) -> BxMxN
 
     # --- global memory ---------------------------------------------------------------------
     LOAD = "npu.load"               # (ptr, offsets, mask?, other?) -> tile
@@ -366,11 +367,13 @@ def dot_result_dtype(d: DType) -> DType:
 def _rule_dot(ts, attrs):
     _need(len(ts) in (2, 3), "npu.dot takes (a, b) or (a, b, acc)")
     a, b = _tensor(ts[0], "a"), _tensor(ts[1], "b")
-    _need(a.rank == 2 and b.rank == 2, f"dot needs 2-D tiles, got {a} and {b}")
-    _need(a.shape[1] == b.shape[0], f"dot inner dimensions differ: {a} @ {b}")
+    _need(a.rank == b.rank and a.rank in (2, 3), f"dot needs 2-D (or batched 3-D) tiles of one "
+                                                 f"rank, got {a} and {b}")
+    _need(a.shape[:-2] == b.shape[:-2], f"dot batch dimensions differ: {a} @ {b}")
+    _need(a.shape[-1] == b.shape[-2], f"dot inner dimensions differ: {a} @ {b}")
     _need(a.dtype == b.dtype, f"dot operands must have one dtype, got {a.dtype} and {b.dtype}")
     _need(a.dtype.is_float or a.dtype.name == "i8", f"dot takes float or i8 tiles, got {a.dtype}")
-    out = tensor((a.shape[0], b.shape[1]), dot_result_dtype(a.dtype))
+    out = tensor(a.shape[:-1] + b.shape[-1:], dot_result_dtype(a.dtype))
     if len(ts) == 3:
         _need(ts[2] == out, f"dot accumulator must be {out}, got {ts[2]}")
     return (out,)

@@ -423,7 +423,9 @@ class StreamRecorder:
                             reads=self._refs(op, op.operands[:1], False)))
             out.append(copy("L1_to_L0B", b.nbytes, tag=tag, writes=[(l0b, slot)],
                             reads=self._refs(op, op.operands[1:2], False)))
-            out.append(mmad(a.shape[0], b.shape[1], a.shape[1], a.dtype.name, tag=tag,
+            # a batched dot's B products cost what one of B*M rows does
+            rows = a.numel // a.shape[-1]
+            out.append(mmad(rows, b.shape[-1], a.shape[-1], a.dtype.name, tag=tag,
                             reads=[(l0a, slot), (l0b, slot)] + self._acc_reads(op),
                             writes=self._refs(op, op.results, True)))
         elif k is Kind.FUSED:
