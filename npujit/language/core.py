@@ -425,6 +425,17 @@ class pointer:
     def __bool__(self):
         raise _sem().error("a pointer cannot be used as a Python bool")
 
+    def to(self, dtype, bitcast: bool = False) -> "pointer":
+        """``ptr.to(nl.pointer_type(T))`` (Triton's pointer cast): only to the pointer's
+        own type here, since an argument's element type is its array's dtype."""
+        target = dtype.element_ty if isinstance(dtype, pointer_type) else None
+        if target != self.element_ty:
+            raise _sem().error(f"cannot cast a pointer to {self.element_ty} arrays to "
+                               f"{dtype!r}: the element type of a pointer is the dtype of the "
+                               "array passed; pass an array of the dtype you want to read or "
+                               "write")
+        return self
+
     def __getitem__(self, idx):
         if self.offset is None:
             raise _sem().error("index a pointer only after adding an offset tile to it")

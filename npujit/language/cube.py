@@ -45,6 +45,8 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
     if a.dtype.is_bool or (a.dtype.is_int and a.dtype != T.int8):
         raise sem.error(f"dot takes float or int8 tiles, got {a.dtype}; cast with .to(nl.float16)")
     res_dtype = T.int32 if a.dtype.is_int else T.float32
+    if a.dtype.is_int:
+        out_dtype = T.int32      # int8 products are i32 whatever out_dtype says (Triton's rule)
     if out_dtype not in (T.float32, T.int32, T.float16, T.bfloat16):
         raise sem.error(f"dot out_dtype must be nl.float32 (or nl.float16/bfloat16), got {out_dtype!r}")
     operands = [a, b]
