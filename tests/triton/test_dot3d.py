@@ -55,3 +55,19 @@ def _dot_batch_mismatch(q_ptr, N: tl.constexpr):
 def test_batch_dimensions_that_differ_are_refused():
     with pytest.raises(CompilationError, match=r"dot batch dimensions differ: a is \[4, 4, 4\]"):
         _dot_batch_mismatch.with_options(backend="reference")[(1,)](np.zeros(64, np.float16), N=4)
+
+
+@triton.jit
+def _int8_dot(a_ptr, o_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+    a = tl.load(a_ptr + r)
+    tl.store(o_ptr.to(tl.pointer_type(tl.int32)) + r, tl.dot(a, a, out_dtype=tl.int8))
+
+
+def test_int8_dot_is_int32_whatever_out_dtype_says_and_pointer_casts_keep_their_type():
+    a = np.arange(-8, 8, dtype=np.int8).reshape(4, 4) * 9        # products overflow i8
+    out = np.zeros((4, 4), np.int32)
+    _int8_dot.with_options(backend="reference")[(1,)](a, out, N=4)
+    np.testing.assert_array_equal(out, a.astype(np.int32) @ a.astype(np.int32))
+    with pytest.raises(CompilationError, match=r"cannot cast a pointer to i64 arrays to pointer<nl.int32>"):
+        _int8_dot.with_options(backend="reference")[(1,)](a, out.astype(np.int64), N=4)
