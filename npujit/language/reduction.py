@@ -34,14 +34,24 @@ def _reduce(kind: str, x, axis, keep_dims: bool, what: str) -> tensor:
 
 
 @builtin
-def sum(x, axis=None, keep_dims: bool = False) -> tensor:
-    """Sum along ``axis`` (all axes when None).
+def sum(x, axis=None, keep_dims: bool = False, dtype=None) -> tensor:
+    """Sum along ``axis`` (all axes when None).  With ``dtype`` (Triton's keyword) the tile
+    is cast to it first and the sum is of that dtype: ints wrap at its width, a bool sum
+    is the parity (i1 addition is xor).
 
     Example::
 
         row_sum = nl.sum(e, axis=1)
     """
-    return _reduce("sum", x, axis, keep_dims, "sum")
+    if isinstance(dtype, constexpr):
+        dtype = dtype.value
+    if dtype is None:
+        return _reduce("sum", x, axis, keep_dims, "sum")
+    x = sem.cast(sem.to_tensor(x), dtype)
+    if dtype.is_bool:
+        from .combine import xor_sum
+        return xor_sum(x, axis, keep_dims)
+    return sem.cast(_reduce("sum", x, axis, keep_dims, "sum"), dtype)
 
 
 @builtin

@@ -75,3 +75,17 @@ def test_warmup_compiles_without_running_and_asm_has_every_stage():
         asm["ptx"]
     with pytest.raises(Exception, match="grid"):
         _add.warmup(x, x, out, N=8, grid=(0.5,))
+
+
+@triton.jit
+def _sum_dtype(out_ptr):
+    ones = tl.full((8, 8), 1, tl.int1)
+    tl.store(out_ptr, tl.sum(ones, dtype=tl.int1).to(tl.int32))             # parity of 64
+    tl.store(out_ptr + 1, tl.sum(ones.to(tl.int32) * 7, dtype=tl.int8).to(tl.int32))
+    tl.store(out_ptr + 2, tl.sum(ones))                                     # widened: 64
+
+
+def test_sum_with_dtype_wraps_at_that_width():
+    out = np.zeros(3, np.int32)
+    _sum_dtype.with_options(backend="reference")[(1,)](out)
+    np.testing.assert_array_equal(out, [0, (7 * 64 + 128) % 256 - 128, 64])   # i8 wraps: -64
