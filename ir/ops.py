@@ -97,7 +97,7 @@ class Kind(enum.Enum):
 
     # --- Cube ------------------------------------------------------------------------------
     DOT = "npu.dot"                 # (a: MxK, b: KxN, acc?: MxN) -> MxN f32 (i32 for i8);
-    #                                 batched: (BxMxK, BxKxN, BxMxN?) -> BxMxN
+    #                                 batched: (...xMxK, ...xKxN, ...xMxN?) -> ...xMxN
 
     # --- global memory ---------------------------------------------------------------------
     LOAD = "npu.load"               # (ptr, offsets, mask?, other?) -> tile
@@ -367,8 +367,8 @@ def dot_result_dtype(d: DType) -> DType:
 def _rule_dot(ts, attrs):
     _need(len(ts) in (2, 3), "npu.dot takes (a, b) or (a, b, acc)")
     a, b = _tensor(ts[0], "a"), _tensor(ts[1], "b")
-    _need(a.rank == b.rank and a.rank in (2, 3), f"dot needs 2-D (or batched 3-D) tiles of one "
-                                                 f"rank, got {a} and {b}")
+    _need(a.rank == b.rank and a.rank >= 2, f"dot needs 2-D (or batched N-D) tiles of one "
+                                            f"rank, got {a} and {b}")
     _need(a.shape[:-2] == b.shape[:-2], f"dot batch dimensions differ: {a} @ {b}")
     _need(a.shape[-1] == b.shape[-2], f"dot inner dimensions differ: {a} @ {b}")
     _need(a.dtype == b.dtype, f"dot operands must have one dtype, got {a.dtype} and {b.dtype}")

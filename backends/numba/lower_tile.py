@@ -121,7 +121,7 @@ def lower_dot(cg, op) -> None:
             w.line(f"{fn}({a.name}, {b.name}, {out}, {m}, {k}, {n})")
             return
         i = w.fresh("batch")
-        with w.block(f"for {i} in range({batch[0]}):"):
+        with w.block(f"for {i} in range({numel(batch)}):"):
             w.line(f"{fn}({a.name}[{i} * {m * k}:({i} + 1) * {m * k}], "
                    f"{b.name}[{i} * {k * n}:({i} + 1) * {k * n}], "
                    f"{out}[{i} * {m * n}:({i} + 1) * {m * n}], {m}, {k}, {n})")

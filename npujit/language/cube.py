@@ -13,8 +13,8 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
         out_dtype=T.float32) -> tensor:
     """``acc + a @ b`` for 2-D tiles, accumulated in f32 (i32 for int8 inputs).
 
-    ``a`` is M×K, ``b`` is K×N (or, batched, B×M×K and B×K×N: one product per leading
-    index); mixed input dtypes are promoted first.  The result (and
+    ``a`` is M×K, ``b`` is K×N (or, batched, B×M×K and B×K×N, or more leading dims: one
+    product per leading index); mixed input dtypes are promoted first.  The result (and
     ``acc``) is f32, or i32 for int8.  Triton's ``input_precision`` ("tf32", "tf32x3",
     "ieee"), ``allow_tf32`` and ``max_num_imprecise_acc`` are accepted and change nothing:
     the Cube multiplies f32 inputs exactly and accumulates every product in f32 (Triton's
@@ -30,12 +30,12 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
     if isinstance(out_dtype, constexpr):
         out_dtype = out_dtype.value
     a, b = sem.to_tensor(a), sem.to_tensor(b)
-    if a.ndim != b.ndim or a.ndim not in (2, 3):
-        raise sem.error(f"dot needs two 2-D tiles (or two batched 3-D tiles), got shapes "
-                        f"{list(a.shape)} and {list(b.shape)}")
+    if a.ndim != b.ndim or a.ndim < 2:
+        raise sem.error(f"dot needs two 2-D tiles (or two batched tiles of one rank), got "
+                        f"shapes {list(a.shape)} and {list(b.shape)}")
     if a.shape[:-2] != b.shape[:-2]:
         raise sem.error(f"dot batch dimensions differ: a is {list(a.shape)} and b is "
-                        f"{list(b.shape)}; their first dimensions must be equal")
+                        f"{list(b.shape)}; their leading dimensions must be equal")
     if a.shape[-1] != b.shape[-2]:
         raise sem.error(f"dot inner dimensions differ: a is {list(a.shape)} and b is "
                         f"{list(b.shape)}; a.shape[-1] must equal b.shape[-2]")

@@ -1,5 +1,5 @@
-"""Batched 3-D ``tl.dot``: (B, M, K) @ (B, K, N) -> (B, M, N), one product per leading
-index, against numpy's batched matmul, on the reference tier and numba; the simulator
+"""Batched ``tl.dot``: (B, M, K) @ (B, K, N) -> (B, M, N), and more leading dims, one
+product per leading index, against numpy's batched matmul, on the reference tier and numba; the simulator
 costs it as B*M rows on the Cube, and the Ascend C emitter refuses it by name."""
 from __future__ import annotations
 
@@ -71,3 +71,17 @@ def test_int8_dot_is_int32_whatever_out_dtype_says_and_pointer_casts_keep_their_
     np.testing.assert_array_equal(out, a.astype(np.int32) @ a.astype(np.int32))
     with pytest.raises(CompilationError, match=r"cannot cast a pointer to i64 arrays to pointer<nl.int32>"):
         _int8_dot.with_options(backend="reference")[(1,)](a, out.astype(np.int64), N=4)
+
+
+@triton.jit
+def _dot4d(x_ptr, o_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 2 * 3 * N * N)).reshape(2, 3, N, N)
+    tl.store(o_ptr + tl.arange(0, 2 * 3 * N * N), tl.dot(x, x.trans(0, 1, 3, 2)).reshape(2 * 3 * N * N))
+
+
+def test_dot_with_two_leading_batch_dims():
+    x = np.random.default_rng(4).integers(-3, 4, 2 * 3 * 4 * 4).astype(np.float32)
+    out = np.zeros_like(x)
+    _dot4d.with_options(backend="reference")[(1,)](x, out, N=4)
+    x4 = x.reshape(2, 3, 4, 4)
+    np.testing.assert_array_equal(out.reshape(x4.shape), np.matmul(x4, np.swapaxes(x4, 2, 3)))
