@@ -437,8 +437,12 @@ class pointer:
         return self
 
     def __getitem__(self, idx):
-        if self.offset is None:
-            raise _sem().error("index a pointer only after adding an offset tile to it")
+        if self.offset is None:     # a scalar pointer: each None adds an axis (as Triton)
+            idx = idx if isinstance(idx, tuple) else (idx,)
+            if any(i is not None and i != slice(None) for i in idx):
+                raise _sem().error("a scalar pointer takes only None and ':' indices, e.g. "
+                                   "ptr[None, :]; add an offset tile to address elements")
+            return pointer(self.base, _sem().to_tensor(0)[tuple(i for i in idx if i is None)])
         return pointer(self.base, self.offset[idx])
 
     def broadcast_to(self, shape):

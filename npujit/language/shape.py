@@ -6,7 +6,7 @@ from __future__ import annotations
 from npujit.ir import Kind
 
 from . import semantic as sem
-from .core import builtin, constexpr, tensor
+from .core import builtin, constexpr, pointer, tensor
 
 
 def _shape_args(shape: tuple) -> tuple:
@@ -51,6 +51,8 @@ def expand_dims(x: tensor, axis) -> tensor:
 
         col = nl.expand_dims(rowmax, 1)   # (M,) -> (M, 1)
     """
+    if isinstance(x, pointer):      # a pointer tile: its offsets get the axes
+        return pointer(x.base, expand_dims(0 if x.offset is None else x.offset, axis))
     x = sem.to_tensor(x)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     shape = list(x.shape)

@@ -89,3 +89,18 @@ def test_sum_with_dtype_wraps_at_that_width():
     out = np.zeros(3, np.int32)
     _sum_dtype.with_options(backend="reference")[(1,)](out)
     np.testing.assert_array_equal(out, [0, (7 * 64 + 128) % 256 - 128, 64])   # i8 wraps: -64
+
+
+@triton.jit
+def _pointer_axes(x_ptr, z_ptr, w_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(tl.expand_dims(z_ptr + tl.arange(0, N), axis=1), tl.sum(x, 1, keep_dims=True))
+    tl.store(w_ptr[None, None, :], tl.sum(x, None, keep_dims=True))   # (1, 1), as Triton
+
+
+def test_pointer_tiles_take_new_axes_like_their_values():
+    x = np.arange(16, dtype=np.float32)
+    z, w = np.zeros(4, np.float32), np.zeros(1, np.float32)
+    _pointer_axes.with_options(backend="reference")[(1,)](x, z, w, N=4)
+    np.testing.assert_array_equal(z, x.reshape(4, 4).sum(1))
+    assert w[0] == x.sum()
