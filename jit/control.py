@@ -38,7 +38,10 @@ def _value(x):
 
 
 def condition(c, what: str) -> tensor:
-    """``c`` as an i1 scalar: ints and floats are true when not 0 (Python's rule)."""
+    """``c`` as an i1 scalar: ints and floats are true when not 0 (Python's rule); a tile
+    of one element is that element (Triton's unsplat)."""
+    if c.numel == 1 and c.shape != ():
+        c = sem.reshape(c, ())
     if c.shape != ():
         raise sem.error(f"the condition of {what} must be a scalar, got a tile {c.type}; "
                         "reduce it first (nl.max, nl.sum, ...) or choose elementwise with "

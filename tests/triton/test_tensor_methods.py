@@ -104,3 +104,16 @@ def test_pointer_tiles_take_new_axes_like_their_values():
     _pointer_axes.with_options(backend="reference")[(1,)](x, z, w, N=4)
     np.testing.assert_array_equal(z, x.reshape(4, 4).sum(1))
     assert w[0] == x.sum()
+
+
+@triton.jit
+def _unsplat(x_ptr):
+    if tl.load(x_ptr + tl.arange(0, 1)) > 42:       # a one-element tile as a condition
+        tl.store(x_ptr, 42)
+
+
+def test_a_one_element_tile_is_a_condition():
+    for v, want in ((41, 41), (43, 42)):
+        x = np.array([v], np.int32)
+        _unsplat.with_options(backend="reference")[(1,)](x)
+        assert x[0] == want
