@@ -9,7 +9,7 @@ from .core import (bfloat16, block_ptr, bool_, constexpr, dtype, float16, float3
 from .creation import (arange, cdiv, full, full_like, num_programs, program_id, zeros,
                        zeros_like)
 from .cube import dot
-from .debug import device_assert, device_print, static_assert, static_print
+from .debug import debug_barrier, device_assert, device_print, static_assert, static_print
 from .hints import assume, max_constancy, max_contiguous, multiple_of
 from .loops import range, static_range
 from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu, log, log2,
@@ -48,7 +48,7 @@ __all__ = [
     "dot",
     # control flow and debugging
     "range", "static_range", "inline", "static_assert", "static_print", "device_assert",
-    "device_print",
+    "device_print", "debug_barrier",
     # hints (checked in debug mode)
     "multiple_of", "max_contiguous", "max_constancy", "assume",
 ]
