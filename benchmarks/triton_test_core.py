@@ -215,6 +215,9 @@ class _JITFunction:
     def __getitem__(self, grid):
         return self.kernel[grid]
 
+    def warmup(self, *args, **kwargs):
+        return self.kernel.warmup(*args, **kwargs)
+
 
 def _to_numpy_dtype(name: str):
     if name == "bfloat16":

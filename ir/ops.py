@@ -77,6 +77,7 @@ class Kind(enum.Enum):
     GELU = "npu.gelu"               # {approximate: "none" (erf form) | "tanh"}
     SILU = "npu.silu"               # x / (1 + exp(-x))
     CAST = "npu.cast"               # {dtype}; float->int truncates toward zero, ->i1 is x != 0
+    BITCAST = "npu.bitcast"         # {dtype} of the same bit width: the same bits read as dtype
 
     # --- shape -----------------------------------------------------------------------------
     SPLAT = "npu.splat"             # scalar -> tensor {shape}
@@ -89,9 +90,14 @@ class Kind(enum.Enum):
     SCAN = "npu.scan"               # {kind: sum, axis} inclusive prefix
     SORT = "npu.sort"               # {axis, descending} -> values
     TOPK = "npu.topk"               # {k, axis} -> (values, indices: i32), largest first
+    # a user combine function (tl.reduce / tl.associative_scan) as the op's region: block
+    # args (*acc, *next) scalars of the inputs' dtypes, scf.yield gives the new *acc
+    REDUCE_COMBINE = "npu.reduce_combine"  # (*inputs) {axis} -> one tile per input
+    SCAN_COMBINE = "npu.scan_combine"      # (*inputs) {axis, reverse} -> inclusive scans
 
     # --- Cube ------------------------------------------------------------------------------
-    DOT = "npu.dot"                 # (a: MxK, b: KxN, acc?: MxN) -> MxN f32 (i32 for i8)
+    DOT = "npu.dot"                 # (a: MxK, b: KxN, acc?: MxN) -> MxN f32 (i32 for i8);
+    #                                 batched: (...xMxK, ...xKxN, ...xMxN?) -> ...xMxN
 
     # --- global memory ---------------------------------------------------------------------
     LOAD = "npu.load"               # (ptr, offsets, mask?, other?) -> tile
@@ -257,6 +263,15 @@ def _rule_cast(ts, attrs):
     return (_tensor(ts[0], "operand").with_dtype(attrs["dtype"]),)
 
 
+def _rule_bitcast(ts, attrs):
+    _need(len(ts) == 1, "npu.bitcast takes 1 operand")
+    a, d = _tensor(ts[0], "operand"), attrs["dtype"]
+    _need(isinstance(d, DType) and not d.is_bool and not a.dtype.is_bool
+          and d.bits == a.dtype.bits,
+          f"npu.bitcast needs two non-bool dtypes of one bit width, got {a.dtype} -> {d}")
+    return (a.with_dtype(d),)
+
+
 def _rule_splat(ts, attrs):
     a = _tensor(ts[0], "operand")
     _need(a.is_scalar, f"splat takes a scalar, got {a}")
@@ -315,6 +330,20 @@ def _rule_scan(ts, attrs):
     return (a.with_dtype(reduce_result_dtype("sum", a.dtype)),)
 
 
+def _rule_combine(kind):
+    def rule(ts, attrs):
+        _need(len(ts) >= 1, f"{kind.value} takes one or more tiles")
+        tiles = [_tensor(t, f"input #{i}") for i, t in enumerate(ts)]
+        _need(all(t.shape == tiles[0].shape for t in tiles),
+              f"{kind.value} inputs must have one shape, got {', '.join(map(str, tiles))}")
+        axis = _axis(tiles[0], attrs)
+        if kind is Kind.SCAN_COMBINE:
+            _need(isinstance(attrs.get("reverse"), bool), "npu.scan_combine needs a bool 'reverse'")
+            return tuple(tiles)
+        return tuple(tensor(t.shape[:axis] + t.shape[axis + 1:], t.dtype) for t in tiles)
+    return rule
+
+
 def _rule_sort(ts, attrs):
     a = _tensor(ts[0], "operand")
     _axis(a, attrs)
@@ -338,11 +367,13 @@ def dot_result_dtype(d: DType) -> DType:
 def _rule_dot(ts, attrs):
     _need(len(ts) in (2, 3), "npu.dot takes (a, b) or (a, b, acc)")
     a, b = _tensor(ts[0], "a"), _tensor(ts[1], "b")
-    _need(a.rank == 2 and b.rank == 2, f"dot needs 2-D tiles, got {a} and {b}")
-    _need(a.shape[1] == b.shape[0], f"dot inner dimensions differ: {a} @ {b}")
+    _need(a.rank == b.rank and a.rank >= 2, f"dot needs 2-D (or batched N-D) tiles of one "
+                                            f"rank, got {a} and {b}")
+    _need(a.shape[:-2] == b.shape[:-2], f"dot batch dimensions differ: {a} @ {b}")
+    _need(a.shape[-1] == b.shape[-2], f"dot inner dimensions differ: {a} @ {b}")
     _need(a.dtype == b.dtype, f"dot operands must have one dtype, got {a.dtype} and {b.dtype}")
     _need(a.dtype.is_float or a.dtype.name == "i8", f"dot takes float or i8 tiles, got {a.dtype}")
-    out = tensor((a.shape[0], b.shape[1]), dot_result_dtype(a.dtype))
+    out = tensor(a.shape[:-1] + b.shape[-1:], dot_result_dtype(a.dtype))
     if len(ts) == 3:
         _need(ts[2] == out, f"dot accumulator must be {out}, got {ts[2]}")
     return (out,)
@@ -516,6 +547,7 @@ _TABLE = {
     Kind.GELU: ("unary", _UN, (), FLOAT, "gelu"),
     Kind.SILU: ("unary", _UN, (), FLOAT, "silu"),
     Kind.CAST: ("cast", _UN, ("dtype",), ANY, "cast"),
+    Kind.BITCAST: ("cast", _UN, ("dtype",), ANY, "copy"),
     Kind.SPLAT: ("shape", _UN, ("shape",), ANY, "dup"),
     Kind.BROADCAST: ("shape", _UN, ("shape",), ANY, "copy"),
     Kind.RESHAPE: ("shape", _UN, ("shape",), ANY, "copy"),
@@ -524,6 +556,9 @@ _TABLE = {
     Kind.SCAN: ("reduce", _UN, ("kind", "axis"), ANY, "cumsum"),
     Kind.SORT: ("reduce", _UN, ("axis",), ANY, "sort"),
     Kind.TOPK: ("reduce", _UN, ("k", "axis"), ANY, "topk"),
+    # costed as one Vector pass over the tiles (the combine body's ops are not costed)
+    Kind.REDUCE_COMBINE: ("reduce", ("*inputs",), ("axis",), ANY, "sum"),
+    Kind.SCAN_COMBINE: ("reduce", ("*inputs",), ("axis", "reverse"), ANY, "cumsum"),
     Kind.DOT: ("cube", ("a", "b", "acc?"), (), ANY, None),
     Kind.LOAD: ("memory", ("ptr", "offsets", "mask?", "other?"), (), ANY, None),
     Kind.STORE: ("memory", ("ptr", "offsets", "value", "mask?"), (), ANY, None),
@@ -544,13 +579,15 @@ _RULES = {
     Kind.FUSED: _rule_fused, Kind.IF: _rule_if, Kind.WHILE: _rule_while,
     Kind.CONSTANT: _rule_constant, Kind.PROGRAM_ID: _rule_program_id,
     Kind.NUM_PROGRAMS: _rule_program_id, Kind.ARANGE: _rule_arange,
-    Kind.CMP: _rule_cmp, Kind.SELECT: _rule_select, Kind.CAST: _rule_cast,
+    Kind.CMP: _rule_cmp, Kind.SELECT: _rule_select, Kind.CAST: _rule_cast, Kind.BITCAST: _rule_bitcast,
     Kind.SPLAT: _rule_splat, Kind.BROADCAST: _rule_broadcast, Kind.RESHAPE: _rule_reshape,
     Kind.TRANS: _rule_trans, Kind.REDUCE: _rule_reduce, Kind.SCAN: _rule_scan,
     Kind.SORT: _rule_sort, Kind.TOPK: _rule_topk, Kind.DOT: _rule_dot,
     Kind.LOAD: _rule_load, Kind.STORE: _rule_store, Kind.BLOCK_LOAD: _rule_block_load,
     Kind.BLOCK_STORE: _rule_block_store, Kind.ATOMIC_RMW: _rule_atomic_rmw,
     Kind.PRINT: _rule_none, Kind.ASSERT: _rule_assert,
+    Kind.REDUCE_COMBINE: _rule_combine(Kind.REDUCE_COMBINE),
+    Kind.SCAN_COMBINE: _rule_combine(Kind.SCAN_COMBINE),
 }
 for _k, (_family, *_) in _TABLE.items():
     if _family == "binary":
@@ -562,7 +599,8 @@ _IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.IF, Kind.WHILE, Kind.LOAD, Ki
            Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.ATOMIC_RMW, Kind.PRINT, Kind.ASSERT}
 # Loads only read; they are kept impure so DCE/CSE never move them across stores.
 
-_REGIONS = {Kind.FOR: 1, Kind.FUSED: 1, Kind.WHILE: 1, Kind.IF: 2}
+_REGIONS = {Kind.FOR: 1, Kind.FUSED: 1, Kind.WHILE: 1, Kind.IF: 2, Kind.REDUCE_COMBINE: 1,
+            Kind.SCAN_COMBINE: 1}
 INFO = {k: OpInfo(k, family=family, operands=operands, attrs=attrs, domain=domain,
                   swappable=k in _SWAPPABLE, vec_op=vec_op, pure=k not in _IMPURE,
                   terminator=k in (Kind.RETURN, Kind.YIELD),
@@ -573,12 +611,16 @@ INFO = {k: OpInfo(k, family=family, operands=operands, attrs=attrs, domain=domai
 # repeat their body, scf.if runs one of its two regions.
 LOOPS = frozenset({Kind.FOR, Kind.WHILE})
 CONTROL = LOOPS | {Kind.IF}
+# Ops whose region runs as part of the op (the schedule, the simulator and timing-only
+# runs see one op): a fused loop nest, a combine function.
+OWN_REGION = frozenset({Kind.FUSED, Kind.REDUCE_COMBINE, Kind.SCAN_COMBINE})
+COMBINE = frozenset({Kind.REDUCE_COMBINE, Kind.SCAN_COMBINE})
 
 BINARY = frozenset(k for k, i in INFO.items() if i.family == "binary")
 UNARY = frozenset(k for k, i in INFO.items() if i.family == "unary")
 # Ops that map one element to one element: what the fusion pass may group.
 ELEMENTWISE = BINARY | UNARY | frozenset({Kind.CMP, Kind.SELECT, Kind.CAST, Kind.SPLAT,
-                                          Kind.BROADCAST})
+                                          Kind.BROADCAST, Kind.BITCAST})
 
 
 def vec_op_name(op) -> str | None:

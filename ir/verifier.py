@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .core import Block, Function, Op
-from .ops import ELEMENTWISE, INFO, Kind, infer_types
+from . import types as T
+from .ops import COMBINE, ELEMENTWISE, INFO, Kind, infer_types
 from .printer import print_op
 
 FEEDERS = frozenset({Kind.SPLAT, Kind.BROADCAST})  # fused-region ops that widen inputs
@@ -125,17 +126,28 @@ def rule_for_body(op: Op, ctx: Context) -> str | None:
     """scf.for's body args are (iv, *carried) and its yield gives the carried types."""
     if op.kind is not Kind.FOR or len(op.operands) < 3 or len(op.regions) != 1:
         return None
-    body = op.regions[0]
     carried = [v.type for v in op.operands[3:]]
-    args = [a.type for a in body.args]
-    if args != [op.operands[0].type] + carried:
-        return (f"body arguments ({', '.join(map(str, args))}) must be the induction variable "
-                f"({op.operands[0].type}) then the carried types "
-                f"({', '.join(map(str, carried))})")
+    return _region_mismatch(
+        op.regions[0], [op.operands[0].type] + carried, carried,
+        f"body arguments ({{}}) must be the induction variable ({op.operands[0].type}) then "
+        f"the carried types ({_listed(carried)})", "scf.yield gives ({}) but the loop carries "
+        f"({_listed(carried)})")
+
+
+def _listed(types) -> str:
+    return ", ".join(map(str, types))
+
+
+def _region_mismatch(body: Block, args: list, yields: list, bad_args: str,
+                     bad_yield: str) -> str | None:
+    """What is wrong with a region whose block should take ``args`` and yield ``yields``
+    (the message templates get the actual types at ``{}``)."""
+    got = [a.type for a in body.args]
+    if got != args:
+        return bad_args.format(_listed(got))
     yielded = [v.type for v in body.ops[-1].operands] if body.ops else []
-    if yielded != carried:
-        return (f"scf.yield gives ({', '.join(map(str, yielded))}) but the loop carries "
-                f"({', '.join(map(str, carried))})")
+    if yielded != yields:
+        return bad_yield.format(_listed(yielded))
     return None
 
 
@@ -206,10 +218,23 @@ def rule_fused_region(op: Op, ctx: Context) -> str | None:
     return None
 
 
+def rule_combine_region(op: Op, ctx: Context) -> str | None:
+    """npu.reduce_combine / npu.scan_combine: the combine function's region takes (*acc,
+    *next), scalars of the inputs' dtypes, and yields the new *acc of those dtypes."""
+    if op.kind not in COMBINE or len(op.regions) != 1:
+        return None
+    want = [T.tensor((), v.type.dtype) for v in op.operands if hasattr(v.type, "dtype")]
+    return _region_mismatch(
+        op.regions[0], want * 2, want,
+        "region arguments ({}) must be the accumulated then the next scalars of the inputs' "
+        f"dtypes ({_listed(want * 2)})",
+        f"scf.yield gives ({{}}) but the combine function must give ({_listed(want)})")
+
+
 OP_RULES = [rule_parent_links, rule_operands_dominate, rule_region_count, rule_required_attrs,
             rule_result_types, rule_terminator_last, rule_return_operands,
             rule_region_terminators, rule_for_body, rule_if_regions, rule_while_body,
-            rule_fused_region]
+            rule_fused_region, rule_combine_region]
 
 
 # --- function rules ------------------------------------------------------------------------

@@ -226,6 +226,18 @@ _UNSUPPORTED[ast.AsyncWith] = _UNSUPPORTED[ast.AsyncFor] = _UNSUPPORTED[ast.Awai
     _UNSUPPORTED[ast.AsyncFunctionDef]
 
 
+class LiteralAttributes(ast.NodeTransformer):
+    """``x.dtype`` and ``x.to`` read through ``__npujit_rt.literal_attr``, so a Python
+    number has them as Triton's constexprs do (``value = 1; value.dtype``)."""
+
+    def visit_Attribute(self, node: ast.Attribute):
+        self.generic_visit(node)
+        if node.attr in ("dtype", "to") and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(
+                ast.Call(_rt("literal_attr"), [node.value, ast.Constant(node.attr)], []), node)
+        return node
+
+
 def _reject_unsupported(fdef: ast.FunctionDef, filename: str) -> None:
     """A CompilationError at the first statement of ``fdef``'s own body (nested plain
     ``def``s and lambdas are the user's business) that a kernel cannot run."""
@@ -262,10 +274,15 @@ def rewrite_function(fn: types.FunctionType, runtime) -> types.FunctionType:
     from .ast_control import ControlRewriter     # it builds on this module's helpers
     fdef = ControlRewriter().rewrite(fdef)
     fdef = LoopRewriter().visit(fdef)
+    fdef = LiteralAttributes().visit(fdef)
     freevars = list(fn.__code__.co_freevars)
+    # builtin min/max (unless the module defines its own) take traced values too: the
+    # factory's parameters of those names become what the kernel's code reads
+    builtins_ = [n for n in ("min", "max") if n not in fn.__globals__ and n not in freevars]
     factory = ast.FunctionDef(
         f"{PREFIX}factory",
-        ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in freevars + [RT]], kwonlyargs=[],
+        ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in freevars + [RT] + builtins_],
+                      kwonlyargs=[],
                       kw_defaults=[], defaults=[]),
         [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))], [], None)
     ast.copy_location(factory, fdef)
@@ -282,7 +299,7 @@ def rewrite_function(fn: types.FunctionType, runtime) -> types.FunctionType:
         except ValueError:
             raise TypeError(f"'{fn.__name__}' uses '{name}' from an enclosing function before "
                             "it is assigned there") from None
-    new = make(*cells, runtime)
+    new = make(*cells, runtime, *(getattr(runtime, f"builtin_{n}") for n in builtins_))
     new.__defaults__ = fn.__defaults__
     new.__kwdefaults__ = fn.__kwdefaults__
     return new

@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 
 from npujit.backends import get_backend
 from npujit.errors import LaunchError
@@ -114,7 +115,13 @@ class CompiledKernel:
             self.runnable()
         return dict(self._artifacts)
 
-    asm = artifacts
+    @property
+    def asm(self) -> "Asm":
+        """Triton's ``compiled.asm``: every stage's artifact (as ``artifacts``), plus the
+        backend's source under its own name (``numba``, which is also ``python``) and the
+        emitted Ascend C kernel (``ascendc``, made when first read; absent when an op of
+        the kernel cannot be emitted yet)."""
+        return Asm(self)
 
     def artifact(self, stage: str) -> str | None:
         """One stage's artifact (``trace``, ``ir``, ``schedule``, ``buffers``, ``backend``);
@@ -194,3 +201,42 @@ def _describe(sig) -> str:
     if sig[0] == "S":
         return f"a scalar of type {sig[1]}"
     return repr(sig[1])
+
+
+class Asm(Mapping):
+    """``CompiledKernel.asm``: read-only stage name -> text.
+
+    Example::
+
+        >>> c = add.warmup(x, y, out, n, BLOCK=1024, grid=(4,))       # doctest: +SKIP
+        >>> sorted(c.asm)                                              # doctest: +SKIP
+        ['ascendc', 'backend', 'buffers', 'ir', 'numba', 'python', 'schedule', 'trace']
+    """
+
+    def __init__(self, compiled: CompiledKernel):
+        self._c = compiled
+        self._stages = compiled.artifacts
+        source = self._stages.get("backend")
+        if isinstance(source, str):
+            self._stages[compiled.backend] = source
+            if compiled.backend == "numba":
+                self._stages["python"] = source
+
+    def __getitem__(self, stage: str) -> str:
+        if stage in self._stages:
+            return self._stages[stage]
+        if stage == "ascendc":
+            from npujit.backends.ascendc import emit_files
+            try:
+                files, info = emit_files(self._c.ir)
+            except NotImplementedError as e:
+                raise KeyError(f"no Ascend C for kernel '{self._c.name}': {e}") from None
+            self._stages[stage] = files[f"{info.entry}.cpp"]
+            return self._stages[stage]
+        raise KeyError(f"no compile stage {stage!r}; stages: {', '.join(self)}")
+
+    def __iter__(self):
+        return iter([*self._stages, *(("ascendc",) if "ascendc" not in self._stages else ())])
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))

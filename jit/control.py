@@ -15,10 +15,12 @@ Example::
 """
 from __future__ import annotations
 
+import builtins
 import numbers
 
 from npujit.ir import Block, Kind
 from npujit.ir import types as T
+from npujit.language import math as nl_math
 from npujit.language import semantic as sem
 from npujit.language.core import block_ptr, constexpr, pointer, tensor
 from npujit.language.tracing import current
@@ -36,7 +38,10 @@ def _value(x):
 
 
 def condition(c, what: str) -> tensor:
-    """``c`` as an i1 scalar: ints and floats are true when not 0 (Python's rule)."""
+    """``c`` as an i1 scalar: ints and floats are true when not 0 (Python's rule); a tile
+    of one element is that element (Triton's unsplat)."""
+    if c.numel == 1 and c.shape != ():
+        c = sem.reshape(c, ())
     if c.shape != ():
         raise sem.error(f"the condition of {what} must be a scalar, got a tile {c.type}; "
                         "reduce it first (nl.max, nl.sum, ...) or choose elementwise with "
@@ -249,6 +254,48 @@ def not_(x):
     if not is_traced(v):
         return not x
     return sem.unary(Kind.NOT, _truth(v))
+
+
+# --- builtin min / max ---------------------------------------------------------------------
+
+def _extreme(name: str, pick, args, kwargs):
+    """Python's ``min``/``max`` on Python values; with a traced value among two or more
+    arguments, the elementwise ``nl.minimum``/``nl.maximum`` of them all (as Triton)."""
+    if not any(isinstance(_value(a), tensor) for a in args):
+        return getattr(builtins, name)(*args, **kwargs)
+    if len(args) < 2 or kwargs:
+        raise sem.error(f"builtin {name}() on a traced tensor takes two or more values and no "
+                        f"keywords (it is nl.{pick.__name__} of them); to reduce one tile use "
+                        f"nl.{name}(x, axis)")
+    out = _value(args[0])
+    for a in args[1:]:
+        out = pick(out, _value(a))
+    return out
+
+
+def builtin_min(*args, **kwargs):
+    """``min(a, b, ...)`` in a kernel: ``nl.minimum`` when a value is traced."""
+    return _extreme("min", nl_math.minimum, args, kwargs)
+
+
+def builtin_max(*args, **kwargs):
+    """``max(a, b, ...)`` in a kernel: ``nl.maximum`` when a value is traced."""
+    return _extreme("max", nl_math.maximum, args, kwargs)
+
+
+# --- Python numbers as Triton's constexprs ----------------------------------------------------
+
+def literal_attr(obj, name: str):
+    """``obj.<name>`` for the attributes the rewrite routes here (``dtype``, ``to``): on a
+    Python number (a literal, a constexpr parameter) what Triton's constexpr gives, the
+    dtype the number takes in a kernel (i32, or i64 when it needs it; f32; i1) and
+    ``.to(dtype)``, a scalar of ``dtype``; anything else answers for itself."""
+    v = _value(obj)
+    if isinstance(v, (bool, int, float)):
+        if name == "dtype":
+            return sem.literal_dtype(v)
+        return getattr(sem.to_tensor(v), name)
+    return getattr(obj, name)
 
 
 # --- while ---------------------------------------------------------------------------------

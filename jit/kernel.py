@@ -146,6 +146,19 @@ class NPUKernel:
         """
         return self._compiled(self.signature.bind(args, kwargs))
 
+    def warmup(self, *args, grid, **kwargs) -> CompiledKernel:
+        """Compile for these launch arguments and ``grid`` without running (Triton's
+        ``kernel.warmup``); returns the ``CompiledKernel``, its backend built.
+
+        Example::
+
+            c = add.warmup(x, y, out, n, BLOCK=1024, grid=(4,))
+            print(c.asm["schedule"])
+        """
+        bound = self.signature.bind(args, kwargs)
+        self.signature.grid(grid, bound)          # checked as a launch checks it
+        return self._compiled(bound, build=True)
+
     def _options(self) -> dict:
         opts = dict(self.options)
         opts.setdefault("backend", knobs.backend())

@@ -327,5 +327,5 @@ def _as_leaf(out, arg: tensor, name: str) -> tensor:
 
 # The rewritten kernel reaches everything through this module (``__npujit_rt``): the
 # control-flow entry points live in jit/control.py, which builds on the helpers above.
-from .control import (and_, check_python_cond, ifexp, ir_if, ir_if_return,  # noqa: E402,F401
-                      ir_while, not_, or_)
+from .control import (and_, builtin_max, builtin_min, check_python_cond, ifexp,  # noqa: E402,F401
+                      ir_if, ir_if_return, ir_while, literal_attr, not_, or_)

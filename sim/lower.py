@@ -50,7 +50,7 @@ import os
 
 import numpy as np
 
-from npujit.ir.ops import CONTROL, Kind, vec_op_name
+from npujit.ir.ops import CONTROL, OWN_REGION, Kind, vec_op_name
 from npujit.ir.schedule import CORE_ATTR, placed_buffers, scope_peaks, value_buffers
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, loop_stages
 
@@ -255,8 +255,8 @@ class StreamRecorder:
 
     def after(self, program, op, operands, results) -> None:
         parent = op.parent.parent_op
-        if parent is not None and parent.kind is Kind.FUSED:
-            return                          # emitted with the fused op
+        if parent is not None and parent.kind in OWN_REGION:
+            return                          # emitted with the fused (or combine) op
         if op.kind in CONTROL:
             self.loops.after(op)
             self._flags_of(op, "post_wait_flags", wait=True, every=True)
@@ -446,7 +446,9 @@ class StreamRecorder:
                             reads=self._refs(op, op.operands[:1], False)))
             out.append(copy("L1_to_L0B", b.nbytes, tag=tag, writes=[(l0b, slot)],
                             reads=self._refs(op, op.operands[1:2], False)))
-            out.append(mmad(a.shape[0], b.shape[1], a.shape[1], a.dtype.name, tag=tag,
+            # a batched dot's B products cost what one of B*M rows does
+            rows = a.numel // a.shape[-1]
+            out.append(mmad(rows, b.shape[-1], a.shape[-1], a.dtype.name, tag=tag,
                             reads=[(l0a, slot), (l0b, slot)] + self._acc_reads(op),
                             writes=self._refs(op, op.results, True)))
         elif k is Kind.FUSED:

@@ -48,6 +48,8 @@ class CubeLowering:
         if k is Kind.BLOCK_LOAD and sv.scope(op) == "L1":
             return self.block_load_l1(op)
         if k is Kind.DOT:
+            if op.operands[0].type.rank != 2:
+                raise not_lowered(op, "a batched (3-D) dot is not emitted yet")
             return self.mmad(op)
         if k is Kind.CAST and sv.scope(op) == "L0C":
             s = self.sym(op.operands[0])

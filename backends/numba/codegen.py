@@ -29,17 +29,18 @@ import os
 from contextlib import contextmanager
 
 from npujit.ir.core import Function, Op, Value
-from npujit.ir.ops import CONTROL, Kind
+from npujit.ir.ops import CONTROL, OWN_REGION, Kind
 from npujit.ir.slice import stream_slice
 from npujit.ir.types import PtrType
 
-from . import (lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile,
-               range_check, record)
+from . import (lower_combine, lower_control, lower_elementwise, lower_memory, lower_shape,
+               lower_tile, range_check, record)
 from .values import Nest, Val, Writer, np_type, numel
 from .runtime import KernelSource   # (defined there: a cache hit loads no code generator)
 
 LOWER = {}
-for _mod in (lower_control, lower_elementwise, lower_memory, lower_shape, lower_tile):
+for _mod in (lower_combine, lower_control, lower_elementwise, lower_memory, lower_shape,
+             lower_tile):
     LOWER.update(_mod.LOWERINGS)
 
 _IMPORTS = """import math
@@ -190,7 +191,7 @@ class Codegen:
         mark, depth = len(self.w.lines), self.w.depth
         parent = op.parent.parent_op if op.parent is not None else None
         if (self.needed is None or op.kind in CONTROL or id(op) in self.needed.ops
-                or (parent is not None and parent.kind is Kind.FUSED)):
+                or (parent is not None and parent.kind in OWN_REGION)):
             fn(self, op)
         elif op.kind not in record.RECORDED:
             return

@@ -49,6 +49,8 @@ def scalar_expr(op, args: list) -> str:
         return ls.select(args[0], args[1], args[2])
     if k is Kind.CAST:
         return ls.cast(d, op.attrs["dtype"], args[0])
+    if k is Kind.BITCAST:
+        return ls.bitcast(d, op.attrs["dtype"], args[0])
     if k in (Kind.SPLAT, Kind.BROADCAST):
         return args[0]  # evaluated at the broadcast point already
     raise NotImplementedError(f"numba backend: {k.value} is not elementwise")
@@ -197,5 +199,6 @@ def lower_fused(cg, op) -> None:
         cg.bind(r, cg.val(y))
 
 
-LOWERINGS = {k: lower_elementwise for k in (BINARY | UNARY | {Kind.CMP, Kind.SELECT, Kind.CAST})}
+LOWERINGS = {k: lower_elementwise
+             for k in (BINARY | UNARY | {Kind.CMP, Kind.SELECT, Kind.CAST, Kind.BITCAST})}
 LOWERINGS[Kind.FUSED] = lower_fused

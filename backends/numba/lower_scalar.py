@@ -164,6 +164,22 @@ def cast(src: DType, dst: DType, a: str) -> str:
     return result(dst, a)  # int/bool -> int: wraps; bool gives 0 or 1
 
 
+def bitcast(src: DType, dst: DType, a: str) -> str:
+    """``a``'s bits read as ``dst`` (one bit width): halves go through their bit
+    patterns (a half is an f32 value here), f32 through numpy's scalar ``view``."""
+    if src == dst:
+        return a
+    if src.is_half:
+        a = f"np.uint16(hp.f32_to_{src.name}_bits({a})).view(np.int16)"
+    elif src.is_float:
+        a = f"{np_type(src)}({a}).view(np.int{src.bits})"
+    if dst.is_half:
+        return f"hp.{dst.name}_bits_to_f32({a})"
+    if dst.is_float:
+        return f"np.int{dst.bits}({a}).view({np_type(dst)})"
+    return f"{np_type(dst)}({a})"
+
+
 def decode(d: DType, bits: str) -> str:
     """Memory element (storage dtype) -> compute value."""
     if d.name == "f16":

@@ -109,15 +109,27 @@ def lower_dot(cg, op) -> None:
     adds ``a @ b`` into it in place (``acc`` itself is never written)."""
     a = _operand(cg, op, 0)
     b = _operand(cg, op, 1)
-    m, k = op.operands[0].type.shape
-    n = op.operands[1].type.shape[1]
+    *batch, m, k = op.operands[0].type.shape
+    n = op.operands[1].type.shape[-1]
     rt = op.result.type
     w = cg.w
     fn = "cl.dot_i8" if op.operands[0].type.dtype.is_int else "cl.dot_f"
+
+    def products(out: str) -> None:
+        """``out += a @ b``, one helper call per batch index (slices of the flat tiles)."""
+        if not batch:
+            w.line(f"{fn}({a.name}, {b.name}, {out}, {m}, {k}, {n})")
+            return
+        i = w.fresh("batch")
+        with w.block(f"for {i} in range({numel(batch)}):"):
+            w.line(f"{fn}({a.name}[{i} * {m * k}:({i} + 1) * {m * k}], "
+                   f"{b.name}[{i} * {k * n}:({i} + 1) * {k * n}], "
+                   f"{out}[{i} * {m * n}:({i} + 1) * {m * n}], {m}, {k}, {n})")
+
     if len(op.operands) == 3 and _accumulates_in_place(cg, op, a, b):
         # the K-loop accumulator: its old value dies here, so add into its own slot
         acc = cg.val(op.operands[2])
-        w.line(f"{fn}({a.name}, {b.name}, {acc.name}, {m}, {k}, {n})")
+        products(acc.name)
         cg.bind(op.result, acc)
         return
     out = cg.new_array("dot", rt.shape, rt.dtype)
@@ -127,7 +139,7 @@ def lower_dot(cg, op) -> None:
             w.line(f"{out.name}[{nest.out}] = {nest.at(acc)}")
     else:
         w.line(f"{out.name}[:] = {ls.zero(rt.dtype)}")
-    w.line(f"{fn}({a.name}, {b.name}, {out.name}, {m}, {k}, {n})")
+    products(out.name)
     cg.bind(op.result, out)
 
 

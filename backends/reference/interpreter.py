@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npujit.ir.core import Block, Function, Op, Value
-from npujit.ir.ops import CONTROL, Kind
+from npujit.ir.ops import CONTROL, OWN_REGION
 from npujit.ir.types import TensorType
 from npujit.errors import DeviceAssertionError
 
@@ -250,9 +250,9 @@ def interpret(fn: Function, grid: tuple, args: list) -> None:
 
 
 def _fused(op: Op) -> bool:
-    """Is ``op`` inside an ``npu.fused`` region (it runs when the fused op runs)?"""
+    """Is ``op`` inside an ``npu.fused`` or combine region (it runs when that op runs)?"""
     parent = op.parent.parent_op if op.parent is not None else None
-    return parent is not None and parent.kind is Kind.FUSED
+    return parent is not None and parent.kind in OWN_REGION
 
 
 def _skipped(ctx, op, *operands):

@@ -154,6 +154,11 @@ def cast(ctx, op, x):
     return cast_array(x, op.attrs["dtype"].np)
 
 
+def bitcast(ctx, op, x):
+    """The same bits read as ``op.attrs["dtype"]`` (one bit width; numpy's ``view``)."""
+    return np.ascontiguousarray(x).view(op.attrs["dtype"].np)
+
+
 SEMANTICS_ELEMENTWISE = {
     Kind.ADD: _ufunc(np.add),
     Kind.SUB: _ufunc(np.subtract),
@@ -190,4 +195,5 @@ SEMANTICS_ELEMENTWISE = {
     Kind.SILU: _ufunc(_silu),
     Kind.GELU: gelu,
     Kind.CAST: cast,
+    Kind.BITCAST: bitcast,
 }

@@ -96,9 +96,53 @@ def topk(ctx, op, x):
     return np.moveaxis(values, -1, axis), np.moveaxis(order.astype(I32), -1, axis)
 
 
+def _lanes(xs, axis: int) -> list:
+    """Each input with ``axis`` last, as a (lanes, n) array."""
+    return [np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis]) for x in xs]
+
+
+def reduce_combine(ctx, op, *xs):
+    """The combine function (the op's region) folded along ``axis``, first to last:
+    ``acc = x[0]``, then ``acc = combine(*acc, *x[i])``; one result per input."""
+    axis = op.attrs["axis"]
+    lanes = _lanes(xs, axis)
+    rows, n = lanes[0].shape
+    outs = [np.empty(rows, x.dtype) for x in xs]
+    for r in range(rows):
+        acc = tuple(np.asarray(lane[r, 0]) for lane in lanes)
+        for i in range(1, n):
+            acc = ctx.run_block(op.body, (*acc, *(np.asarray(lane[r, i]) for lane in lanes)))
+        for out, a in zip(outs, acc):
+            out[r] = a
+    shape = xs[0].shape[:axis] + xs[0].shape[axis + 1:]
+    return tuple(out.reshape(shape) for out in outs)
+
+
+def scan_combine(ctx, op, *xs):
+    """Inclusive scan with the combine function along ``axis``: ``out[0] = x[0]``, then
+    ``out[i] = combine(*out[i-1], *x[i])``; with ``reverse`` from the last element,
+    ``out[i] = combine(*out[i+1], *x[i])`` (the accumulated value stays first)."""
+    axis = op.attrs["axis"]
+    lanes = _lanes(xs, axis)
+    rows, n = lanes[0].shape
+    outs = [np.empty_like(lane) for lane in lanes]
+    order = range(n - 1, -1, -1) if op.attrs["reverse"] else range(n)
+    for r in range(rows):
+        acc = None
+        for i in order:
+            nxt = tuple(np.asarray(lane[r, i]) for lane in lanes)
+            acc = nxt if acc is None else ctx.run_block(op.body, (*acc, *nxt))
+            for out, a in zip(outs, acc):
+                out[r, i] = a
+    moved = np.moveaxis(xs[0], axis, -1).shape
+    return tuple(np.moveaxis(out.reshape(moved), -1, axis) for out in outs)
+
+
 SEMANTICS_REDUCE = {
     Kind.REDUCE: reduce,
     Kind.SCAN: scan,
     Kind.SORT: sort,
     Kind.TOPK: topk,
+    Kind.REDUCE_COMBINE: reduce_combine,
+    Kind.SCAN_COMBINE: scan_combine,
 }

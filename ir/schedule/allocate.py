@@ -210,7 +210,8 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
                               start, end, first, values))
     k0 = fn.attrs.get(L0_K_ATTR)
     for op in ops:
-        if op.kind is Kind.DOT and isinstance(k0, int) and not isinstance(k0, bool):
+        if (op.kind is Kind.DOT and isinstance(k0, int) and not isinstance(k0, bool)
+                and op.operands[0].type.rank == 2):
             k = op.operands[0].type.shape[1]
             if 0 < k0 < k and k % k0 == 0:
                 op.attrs["k_chunk"] = k0
@@ -227,10 +228,10 @@ def staged(op: Op) -> list[tuple[tuple, int]]:
     """(shape, itemsize) of each operand an op stages through ``operand_scopes``: a dot's
     a and b (L0A, L0B); a coupled part's L0C store, converted to the GM dtype in UB."""
     if op.kind is Kind.DOT:
-        (m, k), (_, n) = op.operands[0].type.shape, op.operands[1].type.shape
-        k = op.attrs.get("k_chunk", k)
-        return [((m, k), op.operands[0].type.dtype.itemsize),
-                ((k, n), op.operands[1].type.dtype.itemsize)]
+        a, b = op.operands[0].type.shape, op.operands[1].type.shape   # batched: (B, ...)
+        k = op.attrs.get("k_chunk", a[-1])
+        return [(a[:-1] + (k,), op.operands[0].type.dtype.itemsize),
+                (b[:-2] + (k, b[-1]), op.operands[1].type.dtype.itemsize)]
     value = op.operands[2] if op.kind is Kind.STORE else op.operands[-1]
     return [(tuple(value.type.shape), op.operands[0].type.dtype.itemsize)]
 

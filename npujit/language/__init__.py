@@ -9,7 +9,7 @@ from .core import (bfloat16, block_ptr, bool_, constexpr, dtype, float16, float3
 from .creation import (arange, cdiv, full, full_like, num_programs, program_id, zeros,
                        zeros_like)
 from .cube import dot
-from .debug import device_assert, device_print, static_assert, static_print
+from .debug import debug_barrier, device_assert, device_print, static_assert, static_print
 from .hints import assume, max_constancy, max_contiguous, multiple_of
 from .loops import range, static_range
 from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu, log, log2,
@@ -18,9 +18,10 @@ from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                       atomic_xchg, atomic_xor)
 from .memory import advance, load, make_block_ptr, store
+from .combine import associative_scan, cumprod, reduce, reduce_or, xor_sum
 from .reduction import argmax, argmin, cumsum, max, min, prod, softmax, sort, sum, topk
-from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, reshape,
-                    split, trans, view)
+from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, ravel,
+                    reshape, split, trans, view)
 
 __all__ = [
     # dtypes and values
@@ -39,14 +40,15 @@ __all__ = [
     "where",
     # reductions and selection
     "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",
+    "reduce", "associative_scan", "cumprod", "xor_sum", "reduce_or",
     # shape
-    "reshape", "view", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
+    "reshape", "view", "ravel", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
     "split", "interleave", "cat",
     # cube
     "dot",
     # control flow and debugging
     "range", "static_range", "inline", "static_assert", "static_print", "device_assert",
-    "device_print",
+    "device_print", "debug_barrier",
     # hints (checked in debug mode)
     "multiple_of", "max_contiguous", "max_constancy", "assume",
 ]

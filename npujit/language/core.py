@@ -12,6 +12,7 @@ Example (inside a kernel)::
 from __future__ import annotations
 
 import functools
+import sys
 
 from npujit.ir import Kind
 from npujit.ir import types as T
@@ -91,11 +92,32 @@ _NUMPY_MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt
                "sin": "sin", "cos": "cos", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
                "absolute": "abs", "maximum": "maximum", "minimum": "minimum", "rint": "floor",
                "log1p": "log", "expm1": "exp", "reciprocal": "rsqrt"}
+# numpy ufuncs that are Python operators (np.float32(2) * x): (operator, reflected operator)
+_UFUNC_OPERATORS = {
+    "add": ("add", "radd"), "subtract": ("sub", "rsub"), "multiply": ("mul", "rmul"),
+    "true_divide": ("truediv", "rtruediv"), "floor_divide": ("floordiv", "rfloordiv"),
+    "remainder": ("mod", "rmod"), "power": ("pow", "rpow"), "bitwise_and": ("and", "rand"),
+    "bitwise_or": ("or", "ror"), "bitwise_xor": ("xor", "rxor"),
+    "left_shift": ("lshift", "rlshift"), "right_shift": ("rshift", "rrshift"),
+    "less": ("lt", "gt"), "less_equal": ("le", "ge"), "greater": ("gt", "lt"),
+    "greater_equal": ("ge", "le"), "equal": ("eq", "eq"), "not_equal": ("ne", "ne")}
+
+# Language functions a tile also has as methods, as Triton's tl.tensor does:
+# ``x.exp()`` is ``nl.exp(x)``, ``x.sum(1)`` is ``nl.sum(x, 1)``.
+MEMBER_FUNCTIONS = frozenset({
+    "abs", "argmax", "argmin", "associative_scan", "broadcast_to", "cdiv", "ceil", "cos",
+    "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "floor", "log", "log2", "max",
+    "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt", "sigmoid", "sin",
+    "softmax", "sort", "split", "sqrt", "sum", "trans", "view", "xor_sum"})
 
 
 class tensor:
     """A traced tile or scalar.  Supports arithmetic, comparisons, ``[:, None]`` indexing,
-    ``.to(dtype)``, ``.reshape``, ``.T`` and reductions as methods.
+    ``.to(dtype)``, ``.T``, and Triton's tensor methods: ``x.f(...)`` is ``nl.f(x, ...)``
+    for ``f`` in abs, argmax, argmin, associative_scan, broadcast_to, cdiv, ceil, cos,
+    cumprod, cumsum, erf, exp, exp2, expand_dims, floor, log, log2, max, min, permute,
+    ravel, reduce, reduce_or, reshape, rsqrt, sigmoid, sin, softmax, sort, split, sqrt,
+    sum, trans, view, xor_sum.
 
     Example (inside a kernel)::
 
@@ -138,19 +160,25 @@ class tensor:
     def __bool__(self):
         raise _sem().error(
             "a traced tensor cannot be used as a Python bool here (`assert`, `bool(x)`, a "
-            "chained comparison `a < b < c`, builtin min/max): its value is only known when "
+            "chained comparison `a < b < c`, sorted()): its value is only known when "
             "the kernel runs. `if`, `while`, `and`, `or`, `not` and `a if c else b` work on "
             "run-time scalars; use nl.where(cond, a, b) to choose values per element, "
             "nl.device_assert to check them, or make the condition a constexpr parameter.")
 
     def __getattr__(self, name):
-        # np.exp(x) on a traced tensor calls x.exp() (numpy's object loop): say what to use
-        if name in _NUMPY_MATH:
-            def numpy_math(*args, **kwargs):
-                raise _sem().error(f"numpy's np.{name} cannot run on a traced tensor inside a "
-                                   f"kernel; use nl.{_NUMPY_MATH[name]}")
-            return numpy_math
+        if name in MEMBER_FUNCTIONS:      # x.exp() -> nl.exp(x)
+            return functools.partial(getattr(sys.modules["npujit.language"], name), self)
         raise AttributeError(f"'tensor' object has no attribute '{name}'")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # numpy next to a traced tensor: its operators are ours, its math is an error
+        ops = _UFUNC_OPERATORS.get(ufunc.__name__)
+        if ops and method == "__call__" and not kwargs and len(inputs) == 2:
+            a, b = inputs
+            return getattr(a, f"__{ops[0]}__")(b) if a is self else getattr(b, f"__{ops[1]}__")(a)
+        name = ufunc.__name__
+        raise _sem().error(f"numpy's np.{name} cannot run on a traced tensor inside a kernel; "
+                           f"use nl.{_NUMPY_MATH.get(name, name)}")
 
     def __index__(self):
         raise _sem().error(
@@ -307,48 +335,27 @@ class tensor:
             raise _sem().error(f".item() needs a tile of one element, got shape {list(self.shape)}")
         return _sem().reshape(self, ())
 
-    def to(self, dtype: T.DType, bitcast: bool = False) -> "tensor":
-        """Cast to ``dtype`` (round to nearest even for floats, truncation float->int)."""
-        if bitcast:
-            raise _sem().error("bitcast is not supported yet")
+    def to(self, dtype: T.DType, fp_downcast_rounding=None, bitcast: bool = False) -> "tensor":
+        """Cast to ``dtype`` (round to nearest even for floats, truncation float->int);
+        with ``bitcast=True`` the same bits read as ``dtype`` (of the same bit width)."""
+        if isinstance(dtype, constexpr):
+            dtype = dtype.value
         if not isinstance(dtype, T.DType):
             raise _sem().error(f".to() needs an nl dtype such as nl.float16, got {dtype!r}")
-        return _sem().cast(self, dtype)
+        if fp_downcast_rounding not in (None, "rtne"):
+            raise _sem().error(f".to(): fp_downcast_rounding={fp_downcast_rounding!r} is not "
+                               "supported; float casts round to nearest even (None or 'rtne')")
+        return _sem().bitcast(self, dtype) if bitcast else _sem().cast(self, dtype)
 
-    def cast(self, dtype: T.DType, bitcast: bool = False) -> "tensor":
+    def cast(self, dtype: T.DType, fp_downcast_rounding=None, bitcast: bool = False) -> "tensor":
         """``x.to(dtype)`` under Triton's other spelling."""
-        return self.to(dtype, bitcast=bitcast)
-
-    def reshape(self, *shape) -> "tensor":
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return _sem().reshape(self, shape)
-
-    def broadcast_to(self, *shape) -> "tensor":
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return _sem().broadcast_to(self, tuple(shape))
+        return self.to(dtype, fp_downcast_rounding, bitcast)
 
     @property
     def T(self) -> "tensor":
         from .shape import trans
         return trans(self)
 
-    def sum(self, axis=None, keep_dims=False):
-        from .reduction import sum as _sum
-        return _sum(self, axis, keep_dims)
-
-    def max(self, axis=None, keep_dims=False):
-        from .reduction import max as _max
-        return _max(self, axis, keep_dims=keep_dims)
-
-    def min(self, axis=None, keep_dims=False):
-        from .reduction import min as _min
-        return _min(self, axis, keep_dims=keep_dims)
-
-    def argmax(self, axis):
-        from .reduction import argmax
-        return argmax(self, axis)
 
 
 class pointer_type:
@@ -418,9 +425,24 @@ class pointer:
     def __bool__(self):
         raise _sem().error("a pointer cannot be used as a Python bool")
 
+    def to(self, dtype, bitcast: bool = False) -> "pointer":
+        """``ptr.to(nl.pointer_type(T))`` (Triton's pointer cast): only to the pointer's
+        own type here, since an argument's element type is its array's dtype."""
+        target = dtype.element_ty if isinstance(dtype, pointer_type) else None
+        if target != self.element_ty:
+            raise _sem().error(f"cannot cast a pointer to {self.element_ty} arrays to "
+                               f"{dtype!r}: the element type of a pointer is the dtype of the "
+                               "array passed; pass an array of the dtype you want to read or "
+                               "write")
+        return self
+
     def __getitem__(self, idx):
-        if self.offset is None:
-            raise _sem().error("index a pointer only after adding an offset tile to it")
+        if self.offset is None:     # a scalar pointer: each None adds an axis (as Triton)
+            idx = idx if isinstance(idx, tuple) else (idx,)
+            if any(i is not None and i != slice(None) for i in idx):
+                raise _sem().error("a scalar pointer takes only None and ':' indices, e.g. "
+                                   "ptr[None, :]; add an offset tile to address elements")
+            return pointer(self.base, _sem().to_tensor(0)[tuple(i for i in idx if i is None)])
         return pointer(self.base, self.offset[idx])
 
     def broadcast_to(self, shape):

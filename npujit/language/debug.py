@@ -1,5 +1,5 @@
 """Compile-time checks, run-time checks and printing: ``static_assert``, ``static_print``,
-``device_assert``, ``device_print``."""
+``device_assert``, ``device_print``, and ``debug_barrier`` (nothing to order here)."""
 from __future__ import annotations
 
 from npujit.ir import Kind
@@ -7,6 +7,20 @@ from npujit.ir import Kind
 from . import semantic as sem
 from .core import builtin, constexpr, tensor
 from .tracing import current
+
+
+@builtin
+def debug_barrier() -> None:
+    """Triton's barrier between the threads of a program: nothing to do here, since a
+    program's ops run in program order on one AI core (the schedule's flags already order
+    its pipes).
+
+    Example::
+
+        nl.store(ptrs, x)
+        nl.debug_barrier()
+        nl.atomic_xchg(lock, 0)
+    """
 
 
 @builtin

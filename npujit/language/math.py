@@ -137,13 +137,17 @@ def where(cond, a, b) -> tensor:
 
 
 @builtin
-def cast(x, dtype, bitcast: bool = False) -> tensor:
-    """``x.to(dtype)``.
+def cast(x, dtype, bitcast: bool = False, fp_downcast_rounding=None) -> tensor:
+    """``x.to(dtype)``; ``bitcast=True`` reads the same bits as ``dtype`` (one bit width).
+    ``fp_downcast_rounding`` may be None or "rtne" (every float cast rounds to nearest even).
 
     Example::
 
         h = nl.cast(acc, nl.float16)
     """
+    if fp_downcast_rounding not in (None, "rtne"):
+        raise sem.error(f"cast: fp_downcast_rounding={fp_downcast_rounding!r} is not supported; "
+                        "float casts round to nearest even (None or 'rtne')")
     return sem.to_tensor(x).to(dtype, bitcast=bitcast)
 
 

@@ -34,14 +34,24 @@ def _reduce(kind: str, x, axis, keep_dims: bool, what: str) -> tensor:
 
 
 @builtin
-def sum(x, axis=None, keep_dims: bool = False) -> tensor:
-    """Sum along ``axis`` (all axes when None).
+def sum(x, axis=None, keep_dims: bool = False, dtype=None) -> tensor:
+    """Sum along ``axis`` (all axes when None).  With ``dtype`` (Triton's keyword) the tile
+    is cast to it first and the sum is of that dtype: ints wrap at its width, a bool sum
+    is the parity (i1 addition is xor).
 
     Example::
 
         row_sum = nl.sum(e, axis=1)
     """
-    return _reduce("sum", x, axis, keep_dims, "sum")
+    if isinstance(dtype, constexpr):
+        dtype = dtype.value
+    if dtype is None:
+        return _reduce("sum", x, axis, keep_dims, "sum")
+    x = sem.cast(sem.to_tensor(x), dtype)
+    if dtype.is_bool:
+        from .combine import xor_sum
+        return xor_sum(x, axis, keep_dims)
+    return sem.cast(_reduce("sum", x, axis, keep_dims, "sum"), dtype)
 
 
 @builtin
@@ -112,18 +122,21 @@ def argmin(x, axis, tie_break_left: bool = True, keep_dims: bool = False) -> ten
 
 @builtin
 def cumsum(x, axis: int = 0, reverse: bool = False) -> tensor:
-    """Inclusive prefix sum along ``axis``.
+    """Inclusive prefix sum along ``axis`` (from the last element when ``reverse``).
 
     Example::
 
         offsets = nl.cumsum(counts, axis=0) - counts
     """
     x = sem.to_tensor(x)
-    if reverse:
-        raise sem.error("cumsum(reverse=True) is not supported; flip the data with index math")
     if x.ndim == 0:
         raise sem.error("cumsum needs a tile, got a scalar")
+    if isinstance(axis, constexpr):
+        axis = axis.value
     axis = sem.normalize_axis(x, axis, "cumsum")
+    if reverse:
+        from .combine import reverse_cumsum
+        return reverse_cumsum(x, axis)
     return sem.emit(Kind.SCAN, [x], {"kind": "sum", "axis": axis})
 
 

@@ -115,6 +115,17 @@ def cast(x: tensor, dtype: T.DType) -> tensor:
     return emit(Kind.CAST, [x], {"dtype": dtype})
 
 
+def bitcast(x: tensor, dtype: T.DType) -> tensor:
+    """``x``'s bits read as ``dtype``, which must have its bit width (not bool)."""
+    if x.dtype == dtype:
+        return x
+    if x.dtype.is_bool or dtype.is_bool or x.dtype.bits != dtype.bits:
+        raise error(f"bitcast from {x.dtype} to {dtype} needs two dtypes of one bit width "
+                    f"(not bool), got {x.dtype.bits} and {dtype.bits} bits; use .to({dtype!r}) "
+                    "for a value conversion")
+    return emit(Kind.BITCAST, [x], {"dtype": dtype})
+
+
 def broadcast_shapes(a: tuple, b: tuple) -> tuple:
     n = max(len(a), len(b))
     a = (1,) * (n - len(a)) + tuple(a)

@@ -6,21 +6,41 @@ from __future__ import annotations
 from npujit.ir import Kind
 
 from . import semantic as sem
-from .core import builtin, tensor
+from .core import builtin, constexpr, pointer, tensor
+
+
+def _shape_args(shape: tuple) -> tuple:
+    """A shape given as one tuple/list or as separate ints (Triton takes both)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(s.value if isinstance(s, constexpr) else s for s in shape)
 
 
 @builtin
-def reshape(x: tensor, shape) -> tensor:
-    """Row-major reshape to ``shape`` (same number of elements).
+def reshape(x: tensor, *shape, can_reorder: bool = False) -> tensor:
+    """Row-major reshape to ``shape`` (same number of elements), given as a tuple or as
+    ints; ``can_reorder`` is accepted (the order is always kept).
 
     Example::
 
         y = nl.reshape(x, (BLOCK_M * BLOCK_N,))
     """
-    return sem.reshape(sem.to_tensor(x), tuple(shape))
+    return sem.reshape(sem.to_tensor(x), _shape_args(shape))
 
 
 view = reshape
+
+
+@builtin
+def ravel(x: tensor, can_reorder: bool = False) -> tensor:
+    """``x`` as a 1-D tile, row-major.
+
+    Example::
+
+        flat = nl.ravel(tile)            # (M, N) -> (M * N,)
+    """
+    x = sem.to_tensor(x)
+    return sem.reshape(x, (x.numel,))
 
 
 @builtin
@@ -31,6 +51,8 @@ def expand_dims(x: tensor, axis) -> tensor:
 
         col = nl.expand_dims(rowmax, 1)   # (M,) -> (M, 1)
     """
+    if isinstance(x, pointer):      # a pointer tile: its offsets get the axes
+        return pointer(x.base, expand_dims(0 if x.offset is None else x.offset, axis))
     x = sem.to_tensor(x)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     shape = list(x.shape)
@@ -69,14 +91,14 @@ def trans(x: tensor, *dims) -> tensor:
 
 
 @builtin
-def broadcast_to(x: tensor, shape) -> tensor:
-    """Broadcast ``x`` to ``shape`` (numpy rules).
+def broadcast_to(x: tensor, *shape) -> tensor:
+    """Broadcast ``x`` to ``shape`` (numpy rules), given as a tuple or as ints.
 
     Example::
 
         b = nl.broadcast_to(bias[None, :], (BLOCK_M, BLOCK_N))
     """
-    return sem.broadcast_to(sem.to_tensor(x), tuple(shape))
+    return sem.broadcast_to(sem.to_tensor(x), _shape_args(shape))
 
 
 @builtin

@@ -53,6 +53,10 @@ class JITFunction(NPUKernel):
     def run(self, grid, args, kwargs):
         return super().run(grid, args, _launch_kwargs(kwargs))
 
+    def warmup(self, *args, grid, **kwargs):
+        """``kernel.warmup`` (compile, do not run) with Triton's GPU launch options dropped."""
+        return super().warmup(*args, grid=grid, **_launch_kwargs(kwargs))
+
     def simulate(self, *args, grid, **kwargs):
         """``kernel.simulate`` (NPU cycles) with Triton's GPU launch options dropped."""
         return super().simulate(*args, grid=grid, **_launch_kwargs(kwargs))
