@@ -19,7 +19,9 @@ from .core import constexpr, tensor
 from .tracing import current
 
 _INT_RANGE = {T.int8: (-2**7, 2**7 - 1), T.int16: (-2**15, 2**15 - 1),
-              T.int32: (-2**31, 2**31 - 1), T.int64: (-2**63, 2**63 - 1)}
+              T.int32: (-2**31, 2**31 - 1), T.int64: (-2**63, 2**63 - 1),
+              T.uint8: (0, 2**8 - 1), T.uint16: (0, 2**16 - 1), T.uint32: (0, 2**32 - 1),
+              T.uint64: (0, 2**64 - 1)}
 
 
 def error(message: str) -> CompilationError:
@@ -56,13 +58,15 @@ def literal_dtype(value, like: T.DType | None = None) -> T.DType:
             lo, hi = _INT_RANGE.get(like, (None, None))
             if like.is_float or lo <= value <= hi:
                 return like
-            if like == T.int32 and -2**63 <= value < 2**63:
+            if like in (T.int32, T.uint32) and -2**63 <= value < 2**63:
                 return T.int64
             raise error(f"integer literal {value} does not fit {like}; cast the tensor first")
         if -2**31 <= value < 2**31:
             return T.int32
         if -2**63 <= value < 2**63:
             return T.int64
+        if 2**63 <= value < 2**64:
+            return T.uint64
         raise error(f"integer literal {value} does not fit in 64 bits")
     if isinstance(value, float):
         return like if like is not None and like.is_float else T.float32
