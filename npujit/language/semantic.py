@@ -179,7 +179,15 @@ def promote_pair(a, b):
 
 def binary(kind: Kind, a, b) -> tensor:
     """An elementwise binary op with Triton's promotion and numpy broadcasting; operands
-    are cast into the kind's domain (``ir/ops.py``): int math on bools, float math on ints."""
+    are cast into the kind's domain (``ir/ops.py``): int math on bools, float math on ints.
+
+    As in Triton, ``/``, ``//`` and ``%`` refuse two int tiles of different signedness,
+    and ``>>`` is arithmetic when its left operand is signed, logical when unsigned
+    (whatever the promoted dtype: int16 >> uint16 shifts the uint16 bits arithmetically).
+    """
+    if kind in (Kind.DIV, Kind.IDIV, Kind.REM):
+        _same_signedness(kind, a, b)
+    left_signed = isinstance(a, tensor) and a.dtype.is_int_signed()
     a, b = promote_pair(a, b)
     domain = INFO[kind].domain
     if kind is Kind.IDIV and a.dtype.is_float:
@@ -187,10 +195,22 @@ def binary(kind: Kind, a, b) -> tensor:
     if domain == FLOAT and not a.dtype.is_float:
         a, b = cast(a, T.float32), cast(b, T.float32)
     if domain in (INT, INT_OR_BOOL) and a.dtype.is_float:
-        raise error(f"bitwise {kind.value.split('.')[1]} needs integer or bool tiles, got {a.dtype}")
+        raise error(f"invalid operands of type {a.dtype} for bitwise {kind.value.split('.')[1]}: "
+                    "it needs integer or bool tiles")
     if domain in (INT, NUMBER) and a.dtype.is_bool:
         a, b = cast(a, T.int32), cast(b, T.int32)
+    if kind is Kind.SHR and left_signed and a.dtype.is_unsigned:
+        signed = T.BY_NAME[a.dtype.name[1:]]          # ui16 -> i16: the same bits
+        return cast(emit(kind, [cast(a, signed), cast(b, signed)]), a.dtype)
     return emit(kind, [a, b])
+
+
+def _same_signedness(kind: Kind, a, b) -> None:
+    if isinstance(a, tensor) and isinstance(b, tensor) and a.dtype.is_int and b.dtype.is_int \
+            and a.dtype.is_unsigned != b.dtype.is_unsigned:
+        raise error(f"Cannot use /, //, or % with {a.dtype!r} and {b.dtype!r} because they have "
+                    "different signedness; cast them to the same signedness, e.g. "
+                    f"y.to({a.dtype!r})")
 
 
 def compare(predicate: str, a, b) -> tensor:

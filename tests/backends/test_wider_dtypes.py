@@ -67,6 +67,36 @@ def test_mixed_signedness_in_a_kernel():
 
 
 @npu_kernel
+def shift_right(x_ptr, y_ptr, out_ptr, N: nl.constexpr):
+    r = nl.arange(0, N)
+    nl.store(out_ptr + r, nl.load(x_ptr + r) >> nl.load(y_ptr + r))
+
+
+def test_right_shift_is_arithmetic_when_its_left_operand_is_signed():
+    """int16 >> uint16 computes in uint16 (equal width: unsigned wins) but shifts the bits
+    arithmetically, as Triton's ``>>`` picks the shift by the left operand's signedness."""
+    x = np.array([-86, 5, -1, 300, -32768], np.int16)
+    y = np.array([1, 2, 15, 3, 4], np.uint16)
+    out = np.zeros(5, np.uint16)
+    shift_right.with_options(**REF)[(1,)](x, y, out, N=5)
+    np.testing.assert_array_equal(out.view(np.int16), x >> y.astype(np.int16))
+    shift_right.with_options(**REF)[(1,)](x.view(np.uint16), y, out, N=5)   # logical
+    np.testing.assert_array_equal(out, x.view(np.uint16) >> y)
+
+
+@npu_kernel
+def remainder(x_ptr, y_ptr, out_ptr):
+    nl.store(out_ptr, nl.load(x_ptr) % nl.load(y_ptr))
+
+
+def test_division_of_ints_of_different_signedness_is_refused():
+    with pytest.raises(CompilationError, match=r"Cannot use /, //, or % with nl.int16 and "
+                                               r"nl.uint16 because they have different signedness"):
+        remainder.with_options(**REF)[(1,)](np.ones(1, np.int16), np.ones(1, np.uint16),
+                                            np.ones(1, np.int16))
+
+
+@npu_kernel
 def add_literal(x_ptr, VALUE: nl.constexpr):
     nl.store(x_ptr, nl.load(x_ptr) + VALUE)
 
