@@ -183,14 +183,16 @@ def _cast_case(dst):
             return x.astype(to)           # ints convert in one rounding, floats exactly
         if np.dtype(to).kind == "f" or to is BF16:
             return x.astype(F32).astype(to) if x.dtype.kind in "iu" else x.astype(to)
+        if (x.dtype.kind == "f" or x.dtype == BF16) and np.dtype(to).kind == "u":
+            return saturate(x, to)        # negatives give 0
         if x.dtype.kind == "f" or x.dtype == BF16:
             return np.trunc(f32(x)).astype(np.int64).astype(to)
         return x.astype(to)
-    return Case(f"cast_to_{dst}", lambda x, y: x.to(NL[dst]), oracle, FLOATS + INTS + ("i1",),
-                "cast")
+    return Case(f"cast_to_{dst}", lambda x, y: x.to(NL[dst]), oracle,
+                FLOATS + INTS + ("i1", "f64", "u64"), "cast")
 
 
-CASTS = [_cast_case(d) for d in ("f32", "f16", "bf16", "i8", "i32", "i64", "i1", "f64")]
+CASTS = [_cast_case(d) for d in ("f32", "f16", "bf16", "i8", "i32", "i64", "i1", "f64", "u32")]
 
 
 def saturate(x, to) -> np.ndarray:
