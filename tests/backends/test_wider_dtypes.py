@@ -46,8 +46,9 @@ def mixed(a_ptr, b_ptr, c_ptr, d_ptr, ab_ptr, cd_ptr, lit_ptr, N: nl.constexpr):
     nl.static_assert((a + b).dtype == nl.uint32)
     nl.static_assert((c + d).dtype == nl.int32)
     nl.static_assert((c + 1).dtype == nl.uint8)
+    nl.static_assert(nl.sum(c, 0).dtype == nl.uint32)
     nl.store(ab_ptr + r, (a + b) // 3 >> 1)   # unsigned: wraps, divides and shifts unsigned
-    nl.store(cd_ptr + r, c + d)
+    nl.store(cd_ptr + r, c + d + nl.sum(c, 0))   # the ui8 sum widens to ui32: no wrap at 256
     nl.store(lit_ptr + r, c * 2 + 255)        # a literal takes the tile's dtype and wraps
 
 
@@ -62,7 +63,7 @@ def test_mixed_signedness_in_a_kernel():
     with np.errstate(over="ignore"):
         s = a + b.astype(np.uint32)                       # C: i32 converts to u32
         np.testing.assert_array_equal(ab, (s // np.uint32(3)) >> np.uint32(1))
-        np.testing.assert_array_equal(cd, c.astype(np.int32) + d)
+        np.testing.assert_array_equal(cd, c.astype(np.int32) + d + int(c.astype(np.int64).sum()))
         np.testing.assert_array_equal(lit, (c * np.uint8(2) + np.uint8(255)).astype(np.uint8))
 
 

@@ -172,7 +172,7 @@ COMPARE += [
 ]
 
 
-def _cast_case(dst):
+def _cast_case(dst, sources=FLOATS + INTS + ("i1",)):
     def oracle(x, y):
         to = NP[dst]
         if dst == "i1":
@@ -182,17 +182,31 @@ def _cast_case(dst):
         if to is np.float64:
             return x.astype(to)           # ints convert in one rounding, floats exactly
         if np.dtype(to).kind == "f" or to is BF16:
-            return x.astype(F32).astype(to) if x.dtype.kind in "iu" else x.astype(to)
+            with np.errstate(over="ignore"):    # u64 values past f16's range give inf
+                return x.astype(F32).astype(to) if x.dtype.kind in "iu" else x.astype(to)
         if (x.dtype.kind == "f" or x.dtype == BF16) and np.dtype(to).kind == "u":
             return saturate(x, to)        # negatives give 0
         if x.dtype.kind == "f" or x.dtype == BF16:
             return np.trunc(f32(x)).astype(np.int64).astype(to)
         return x.astype(to)
-    return Case(f"cast_to_{dst}", lambda x, y: x.to(NL[dst]), oracle,
-                FLOATS + INTS + ("i1", "f64", "u64"), "cast")
+    return Case(f"cast_to_{dst}", lambda x, y: x.to(NL[dst]), oracle, sources, "cast")
 
 
-CASTS = [_cast_case(d) for d in ("f32", "f16", "bf16", "i8", "i32", "i64", "i1", "f64", "u32")]
+# To f64 and u32 from a few sources only: every op added to an existing (dtype, domain)
+# kernel makes its compile longer.
+CASTS = [_cast_case(d) for d in ("f32", "f16", "bf16", "i8", "i32", "i64", "i1")]
+CASTS += [_cast_case("f64", FLOATS + ("i32", "i64")), _cast_case("u32", ("f32",))]
+
+
+def _casts_from(dsts):
+    """Casts of one tile to each of ``dsts``, as one case (f64 and u64 sources: in the
+    kernel their other ops compile in, not one kernel more)."""
+    cases = [_cast_case(d) for d in dsts]
+    return Case("casts_to_" + "_".join(dsts), lambda x, y: tuple(x.to(NL[d]) for d in dsts),
+                lambda x, y: tuple(c.oracle(x, y) for c in cases), ("f64", "u64"))
+
+
+CASTS.append(_casts_from(("f32", "f16", "bf16", "i8", "i64", "u32", "i1", "f64")))
 
 
 def saturate(x, to) -> np.ndarray:
@@ -207,13 +221,14 @@ def saturate(x, to) -> np.ndarray:
     return np.array(out, dtype=to).reshape(np.shape(x))
 
 
-def _saturating_cast_case(dst):
+def _saturating_cast_case(dst, sources=FLOATS):
     return Case(f"cast_saturates_to_{dst}", lambda x, y: x.to(NL[dst]),
-                lambda x, y: saturate(x, NP[dst]), FLOATS, "cast_edge")
+                lambda x, y: saturate(x, NP[dst]), sources, "cast_edge")
 
 
 # NaN, +-inf and values outside every int type (make_input's "cast_edge" pool).
-CASTS += [_saturating_cast_case(d) for d in ("i8", "i16", "i32", "i64", "u8", "u64")]
+CASTS += [_saturating_cast_case(d) for d in ("i8", "i16", "i32", "i64")]
+CASTS += [_saturating_cast_case("u8", ("f16",)), _saturating_cast_case("u64", ("f32",))]
 
 
 def _red(kind):
@@ -331,12 +346,13 @@ ALL = UNARY + BINARY + COMPARE + CASTS + REDUCE + SCAN_SORT + SHAPE_AND_DOT + SP
 
 # Triton's dtypes beyond the NPU's own, on a few representative cases (each (dtype, domain)
 # is one more compiled kernel per backend): u64 for C-style unsigned division, remainder,
-# logical shift, compares and max (u64 is the width numba's helpers compute every unsigned
-# type in), u8 for the ui8 -> ui32 widening sum; f64 arithmetic, math, reductions and dot
-# computed in f64 (compared at 1e-12, which one f32 step would miss).
+# logical shift, compares, max and sum (u64 is the width numba's helpers compute every
+# unsigned type in; tests/backends/test_numba.py runs ui32, test_wider_dtypes.py the ui8
+# sum's widening); f64 arithmetic, math, reductions and dot computed in f64 (compared at
+# 1e-12, which one f32 step would miss).
 WIDER = {name: ("u64",) for name in ("mul_int", "floordiv_int", "mod_int", "cmp_lt",
-                                     "max_axis0")}
-WIDER.update({"shr": ("u8", "u64"), "sum_axis1": ("u8", "f64")})
+                                     "max_axis0", "shr")}
+WIDER.update({"sum_axis1": ("u64", "f64")})
 WIDER.update({name: ("f64",) for name in ("add", "div", "exp", "max_axis0", "dot")})
 ALL = [replace(c, dtypes=c.dtypes + WIDER.get(c.name, ())) for c in ALL]
 
