@@ -68,8 +68,9 @@ FAMILIES = [
 CAUSES = [
     (r"TestTimeout", "harness: timed out"),
     (r"'Tensor' object has no attribute|fake torch|torch.cuda|get_device_capability|runtime\.driver|cuda|hip", "harness: torch/GPU-only API"),
-    (r"uint(8|16|32|64)|float64|dtype\('?>?[uf]8|f64|unsigned", "missing dtype: unsigned/float64"),
+    # fp8 first: the launch error's list of supported dtypes names float64 and uint8
     (r"float8|fp8|e4m3|e5m2|e4nv|e4b15", "missing dtype: fp8"),
+    (r"uint(8|16|32|64)|float64|dtype\('?>?[uf]8|f64|unsigned", "missing dtype: unsigned/float64"),
     (r"Python bool|data-dependent|traced tensor cannot", "data-dependent control flow"),
     (r"unknown keyword argument '(num_warps|num_ctas|num_stages|maxnreg)'",
      "launch option {0} not accepted"),

@@ -18,7 +18,7 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
-from .types import DType, PtrType, TensorType, bool_, float32, int32, tensor
+from .types import DType, PtrType, TensorType, bool_, float32, int32, tensor, uint32
 
 
 class Kind(enum.Enum):
@@ -307,11 +307,12 @@ def _axis(a: TensorType, attrs) -> int:
 
 
 def reduce_result_dtype(kind: str, d: DType) -> DType:
-    """sum/prod of i1 and i8 widen to i32; argmax/argmin give i32 indices."""
+    """sum/prod of i1, i8 and i16 widen to i32 (ui8 and ui16 to ui32, as Triton's sum);
+    argmax/argmin give i32 indices."""
     if kind in ("argmax", "argmin"):
         return int32
     if kind in ("sum", "prod") and (d.is_bool or d.itemsize < 4) and not d.is_float:
-        return int32
+        return uint32 if d.is_unsigned else int32
     return d
 
 
@@ -361,7 +362,8 @@ def _rule_topk(ts, attrs):
 
 
 def dot_result_dtype(d: DType) -> DType:
-    return int32 if d.is_int else float32
+    """i8 -> i32; f64 -> f64 (CPU tiers only: the NPU presets' Cube has no f64); else f32."""
+    return int32 if d.is_int else (d if d.name == "f64" else float32)
 
 
 def _rule_dot(ts, attrs):

@@ -20,11 +20,12 @@ import numpy as np
 
 @dataclass(frozen=True)
 class DType:
-    """An element type.  ``name`` is the MLIR spelling (f32, f16, bf16, i8, i32, i64, i1)."""
+    """An element type.  ``name`` is the MLIR spelling (f64, f32, f16, bf16, i8 ... i64,
+    ui8 ... ui64, i1).  Unsigned ints are ints (``is_int``) with ``is_unsigned`` set."""
 
     name: str
     itemsize: int
-    kind: str  # "float", "int" or "bool"
+    kind: str  # "float", "int", "uint" or "bool"
     np_name: str  # numpy storage dtype name (bf16 uses ml_dtypes.bfloat16)
 
     @property
@@ -33,7 +34,11 @@ class DType:
 
     @property
     def is_int(self) -> bool:
-        return self.kind == "int"
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "uint"
 
     @property
     def is_bool(self) -> bool:
@@ -62,16 +67,16 @@ class DType:
         """Explicit mantissa bits of a float type (f32 23, f16 10, bf16 7)."""
         if not self.is_float:
             raise TypeError(f"{self!r} is not a floating-point type")
-        return {"f32": 23, "f16": 10, "bf16": 7}[self.name]
+        return {"f64": 52, "f32": 23, "f16": 10, "bf16": 7}[self.name]
 
     def is_floating(self) -> bool:
         return self.is_float
 
     def is_int_signed(self) -> bool:
-        return self.is_int
+        return self.kind == "int"
 
     def is_int_unsigned(self) -> bool:
-        return False
+        return self.is_unsigned
 
     def __repr__(self) -> str:
         return f"nl.{PUBLIC_NAMES[self.name]}"
@@ -80,6 +85,7 @@ class DType:
         return self.name
 
 
+float64 = DType("f64", 8, "float", "float64")
 float32 = DType("f32", 4, "float", "float32")
 float16 = DType("f16", 2, "float", "float16")
 bfloat16 = DType("bf16", 2, "float", "bfloat16")
@@ -87,12 +93,19 @@ int8 = DType("i8", 1, "int", "int8")
 int16 = DType("i16", 2, "int", "int16")
 int32 = DType("i32", 4, "int", "int32")
 int64 = DType("i64", 8, "int", "int64")
+uint8 = DType("ui8", 1, "uint", "uint8")
+uint16 = DType("ui16", 2, "uint", "uint16")
+uint32 = DType("ui32", 4, "uint", "uint32")
+uint64 = DType("ui64", 8, "uint", "uint64")
 bool_ = DType("i1", 1, "bool", "bool")
 
-ALL_DTYPES = (float32, float16, bfloat16, int8, int16, int32, int64, bool_)
+ALL_DTYPES = (float32, float16, bfloat16, int8, int16, int32, int64, bool_,
+              float64, uint8, uint16, uint32, uint64)
 BY_NAME = {d.name: d for d in ALL_DTYPES}
 PUBLIC_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i8": "int8",
-                "i16": "int16", "i32": "int32", "i64": "int64", "i1": "bool_"}
+                "i16": "int16", "i32": "int32", "i64": "int64", "i1": "bool_",
+                "f64": "float64", "ui8": "uint8", "ui16": "uint16", "ui32": "uint32",
+                "ui64": "uint64"}
 
 
 def bfloat16_numpy() -> np.dtype:
@@ -126,7 +139,8 @@ def promote(a: DType, b: DType) -> DType:
     """The dtype of a binary op on ``a`` and ``b`` (Triton's rules).
 
     Float beats int beats bool; among floats the wider wins and f16 with bf16 gives f32;
-    among ints the wider wins.
+    among ints the wider wins, and at equal width unsigned wins (u32 with i32 gives u32,
+    u8 with i32 gives i32), as in C and Triton.
     """
     if a == b:
         return a
@@ -142,6 +156,8 @@ def promote(a: DType, b: DType) -> DType:
         return b
     if b.is_bool:
         return a
+    if a.itemsize == b.itemsize:
+        return a if a.is_unsigned else b
     return a if a.itemsize > b.itemsize else b
 
 

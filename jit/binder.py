@@ -3,7 +3,7 @@ validate it with a message that names it, and turn it into what a backend runs o
 
 Arrays (numpy, anything with ``__array__`` or DLPack such as torch CPU tensors) become
 flat 1-D views (``!npu.ptr<T>`` in the IR); ints become i32 scalars when they fit in
-32 bits and i64 otherwise (Triton's rule: offsets computed from them are then 4 B per
+32 bits, i64 when they fit in 64, ui64 in [2^63, 2^64) (Triton's rule: offsets computed from them are then 4 B per
 lane in UB, not 8), floats f32, bools i1; the width is part of the specialisation key, so
 a launch with ``n = 2**31`` compiles an i64 variant.  ``None`` is passed through to the
 traced function (part of the key); constexprs are values.
@@ -68,8 +68,10 @@ def arg_signature(name: str, value):
         return ("S", "i1")
     if isinstance(value, numbers.Integral):
         v = int(value)
-        if not -2**63 <= v < 2**63:
+        if not -2**63 <= v < 2**64:
             raise LaunchError(f"argument '{name}': integer {v} does not fit in 64 bits")
+        if v >= 2**63:
+            return ("S", "ui64")
         return ("S", "i32") if -2**31 <= v < 2**31 else ("S", "i64")
     if isinstance(value, numbers.Real):
         return ("S", "f32")
@@ -79,9 +81,8 @@ def arg_signature(name: str, value):
         a = to_numpy(value, name)
         d = T.dtype_of_numpy(a.dtype)
         if d is None:
-            hint = " (use float32)" if a.dtype == np.float64 else ""
             raise LaunchError(f"argument '{name}': arrays of dtype {a.dtype} are not "
-                              f"supported{hint}; supported dtypes: {_SUPPORTED}")
+                              f"supported; supported dtypes: {_SUPPORTED}")
         if not a.flags.aligned:
             raise LaunchError(f"argument '{name}': its data is not aligned to its "
                               f"{a.itemsize}-byte element size (a view at an odd byte offset "
@@ -128,7 +129,7 @@ def runtime_value(sig, value, name: str):
         return flat_view(a, name)
     if sig[1] == "i1":
         return bool(value)
-    if sig[1] in ("i32", "i64"):
+    if sig[1] in ("i32", "i64", "ui64"):
         return int(value)
     return float(value)
 

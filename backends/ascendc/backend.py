@@ -25,6 +25,7 @@ from npujit.target import find_spec
 from .build import build_twin
 from .emit_host import host_files, twin_entry
 from .emit_kernel import KernelWriter
+from .lowering import CPP_TYPES, not_lowered
 
 _SCOPES = ("UB", "L1", "L0A", "L0B", "L0C")
 _CTYPES = {"float": ctypes.c_float, "int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32,
@@ -43,12 +44,33 @@ class TwinDeviceError(NPUJitError, RuntimeError):
 
 def emit_files(fn) -> tuple[dict, object]:
     """``({file name: text}, KernelInfo)`` for a scheduled IR function."""
+    refuse_unemitted_dtypes(fn)
     src, info = KernelWriter(fn).write()
     for name, t, _ in info.tiling:
         if t not in _CTYPES:
             raise NotImplementedError(f"kernel argument '{name}' is a {t} scalar; the Ascend C "
                                       "emitter passes int, f32 and bool scalars only")
     return {f"{info.entry}.cpp": src, **host_files(info)}, info
+
+
+def refuse_unemitted_dtypes(fn) -> None:
+    """Raise, naming the op and its source line, at the first op that reads or makes a
+    value of a dtype the emitter has no Ascend C type for (f64 and the unsigned ints:
+    docs/ascendc.md, "Dtypes")."""
+    for op in fn.walk():
+        for v in list(op.operands) + list(op.results):
+            d = getattr(v.type, "dtype", None)
+            if d is not None and d.name not in CPP_TYPES:
+                raise not_lowered(op, f"{d!r} tiles are not emitted (the NPU presets' vector "
+                                      "unit has no f64, and the emitter has no unsigned-int "
+                                      "lowering yet)")
+    for a in fn.args:
+        d = getattr(a.type, "dtype", None)
+        if d is not None and d.name not in CPP_TYPES:
+            raise NotImplementedError(f"the Ascend C emitter cannot take argument "
+                                      f"'{a.name}' of {d!r} elements: f64 and unsigned "
+                                      "ints are not emitted; run this kernel on the 'numba' "
+                                      "or 'reference' backend (docs/ascendc.md)")
 
 
 def emit(fn, out_dir: str) -> list[str]:

@@ -61,6 +61,7 @@ from npujit.errors import (DeviceAssertionError, IndexOverflowError, LaunchError
 # short names for the compute types (generated code casts a lot)
 f32, i8, i16, i32, i64, u64, b1 = (np.float32, np.int8, np.int16, np.int32, np.int64,
                                    np.uint64, np.bool_)
+f64, u8, u16, u32 = np.float64, np.uint8, np.uint16, np.uint32
 """
 
 

@@ -352,7 +352,7 @@ def lower_block_load(cg, op) -> None:
     ptr = cg.val(op.operands[0]).name
     bs, names = _block_prologue(cg, op)
     out = cg.new_array(cg.hint(op.result), bs, d)
-    pad = ls.f32(float("nan")) if (op.attrs.get("padding", "zero") == "nan"
+    pad = ls.fconst(float("nan"), d) if (op.attrs.get("padding", "zero") == "nan"
                                    and d.is_float) else ls.zero(d)
     w = cg.w
 

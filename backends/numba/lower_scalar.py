@@ -2,7 +2,8 @@
 
 Every function takes operand expressions (atoms: names, element accesses or literals)
 and returns an expression whose numba type is exactly the op's compute type:
-``np.float32`` for f32/f16/bf16, ``np.intN`` for ints, ``bool`` for i1.  Results are
+``np.float32`` for f32/f16/bf16, ``np.float64`` for f64, ``np.intN`` / ``np.uintN`` for
+ints, ``bool`` for i1.  f64 math is float64 math (numpy's functions, libm's ``exp``).  Results are
 wrapped explicitly because numba widens int32 arithmetic to int64 and a bare Python
 literal would make float32 arithmetic float64.  Half results go through
 ``hp.round_f16`` / ``hp.round_bf16`` (RNE) after the f32 computation, per
@@ -48,6 +49,16 @@ def f32(x: float) -> str:
     return f"f32({v!r})"
 
 
+def fconst(x: float, d: DType) -> str:
+    """A float literal in ``d``'s compute type (f64 for f64, else f32)."""
+    if d.name != "f64":
+        return f32(x)
+    v = float(x)
+    if math.isnan(v) or math.isinf(v):
+        return "f64(np.nan)" if math.isnan(v) else ("f64(np.inf)" if v > 0 else "f64(-np.inf)")
+    return f"f64({v!r})"
+
+
 def result(d: DType, expr: str) -> str:
     """``expr`` (computed in f32 / int64 / bool) converted to ``d``'s compute type:
     rounded for halves, wrapped for ints."""
@@ -70,8 +81,10 @@ def constant(value, d: DType) -> str:
         import ml_dtypes      # (on first use: its import costs ~1 s of CPU)
         return f32(float(np.float32(ml_dtypes.bfloat16(value))))
     if d.is_float:
-        return f32(value)
+        return fconst(value, d)
     bits = d.bits
+    if d.is_unsigned:
+        return f"{np_type(d)}({int(value) % (1 << bits)})"
     v = (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
     return f"{np_type(d)}({v})"
 
@@ -92,9 +105,11 @@ def binary(kind: Kind, d: DType, a: str, b: str) -> str:
             return f"({a} != {b})" if kind is Kind.XOR else f"({a} {_BITWISE[kind]} {b})"
         return result(d, f"{a} {_BITWISE[kind]} {b}")
     if kind is Kind.IDIV:
-        return result(d, f"sl.idiv({a}, {b})")
+        return result(d, f"sl.udivide({a}, {b}, False)" if d.is_unsigned else f"sl.idiv({a}, {b})")
     if kind is Kind.REM:
-        return result(d, f"sl.fmod32({a}, {b})" if d.is_float else f"sl.irem({a}, {b})")
+        if d.is_float:
+            return result(d, f"sl.fmod64({a}, {b})" if d.name == "f64" else f"sl.fmod32({a}, {b})")
+        return result(d, f"sl.udivide({a}, {b}, True)" if d.is_unsigned else f"sl.irem({a}, {b})")
     if kind is Kind.POW:
         return result(d, f"{a} ** {b}")
     if kind in (Kind.MAXIMUM, Kind.MINIMUM):
@@ -103,36 +118,44 @@ def binary(kind: Kind, d: DType, a: str, b: str) -> str:
             return f"{fn}({a}, {b})"
         op = ">" if kind is Kind.MAXIMUM else "<"
         return f"({a} if {a} {op} {b} else {b})"
-    if kind is Kind.SHL:
-        return result(d, f"sl.shl({a}, {b}, {d.bits})")
-    if kind is Kind.SHR:
-        return result(d, f"sl.shr({a}, {b}, {d.bits})")
+    if kind in (Kind.SHL, Kind.SHR) and d.is_unsigned:
+        return result(d, f"sl.ushift({a}, {b}, {d.bits}, {kind is Kind.SHL})")
+    if kind in (Kind.SHL, Kind.SHR):
+        fn = "sl.shl" if kind is Kind.SHL else "sl.shr"
+        return result(d, f"{fn}({a}, {b}, {d.bits})")
     raise NotImplementedError(f"numba backend: no lowering for {kind.value}")
 
 
 def unary(kind: Kind, attrs: dict, d: DType, a: str) -> str:
-    """``kind(a)`` on dtype ``d``; float math is float32 math."""
-    one = "f32(1.0)"
+    """``kind(a)`` on dtype ``d``; float math is float32 math (float64 for f64)."""
+    one = fconst(1.0, d)
     if kind is Kind.NEG:
-        return f"f32(-{a})" if d.is_float else result(d, f"-{a}")
+        if d.is_unsigned:
+            return result(d, f"{zero(d)} - {a}")   # wraps, as -x does on the device
+        return f"{np_type(d)}(-{a})" if d.is_float else result(d, f"-{a}")
     if kind is Kind.NOT:
         return f"(not {a})" if d.is_bool else result(d, f"~{a}")
     if kind is Kind.ABS:
-        return f"f32(abs({a}))" if d.is_float else result(d, f"abs({a})")
+        if d.is_unsigned:
+            return a
+        return f"{np_type(d)}(abs({a}))" if d.is_float else result(d, f"abs({a})")
     if kind in _F32_FUNCS:
-        return result(d, f"{_F32_FUNCS[kind]}({a})")
+        fn = "np.exp" if kind is Kind.EXP and d.name == "f64" else _F32_FUNCS[kind]
+        return result(d, f"{fn}({a})")
     if kind is Kind.RSQRT:
         return result(d, f"{one} / np.sqrt({a})")
+    exp = "np.exp" if d.name == "f64" else "sl.exp_f32"
     if kind is Kind.SIGMOID:
-        return result(d, f"{one} / ({one} + sl.exp_f32(-{a}))")
+        return result(d, f"{one} / ({one} + {exp}(-{a}))")
     if kind is Kind.SILU:
-        return result(d, f"{a} / ({one} + sl.exp_f32(-{a}))")
+        return result(d, f"{a} / ({one} + {exp}(-{a}))")
     if kind is Kind.GELU:
-        half = f32(0.5)
+        half = fconst(0.5, d)
         if attrs.get("approximate", "none") == "tanh":
-            inner = f"{f32(math.sqrt(2 / math.pi))} * ({a} + {f32(0.044715)} * ({a} * {a} * {a}))"
+            inner = (f"{fconst(math.sqrt(2 / math.pi), d)} * ({a} + {fconst(0.044715, d)} * "
+                     f"({a} * {a} * {a}))")
             return result(d, f"{half} * {a} * ({one} + np.tanh({inner}))")
-        return result(d, f"{half} * {a} * ({one} + math.erf({a} / {f32(math.sqrt(2))}))")
+        return result(d, f"{half} * {a} * ({one} + math.erf({a} / {fconst(math.sqrt(2), d)}))")
     raise NotImplementedError(f"numba backend: no lowering for {kind.value}")
 
 
@@ -152,10 +175,18 @@ def cast(src: DType, dst: DType, a: str) -> str:
     if dst.is_bool:
         return f"({a} != 0)"
     if dst.is_float:
+        if dst.name == "f64":
+            return f"f64({a})"  # exact from a float; one RNE rounding from an int
+        if src.name == "f64":
+            # one rounding from f64: to f32 directly, to a half through round-to-odd f32
+            return f"f32({a})" if dst.name == "f32" else result(dst, f"sl.f64_to_f32_odd({a})")
         if src.is_float and (dst.name == "f32" or dst.itemsize > src.itemsize):
             return a  # widening float casts are exact (f16/bf16 values are f32 already)
         # int -> float goes via f32 (RNE); float -> half rounds once from f32
         return result(dst, f"f32({a})" if not src.is_float else a)
+    if src.is_float and dst.is_unsigned:
+        # truncation toward zero, saturating at 0 and 2**bits - 1; NaN -> 0
+        return f"{np_type(dst)}(sl.float_to_uint({a}, {2.0 ** dst.bits!r}, {(1 << dst.bits) - 1}))"
     if src.is_float:
         # truncation toward zero, saturating; NaN -> 0 (scalar_lib.float_to_int)
         b = dst.bits

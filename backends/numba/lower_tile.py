@@ -35,10 +35,15 @@ def lower_reduce(cg, op) -> None:
     kind, axis = op.attrs["kind"], op.attrs["axis"]
     outer, n, inner = _split(src.shape, axis)
     sfx = "f" if d_in.is_float else "i"
+    if d_in.name == "f64" and kind not in ("sum", "prod"):
+        sfx = "g"   # max/min of any float width: the "f" helpers are f32 bit tricks
     rnd = _RND.get(d_in.name, 0)
     w = cg.w
     if op.result.type.shape == ():
         call = f"rl.line_{kind}_{sfx}({a.name}, 0, {n})"
+        if sfx == "g":
+            extreme = "extreme" if kind in ("max", "min") else "arg_extreme"
+            call = f"rl.line_{extreme}_g({a.name}, 0, {n}, {kind in ('max', 'argmax')})"
         name = w.fresh(kind)
         w.line(f"{name} = {ls.result(d_out, call)}")
         cg.bind(op.result, Val.scalar(name, d_out))

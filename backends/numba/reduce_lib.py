@@ -36,12 +36,12 @@ _INF_BITS = np.int32(0x7F800000)
 
 @njit(**_JIT)
 def round_to(x, rnd):
-    """Round a float32 to the tile's dtype: 0 f32 (no-op), 1 f16, 2 bf16."""
+    """Round a float32 to the tile's dtype: 0 f32 or f64 (no-op), 1 f16, 2 bf16."""
     if rnd == 1:
         return hp.round_f16(x)
     if rnd == 2:
         return hp.round_bf16(x)
-    return np.float32(x)
+    return x
 
 
 @njit(**_JIT)
@@ -57,8 +57,8 @@ def wrap_int(v, bits):
 
 @njit(**_REASSOC)
 def line_sum_f(a, start, n):
-    """Sum of ``a[start:start+n]`` (float32) with a float32 accumulator."""
-    s = np.float32(0)
+    """Sum of ``a[start:start+n]`` (float32, or float64) in the tile's own precision."""
+    s = a.dtype.type(0)
     for i in range(n):
         s += a[start + i]
     return s
@@ -75,7 +75,7 @@ def line_sum_i(a, start, n):
 
 @njit(**_REASSOC)
 def line_prod_f(a, start, n):
-    p = np.float32(1)
+    p = a.dtype.type(1)
     for i in range(n):
         p *= a[start + i]
     return p
@@ -220,7 +220,7 @@ def prod_f(a, outer, n, inner, out, rnd):
     for o in range(outer):
         base = o * n * inner
         for j in range(inner):
-            p = np.float32(1)
+            p = a.dtype.type(1)
             for k in range(n):
                 p *= a[base + k * inner + j]
             out[o * inner + j] = round_to(p, rnd)
@@ -312,16 +312,47 @@ def arg_extreme_i(a, outer, n, inner, out, is_max):
 
 
 @njit(**_JIT)
+def extreme_g(a, outer, n, inner, out, is_max):
+    """NaN-propagating max/min along the axis of a float tile of any width (f64 tiles;
+    the f32 helpers above compare IEEE bits as int32)."""
+    for o in range(outer):
+        _extreme_cols(a, o * n * inner, n, inner, out[o * inner:(o + 1) * inner], is_max)
+
+
+@njit(**_JIT)
+def arg_extreme_g(a, outer, n, inner, out, is_max):
+    """i32 index of the first max/min along the axis of a float tile of any width."""
+    for o in range(outer):
+        _arg_cols(a, o * n * inner, n, inner, out[o * inner:(o + 1) * inner], is_max)
+
+
+@njit(**_JIT)
+def line_extreme_g(a, start, n, is_max):
+    """``extreme_g`` of one contiguous run, as a scalar."""
+    acc = np.empty(1, a.dtype)
+    _extreme_cols(a, start, n, 1, acc, is_max)
+    return acc[0]
+
+
+@njit(**_JIT)
+def line_arg_extreme_g(a, start, n, is_max):
+    """``arg_extreme_g`` of one contiguous run, as a scalar."""
+    idx = np.empty(1, np.int32)
+    _arg_cols(a, start, n, 1, idx, is_max)
+    return idx[0]
+
+
+@njit(**_JIT)
 def cumsum_f(a, outer, n, inner, out, rnd):
     """Inclusive prefix sum along the axis; the f32 running sum is not rounded, each
     output is (per ``rnd``)."""
     for o in range(outer):
         base = o * n * inner
         for j in range(inner):
-            s = np.float32(0)
+            s = a.dtype.type(0)
             for k in range(n):
                 idx = base + k * inner + j
-                s = np.float32(s + a[idx])
+                s = a.dtype.type(s + a[idx])
                 out[idx] = round_to(s, rnd)
 
 

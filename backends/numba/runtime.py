@@ -138,6 +138,8 @@ def _numba_arg_type(t):
     if isinstance(t, PtrType):
         return nt.Array(numba.from_dtype(_storage(t.dtype)), 1, "C")
     d = t.dtype
+    if d.is_unsigned:
+        return nt.uint64
     return nt.boolean if d.is_bool else (nt.float64 if d.is_float else nt.int64)
 
 

@@ -64,6 +64,50 @@ def float_to_int(x, below, above, lo, hi):
 
 
 @njit(**_JIT)
+def udivide(a, b, remainder):
+    """Unsigned ``a // b`` (or ``a % b`` when ``remainder``) on uint64, which holds every
+    unsigned width; a zero divisor gives 0."""
+    a = np.uint64(a)
+    b = np.uint64(b)
+    if b == 0:
+        return np.uint64(0)
+    return np.uint64(a % b) if remainder else np.uint64(a // b)
+
+
+@njit(**_JIT)
+def float_to_uint(x, above, hi):
+    """Saturating float -> unsigned int: NaN and everything below 1 (after truncation
+    toward zero: negatives too) give 0, values ``>= above`` (2**bits) give ``hi``.
+    Returns uint64."""
+    f = np.float64(x)
+    if not f >= 1.0:  # NaN, negatives and [0, 1)
+        return np.uint64(0)
+    if f >= above:
+        return np.uint64(hi)
+    return np.uint64(f)
+
+
+@njit(**_JIT)
+def f64_to_f32_odd(x):
+    """``x`` rounded to float32 toward zero, with the last bit set when inexact (round to
+    odd): rounding that once more to a half float gives the correctly rounded half, where
+    two nearest-even roundings could err on a tie."""
+    f = np.float32(x)
+    if np.float64(f) == x or x != x:
+        return f
+    bits = np.int64(np.float32(f).view(np.uint32))
+    if abs(np.float64(f)) > abs(x):
+        bits -= 1          # one step toward zero: the truncated value (also inf -> max)
+    return np.uint32(bits | 1).view(np.float32)
+
+
+@njit(**_JIT)
+def fmod64(a, b):
+    """C fmod on float64 (sign of the dividend, exact); ``x % 0`` and ``inf % y`` are NaN."""
+    return np.float64(np.fmod(np.float64(a), np.float64(b)))
+
+
+@njit(**_JIT)
 def fmod32(a, b):
     """C fmod on float32 (sign of the dividend, exact); ``x % 0`` and ``inf % y`` are NaN."""
     return np.float32(np.fmod(np.float32(a), np.float32(b)))
@@ -87,6 +131,17 @@ def shr(a, b, bits):
     if b < 0 or b >= bits:
         return np.int64(-1) if a < 0 else np.int64(0)
     return np.int64(a >> b)
+
+
+@njit(**_JIT)
+def ushift(a, b, bits, left):
+    """Unsigned ``a << b`` (``left``) or logical ``a >> b`` in uint64; a count outside
+    [0, bits) gives 0.  Caller wraps to ``bits``."""
+    a = np.uint64(a)
+    b = np.uint64(b)
+    if b >= bits:
+        return np.uint64(0)
+    return np.uint64(a << b) if left else np.uint64(a >> b)
 
 
 @njit(**_JIT)

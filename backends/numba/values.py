@@ -45,11 +45,13 @@ from npujit.ir.types import DType
 # Names the generated module defines or imports, and Python's builtins (generated code
 # calls abs, bool, range, print...): value names never take them.
 RESERVED = frozenset({"np", "math", "njit", "hp", "sl", "rl", "tl", "cl",
-                      "f32", "i8", "i16", "i32", "i64", "u64", "b1"}) | frozenset(dir(builtins))
+                      "f32", "i8", "i16", "i32", "i64", "u64", "b1",
+                      "f64", "u8", "u16", "u32"}) | frozenset(dir(builtins))
 
 _NP_COMPUTE = {"f32": "f32", "f16": "f32", "bf16": "f32",
                "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
-               "i1": "b1"}
+               "i1": "b1", "f64": "f64", "ui8": "u8", "ui16": "u16", "ui32": "u32",
+               "ui64": "u64"}
 
 
 def np_type(d: DType) -> str:

@@ -110,7 +110,8 @@ def fits_int(value: int, dt: np.dtype) -> bool:
 def float_to_int(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     """Saturating float -> int conversion (docs/semantics.md, "Casts"): truncate toward
     zero; NaN gives 0; +inf and values above the range give the type's maximum, -inf and
-    values below it the minimum.  Halves convert from their exact f32 value.
+    values below it the minimum (0 for unsigned types, as Triton clamps negatives).
+    Halves convert from their exact f32 value.
 
     Example::
 
@@ -122,8 +123,8 @@ def float_to_int(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     f = widen(x).astype(np.float64)         # exact: every f32 is an f64
     with np.errstate(invalid="ignore"):
         t = np.trunc(f)
-        top = t >= 2.0 ** (info.bits - 1)   # the first value above the range, exactly
-        bottom = t < -(2.0 ** (info.bits - 1))
+        top = t >= float(info.max) + 1.0    # the first value above the range, exactly
+        bottom = t < float(info.min)
         nan = np.isnan(f)
         out = np.where(top | bottom | nan, 0.0, t).astype(dst)
     out[top] = info.max

@@ -22,8 +22,10 @@ from .numerics import F32, I32, is_float
 
 
 def dot(ctx, op, a, b, acc=None):
-    """M×K @ K×N (+ acc): f32 result for floats, i32 for i8."""
-    if is_float(a.dtype):
+    """M×K @ K×N (+ acc): f32 result for floats (f64 for f64), i32 for i8."""
+    if a.dtype == np.float64:
+        out = np.matmul(a, b)
+    elif is_float(a.dtype):
         out = np.matmul(a.astype(F32), b.astype(F32))
     else:
         # The i64 sum is exact for any realistic K; wrapping it to i32 equals summing

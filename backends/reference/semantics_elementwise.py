@@ -25,12 +25,6 @@ from npujit.ir import Kind
 
 from .numerics import BOOL, F32, arith, erf, float_to_int, is_float, widen
 
-_ONE = np.float32(1.0)
-_HALF = np.float32(0.5)
-_SQRT2 = np.float32(math.sqrt(2.0))
-_SQRT_2_OVER_PI = np.float32(math.sqrt(2.0 / math.pi))
-_GELU_CUBIC = np.float32(0.044715)
-
 
 def _ufunc(f):
     """An op whose whole meaning is the numpy function ``f`` under the half-float rule."""
@@ -78,32 +72,42 @@ def shl(ctx, op, a, n):
 
 
 def shr(ctx, op, a, n):
-    """Arithmetic a >> n; a count outside [0, bits) gives the sign fill (0 or -1)."""
+    """Arithmetic a >> n (logical on unsigned ints, as numpy's is); a count outside
+    [0, bits) gives the sign fill (0 or -1; always 0 when unsigned)."""
     in_range, count, bits = _shift_count(a, n)
     sign_fill = np.right_shift(a, np.full_like(a, bits - 1))
+    if a.dtype.kind == "u":
+        sign_fill = np.zeros_like(a)
     return np.where(in_range, np.right_shift(a, count), sign_fill)
 
 
-# --- float functions with a formula in the doc (computed in f32 step by step) ------------
+# --- float functions with a formula in the doc, computed step by step in the operand's
+# --- precision (f32 for f32 and the halves, f64 for f64): constants are rounded to it ----
+
+def _const(x, value: float):
+    return x.dtype.type(value)
+
 
 def _rsqrt(x):
-    return _ONE / np.sqrt(x)
+    return _const(x, 1.0) / np.sqrt(x)
 
 
 def _sigmoid(x):
-    return _ONE / (_ONE + np.exp(-x))
+    one = _const(x, 1.0)
+    return one / (one + np.exp(-x))
 
 
 def _silu(x):
-    return x / (_ONE + np.exp(-x))
+    return x / (_const(x, 1.0) + np.exp(-x))
 
 
 def _gelu_erf(x):
-    return _HALF * x * (_ONE + erf(x / _SQRT2))
+    return _const(x, 0.5) * x * (_const(x, 1.0) + erf(x / _const(x, math.sqrt(2.0))))
 
 
 def _gelu_tanh(x):
-    return _HALF * x * (_ONE + np.tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * (x * x * x))))
+    inner = _const(x, math.sqrt(2.0 / math.pi)) * (x + _const(x, 0.044715) * (x * x * x))
+    return _const(x, 0.5) * x * (_const(x, 1.0) + np.tanh(inner))
 
 
 def gelu(ctx, op, x):
@@ -144,6 +148,8 @@ def cast_array(x: np.ndarray, dst: np.dtype) -> np.ndarray:
         return widen(x).astype(dst)             # f16 -> f32 is exact, so one RNE rounding
     if is_float(src):
         return float_to_int(x, dst)             # truncate toward zero, saturating
+    if dst == np.float64:
+        return x.astype(dst)                    # int / i1 -> f64: one RNE rounding
     if is_float(dst):
         return x.astype(F32).astype(dst)        # int / i1 -> float: via f32, RNE
     return x.astype(dst)                        # int -> int wraps; i1 -> int is 0 or 1

@@ -1,7 +1,7 @@
 """Reference semantics of reductions, scans, sort and topk (docs/semantics.md,
 "Reductions, scans, selection").
 
-Accumulation rules: floats accumulate in f32 and round once to the input dtype; i1, i8
+Accumulation rules: floats accumulate in f32 (f64 in f64) and round once to the input dtype; i1, i8
 and i16 sums/products widen to i32; i32/i64 wrap in their own type (numpy would widen
 them to i64 by default, so the accumulator dtype is always passed explicitly).
 
@@ -25,7 +25,10 @@ from .numerics import F32, I32, is_float, widen
 
 
 def _accumulator(x: np.ndarray, kind: str) -> np.dtype:
-    """The dtype sum/prod/scan accumulate in: f32 for floats, else the result dtype."""
+    """The dtype sum/prod/scan accumulate in: f32 for floats (f64 for f64), else the result
+    dtype."""
+    if x.dtype == np.float64:
+        return x.dtype
     if is_float(x.dtype):
         return F32
     return reduce_result_dtype(kind, dtype_of_numpy(x.dtype)).np

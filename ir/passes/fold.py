@@ -32,11 +32,13 @@ _EXACT_FLOAT_UNARY = {Kind.NEG, Kind.ABS, Kind.FLOOR, Kind.CEIL, Kind.SQRT}
 # --- reading constants ---------------------------------------------------------------------
 
 def _int_range(d: DType) -> tuple[int, int]:
+    if d.is_unsigned:
+        return 0, (1 << d.bits) - 1
     return -(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1
 
 
 def wrap(value: int, d: DType) -> int:
-    """Two's-complement wrap of ``value`` to ``d``'s width.
+    """Two's-complement wrap of ``value`` to ``d``'s width (modulo 2**bits when unsigned).
 
     Example::
 
@@ -46,7 +48,14 @@ def wrap(value: int, d: DType) -> int:
     """
     bits = d.bits
     value &= (1 << bits) - 1
+    if d.is_unsigned:
+        return value
     return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _compute(value: float, d: DType):
+    """A float constant in the precision ``d`` computes in: f64 for f64, else f32."""
+    return np.float64(value) if d.name == "f64" else np.float32(value)
 
 
 def _round(value, d: DType) -> float:
@@ -143,7 +152,7 @@ def _float_binary(kind: Kind, a: float, b: float, d: DType):
     if kind in (Kind.MAXIMUM, Kind.MINIMUM) and a == 0 and b == 0 and \
             math.copysign(1, a) != math.copysign(1, b):
         return _NO  # which zero comes out is implementation-defined
-    x, y = np.float32(a), np.float32(b)  # halves compute in f32, then round once
+    x, y = _compute(a, d), _compute(b, d)  # halves compute in f32, then round once
     with np.errstate(all="ignore"):
         r = {Kind.ADD: np.add, Kind.SUB: np.subtract, Kind.MUL: np.multiply,
              Kind.DIV: np.divide, Kind.MAXIMUM: np.maximum, Kind.MINIMUM: np.minimum}[kind](x, y)
@@ -170,7 +179,7 @@ def _unary(kind: Kind, a, d: DType):
     fn = {Kind.NEG: np.negative, Kind.ABS: np.abs, Kind.FLOOR: np.floor, Kind.CEIL: np.ceil,
           Kind.SQRT: np.sqrt}[kind]
     with np.errstate(all="ignore"):
-        return _round(fn(np.float32(a)), d)
+        return _round(fn(_compute(a, d)), d)
 
 
 def _cmp(predicate: str, a, b):
@@ -185,8 +194,8 @@ def _cast(a, src: DType, dst: DType):
         a = int(a)
         return float(a) if dst.is_float else a
     if dst.is_float:
-        if src.is_int:  # int -> f32 (one rounding), then f32 -> dst
-            a = np.array(a, dtype=np.int64).astype(np.float32)
+        if src.is_int and dst.name != "f64":  # int -> f32 (one rounding), then f32 -> dst
+            a = np.array(a, dtype=src.np).astype(np.float32)   # (int -> f64: once, in _round)
         return _round(a, dst)
     if src.is_int:
         return wrap(a, dst)

@@ -6,6 +6,7 @@ from npujit.language.inline import inline
 
 from .core import (bfloat16, block_ptr, bool_, constexpr, dtype, float16, float32, int1, int8,
                    int16, int32, int64, pointer, pointer_type, tensor)
+from .core import float64, uint8, uint16, uint32, uint64
 from .creation import (arange, cdiv, full, full_like, num_programs, program_id, zeros,
                        zeros_like)
 from .cube import dot
@@ -27,6 +28,7 @@ __all__ = [
     # dtypes and values
     "bfloat16", "bool_", "constexpr", "dtype", "float16", "float32", "int1", "int8", "int16",
     "int32", "int64", "tensor", "pointer", "pointer_type", "block_ptr",
+    "float64", "uint8", "uint16", "uint32", "uint64",
     # programs and creation
     "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like", "cdiv",
     # memory

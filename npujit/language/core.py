@@ -29,6 +29,11 @@ int32 = T.int32
 int64 = T.int64
 bool_ = T.bool_
 int1 = T.bool_
+float64 = T.float64
+uint8 = T.uint8
+uint16 = T.uint16
+uint32 = T.uint32
+uint64 = T.uint64
 dtype = T.DType
 
 

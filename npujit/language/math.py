@@ -161,10 +161,10 @@ def umulhi(a, b) -> tensor:
         hi = nl.umulhi(x, y)            # x, y: int32
     """
     a, b = sem.to_tensor(a), sem.to_tensor(b)
-    if a.dtype != T.int32 or b.dtype != T.int32:
-        raise sem.error(f"umulhi takes two int32 tiles, got {a.dtype} and {b.dtype}")
+    if a.dtype != b.dtype or a.dtype not in (T.int32, T.uint32):
+        raise sem.error(f"umulhi takes two int32 or two uint32 tiles, got {a.dtype} and {b.dtype}")
     low32 = (1 << 32) - 1  # zero-extend: the factors are unsigned
     wide_a = sem.binary(Kind.AND, sem.cast(a, T.int64), low32)
     wide_b = sem.binary(Kind.AND, sem.cast(b, T.int64), low32)
     product = sem.binary(Kind.MUL, wide_a, wide_b)  # wraps mod 2**64: the bits above 64 go
-    return sem.cast(sem.binary(Kind.SHR, product, 32), T.int32)
+    return sem.cast(sem.binary(Kind.SHR, product, 32), a.dtype)

@@ -19,7 +19,9 @@ from .core import constexpr, tensor
 from .tracing import current
 
 _INT_RANGE = {T.int8: (-2**7, 2**7 - 1), T.int16: (-2**15, 2**15 - 1),
-              T.int32: (-2**31, 2**31 - 1), T.int64: (-2**63, 2**63 - 1)}
+              T.int32: (-2**31, 2**31 - 1), T.int64: (-2**63, 2**63 - 1),
+              T.uint8: (0, 2**8 - 1), T.uint16: (0, 2**16 - 1), T.uint32: (0, 2**32 - 1),
+              T.uint64: (0, 2**64 - 1)}
 
 
 def error(message: str) -> CompilationError:
@@ -56,13 +58,15 @@ def literal_dtype(value, like: T.DType | None = None) -> T.DType:
             lo, hi = _INT_RANGE.get(like, (None, None))
             if like.is_float or lo <= value <= hi:
                 return like
-            if like == T.int32 and -2**63 <= value < 2**63:
+            if like in (T.int32, T.uint32) and -2**63 <= value < 2**63:
                 return T.int64
             raise error(f"integer literal {value} does not fit {like}; cast the tensor first")
         if -2**31 <= value < 2**31:
             return T.int32
         if -2**63 <= value < 2**63:
             return T.int64
+        if 2**63 <= value < 2**64:
+            return T.uint64
         raise error(f"integer literal {value} does not fit in 64 bits")
     if isinstance(value, float):
         return like if like is not None and like.is_float else T.float32
@@ -186,7 +190,15 @@ def promote_pair(a, b):
 
 def binary(kind: Kind, a, b) -> tensor:
     """An elementwise binary op with Triton's promotion and numpy broadcasting; operands
-    are cast into the kind's domain (``ir/ops.py``): int math on bools, float math on ints."""
+    are cast into the kind's domain (``ir/ops.py``): int math on bools, float math on ints.
+
+    As in Triton, ``/``, ``//`` and ``%`` refuse two int tiles of different signedness,
+    and ``>>`` is arithmetic when its left operand is signed, logical when unsigned
+    (whatever the promoted dtype: int16 >> uint16 shifts the uint16 bits arithmetically).
+    """
+    if kind in (Kind.DIV, Kind.IDIV, Kind.REM):
+        _same_signedness(kind, a, b)
+    left_signed = isinstance(a, tensor) and a.dtype.is_int_signed()
     a, b = promote_pair(a, b)
     domain = INFO[kind].domain
     if kind is Kind.IDIV and a.dtype.is_float:
@@ -194,10 +206,22 @@ def binary(kind: Kind, a, b) -> tensor:
     if domain == FLOAT and not a.dtype.is_float:
         a, b = cast(a, T.float32), cast(b, T.float32)
     if domain in (INT, INT_OR_BOOL) and a.dtype.is_float:
-        raise error(f"bitwise {kind.value.split('.')[1]} needs integer or bool tiles, got {a.dtype}")
+        raise error(f"invalid operands of type {a.dtype} for bitwise {kind.value.split('.')[1]}: "
+                    "it needs integer or bool tiles")
     if domain in (INT, NUMBER) and a.dtype.is_bool:
         a, b = cast(a, T.int32), cast(b, T.int32)
+    if kind is Kind.SHR and left_signed and a.dtype.is_unsigned:
+        signed = T.BY_NAME[a.dtype.name[1:]]          # ui16 -> i16: the same bits
+        return cast(emit(kind, [cast(a, signed), cast(b, signed)]), a.dtype)
     return emit(kind, [a, b])
+
+
+def _same_signedness(kind: Kind, a, b) -> None:
+    if isinstance(a, tensor) and isinstance(b, tensor) and a.dtype.is_int and b.dtype.is_int \
+            and a.dtype.is_unsigned != b.dtype.is_unsigned:
+        raise error(f"Cannot use /, //, or % with {a.dtype!r} and {b.dtype!r} because they have "
+                    "different signedness; cast them to the same signedness, e.g. "
+                    f"y.to({a.dtype!r})")
 
 
 def compare(predicate: str, a, b) -> tensor:

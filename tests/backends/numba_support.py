@@ -84,8 +84,8 @@ def same(got, want, tol=0.0):
 def wrap(v, dt):
     """Python ints (object array) wrapped to ``dt``'s width."""
     bits = np.dtype(dt).itemsize * 8
-    f = np.vectorize(lambda x: (int(x) + (1 << bits - 1)) % (1 << bits) - (1 << bits - 1),
-                     otypes=[object])
+    half = 0 if np.dtype(dt).kind == "u" else 1 << bits - 1     # unsigned: modulo 2**bits
+    f = np.vectorize(lambda x: (int(x) + half) % (1 << bits) - half, otypes=[object])
     return f(v).astype(dt)
 
 

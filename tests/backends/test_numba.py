@@ -44,6 +44,13 @@ SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 1.5, 2.5, -2.5, 3.0, 1e-6, 65504.0, 7e4, n
 
 def inputs(dt):
     rng = np.random.default_rng(7)
+    if np.dtype(dt).kind == "u":
+        info = np.iinfo(dt)
+        x = rng.integers(0, 200, (R, C)).astype(dt)
+        y = rng.integers(0, 9, (R, C)).astype(dt)
+        x.flat[:4] = [info.max, info.max - 1, 0, 1 << (info.bits - 1)]
+        y.flat[:6] = [0, 1, 3, info.bits - 1, info.bits, info.max]  # x // 0, shifts out of range
+        return x, y
     if np.dtype(dt).kind == "b":
         return rng.random((R, C)) < 0.5, rng.random((R, C)) < 0.5
     if np.dtype(dt).kind == "i":
@@ -81,6 +88,8 @@ class Case:
         if dt in self.skip:
             return False
         kind = np.dtype(dt).kind
+        if kind == "u":        # unsigned: the few cases of UNSIGNED_CASES only
+            return self.name in UNSIGNED_CASES
         return {"f": "f", "V": "f", "i": "i", "b": "b"}.get(kind, "f") in self.kinds
 
 
@@ -307,7 +316,10 @@ def _cast(x, to):
     return x.astype(dst)                        # int -> int wraps; bool -> 0/1
 
 
-DTYPES = [F32, F16, BF16, np.int8, np.int32, np.int64, np.bool_]
+DTYPES = [F32, F16, BF16, np.int8, np.int32, np.int64, np.bool_, np.uint32]
+# uint32 runs one table kernel of the ops where unsigned differs from signed (division,
+# remainder, logical shift, compares, wrap-around negation, max and the sum's width).
+UNSIGNED_CASES = ("idiv", "rem", "shl", "shr", "cmp_lt", "neg", "max_axis0", "sum_axis1")
 
 
 def _results(case, x, y):

@@ -6,11 +6,14 @@ A case is ``Case(name, fn, oracle, dtypes, domain, tol)``: ``fn(x, y)`` runs ins
 on two (4, 32) tiles; ``oracle(x, y)`` computes the same on numpy arrays of the storage
 dtype.  Either may return a tuple.  ``tol`` is a relative tolerance for float results
 (0 = bit-exact); int and bool results are always compared exactly.
+
+f64 and the unsigned ints are on a few representative cases only (``WIDER`` at the end):
+each extra (dtype, domain) costs one more compiled kernel per backend.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import ml_dtypes
@@ -23,9 +26,11 @@ F32, F16, BF16 = np.float32, np.float16, ml_dtypes.bfloat16
 FLOATS = ("f32", "f16", "bf16")
 INTS = ("i32", "i8", "i64")
 NP = {"f32": F32, "f16": F16, "bf16": BF16, "i8": np.int8, "i16": np.int16,
-      "i32": np.int32, "i64": np.int64, "i1": np.bool_}
+      "i32": np.int32, "i64": np.int64, "i1": np.bool_, "f64": np.float64, "u8": np.uint8,
+      "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
 NL = {"f32": nl.float32, "f16": nl.float16, "bf16": nl.bfloat16, "i8": nl.int8,
-      "i16": nl.int16, "i32": nl.int32, "i64": nl.int64, "i1": nl.bool_}
+      "i16": nl.int16, "i32": nl.int32, "i64": nl.int64, "i1": nl.bool_, "f64": nl.float64,
+      "u8": nl.uint8, "u16": nl.uint16, "u32": nl.uint32, "u64": nl.uint64}
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,10 @@ class Case:
 
 
 def rnd(v, like):
-    """Round an exact/f64 result to f32, then to ``like``'s dtype (the half rule)."""
+    """Round an exact/f64 result to f32, then to ``like``'s dtype (the half rule); an f64
+    ``like`` keeps the f64 result."""
+    if like.dtype == np.float64:
+        return np.asarray(v, np.float64)
     return np.asarray(v).astype(F32).astype(like.dtype)
 
 
@@ -48,7 +56,9 @@ def isfloat(x) -> bool:
 
 
 def f32(x):
-    return np.asarray(x).astype(F32)
+    """``x`` in the compute type of its dtype: f32, except that f64 stays f64."""
+    x = np.asarray(x)
+    return x if x.dtype == np.float64 else x.astype(F32)
 
 
 def _erf(v):
@@ -110,6 +120,8 @@ def _floordiv_int(x, y):
     q = [0 if b == 0 else (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
          for a, b in zip(x.ravel().tolist(), y.ravel().tolist())]
     wrapped = [(v + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1) for v in q]  # INT_MIN // -1
+    if x.dtype.kind == "u":
+        wrapped = q
     return np.array(wrapped, x.dtype).reshape(x.shape)
 
 
@@ -160,23 +172,41 @@ COMPARE += [
 ]
 
 
-def _cast_case(dst):
+def _cast_case(dst, sources=FLOATS + INTS + ("i1",)):
     def oracle(x, y):
         to = NP[dst]
         if dst == "i1":
             return x != 0
         if x.dtype == np.bool_:
             return x.astype(to)
+        if to is np.float64:
+            return x.astype(to)           # ints convert in one rounding, floats exactly
         if np.dtype(to).kind == "f" or to is BF16:
-            return x.astype(F32).astype(to) if x.dtype.kind in "iu" else x.astype(to)
+            with np.errstate(over="ignore"):    # u64 values past f16's range give inf
+                return x.astype(F32).astype(to) if x.dtype.kind in "iu" else x.astype(to)
+        if (x.dtype.kind == "f" or x.dtype == BF16) and np.dtype(to).kind == "u":
+            return saturate(x, to)        # negatives give 0
         if x.dtype.kind == "f" or x.dtype == BF16:
             return np.trunc(f32(x)).astype(np.int64).astype(to)
         return x.astype(to)
-    return Case(f"cast_to_{dst}", lambda x, y: x.to(NL[dst]), oracle, FLOATS + INTS + ("i1",),
-                "cast")
+    return Case(f"cast_to_{dst}", lambda x, y: x.to(NL[dst]), oracle, sources, "cast")
 
 
+# To f64 and u32 from a few sources only: every op added to an existing (dtype, domain)
+# kernel makes its compile longer.
 CASTS = [_cast_case(d) for d in ("f32", "f16", "bf16", "i8", "i32", "i64", "i1")]
+CASTS += [_cast_case("f64", FLOATS + ("i32", "i64")), _cast_case("u32", ("f32",))]
+
+
+def _casts_from(dsts):
+    """Casts of one tile to each of ``dsts``, as one case (f64 and u64 sources: in the
+    kernel their other ops compile in, not one kernel more)."""
+    cases = [_cast_case(d) for d in dsts]
+    return Case("casts_to_" + "_".join(dsts), lambda x, y: tuple(x.to(NL[d]) for d in dsts),
+                lambda x, y: tuple(c.oracle(x, y) for c in cases), ("f64", "u64"))
+
+
+CASTS.append(_casts_from(("f32", "f16", "bf16", "i8", "i64", "u32", "i1", "f64")))
 
 
 def saturate(x, to) -> np.ndarray:
@@ -191,13 +221,14 @@ def saturate(x, to) -> np.ndarray:
     return np.array(out, dtype=to).reshape(np.shape(x))
 
 
-def _saturating_cast_case(dst):
+def _saturating_cast_case(dst, sources=FLOATS):
     return Case(f"cast_saturates_to_{dst}", lambda x, y: x.to(NL[dst]),
-                lambda x, y: saturate(x, NP[dst]), FLOATS, "cast_edge")
+                lambda x, y: saturate(x, NP[dst]), sources, "cast_edge")
 
 
 # NaN, +-inf and values outside every int type (make_input's "cast_edge" pool).
 CASTS += [_saturating_cast_case(d) for d in ("i8", "i16", "i32", "i64")]
+CASTS += [_saturating_cast_case("u8", ("f16",)), _saturating_cast_case("u64", ("f32",))]
 
 
 def _red(kind):
@@ -206,6 +237,8 @@ def _red(kind):
         if kind == "sum":
             if x.dtype.kind in "iub":
                 w = np.int64 if x.dtype == np.int64 else np.int32
+                if x.dtype.kind == "u":   # ui8/ui16 widen to ui32, as Triton's sum
+                    w = np.uint64 if x.dtype == np.uint64 else np.uint32
                 return x.astype(w).sum(axis=axis, dtype=w)
             return rnd(xf.astype(np.float64).sum(axis=axis), x)
         if kind == "max":
@@ -310,6 +343,18 @@ SPECIAL = [  # NaN, ±inf, -0.0 and subnormals (f32 and f16)
 ]
 
 ALL = UNARY + BINARY + COMPARE + CASTS + REDUCE + SCAN_SORT + SHAPE_AND_DOT + SPECIAL
+
+# Triton's dtypes beyond the NPU's own, on a few representative cases (each (dtype, domain)
+# is one more compiled kernel per backend): u64 for C-style unsigned division, remainder,
+# logical shift, compares, max and sum (u64 is the width numba's helpers compute every
+# unsigned type in; tests/backends/test_numba.py runs ui32, test_wider_dtypes.py the ui8
+# sum's widening); f64 arithmetic, math, reductions and dot computed in f64 (compared at
+# 1e-12, which one f32 step would miss).
+WIDER = {name: ("u64",) for name in ("mul_int", "floordiv_int", "mod_int", "cmp_lt",
+                                     "max_axis0", "shr")}
+WIDER.update({"sum_axis1": ("u64", "f64")})
+WIDER.update({name: ("f64",) for name in ("add", "div", "exp", "max_axis0", "dot")})
+ALL = [replace(c, dtypes=c.dtypes + WIDER.get(c.name, ())) for c in ALL]
 
 
 def make_input(domain: str, dtype: str, seed: int):

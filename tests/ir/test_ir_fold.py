@@ -84,6 +84,16 @@ CASES = [
     unary_case("not of an int is bitwise", "not", "i32", "0", "-1"),
     unary_case("not of a bool is logical", "not", "i1", "true", "false"),
     unary_case("an int constant that does not fit its dtype is not folded", "neg", "i8", "300", None),
+    # --- constant folding: unsigned ints (modulo 2**bits) and f64 (f64 arithmetic) -------
+    scalar_case("ui8 add wraps modulo 256", "add", "ui8", "200", "100", "44"),
+    scalar_case("ui64 idiv is unsigned", "idiv", "ui64", "18446744073709551615", "2",
+                "9223372036854775807"),
+    scalar_case("ui32 shr is logical", "shr", "ui32", "4294967295", "28", "15"),
+    unary_case("ui16 neg wraps", "neg", "ui16", "1", "65535"),
+    scalar_case("f64 add computes in f64", "add", "f64", "0.1", "0.2", "0.30000000000000004"),
+    unary_case("ui64 -> f64 rounds once", "cast", "ui64", "18446744073709551615",
+               "1.8446744073709552e+19", "f64", "{dtype = f64} "),
+    unary_case("f64 -> ui8 saturates at 0", "cast", "f64", "-3.5", "0", "ui8", "{dtype = ui8} "),
     # --- constant folding: floats (f32 arithmetic, halves rounded once from f32) ---------
     scalar_case("f32 add rounds to f32", "add", "f32", "0.1", "0.2", "0.30000001192092896"),
     scalar_case("f16 add computes in f32 and rounds to f16", "add", "f16", "1000.0", "0.3", "1000.5"),

@@ -57,7 +57,7 @@ def test_the_warm_path_refuses_what_the_slow_path_refuses_with_the_same_message(
     read_only = np.zeros(8, np.float32)
     read_only.flags.writeable = False
     odd = np.zeros(9 * 4 + 1, np.uint8)[1:].view(np.float32)      # misaligned
-    for bad in [(x.astype(np.float64), out, 8, 2.0),    # a dtype npujit has no type for
+    for bad in [(x.astype(np.complex64), out, 8, 2.0),  # a dtype npujit has no type for
                 (x, read_only, 8, 2.0),                  # stored to, read-only
                 (x, odd, 8, 2.0),                        # not aligned to its element size
                 (x, out, 2**70, 2.0),                    # an int beyond 64 bits

@@ -45,4 +45,4 @@ def test_a_grid_with_a_zero_launches_nothing_but_still_checks_arguments():
     _bump[(2,)](counter, 5)
     assert counter[0] == 10
     with pytest.raises(LaunchError, match="argument 'counter_ptr'"):
-        _bump[(0,)](np.zeros(1, np.float64), 5)
+        _bump[(0,)](np.zeros(1, np.complex64), 5)
