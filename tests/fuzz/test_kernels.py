@@ -13,14 +13,15 @@ CI machine, and batching does not amortise it -- numba's compile time grows with
 function, slightly faster than linearly):
 
 * ``test_all_tiers_agree``: ``NPUJIT_FUZZ_SHARDS`` shards (default 6; pytest-xdist runs
-  them on both cores) of ``NPUJIT_FUZZ_EXAMPLES`` examples (default 2), each at most
-  ``NPUJIT_FUZZ_BATCH`` sub-kernels (default 12), each on ``NPUJIT_FUZZ_INPUTS`` input sets
+  them on both cores) of ``NPUJIT_FUZZ_EXAMPLES`` examples (default 3), each at most
+  ``NPUJIT_FUZZ_BATCH`` sub-kernels (default 8), each on ``NPUJIT_FUZZ_INPUTS`` input sets
   (default 3; a new input set costs no compile), on the reference, scheduled and numba
-  tiers: about 80 sub-kernels.  (It was 4 x 8 examples, then 6 x 3; the suite's 10-minute
-  budget on two cores with an empty cache sets 12 now that the suite also covers the kernel
-  cache, autotuning, control flow and the Triton entry point);
+  tiers: about 80 sub-kernels.  A batch is one numba function, and numba's compile time
+  grows faster than the function: batches of 12 drew a ~1,600-line function in two shards
+  that took ~56 s of CPU alone, so 3 batches of 8 replace 2 of 12 (the same number of
+  sub-kernels; this file 172 -> 93 s of wall time with an empty cache on two cores);
 * ``test_reference_and_scheduled_tiers_agree``: ``NPUJIT_FUZZ_CHEAP_EXAMPLES`` examples
-  per shard (default 70, two shards): about 700 more sub-kernels on the two tiers that
+  per shard (default 55, two shards): about 400 more sub-kernels on the two tiers that
   need no numba compile (the scheduled path runs the scheduled IR through the simulator);
 * ``test_schedules_are_right_under_the_full_debug_options``:
   ``NPUJIT_FUZZ_CHECKED_EXAMPLES`` examples (default 60) on the reference and the
@@ -44,11 +45,11 @@ from npujit import knobs
 from .gen import render, subkernel_lists
 from .tiers import TIERS, compare_tiers, load_kernel, make_args, run
 
-EXAMPLES = knobs.env_int("NPUJIT_FUZZ_EXAMPLES", 2)
-CHEAP_EXAMPLES = knobs.env_int("NPUJIT_FUZZ_CHEAP_EXAMPLES", 70)
+EXAMPLES = knobs.env_int("NPUJIT_FUZZ_EXAMPLES", 3)
+CHEAP_EXAMPLES = knobs.env_int("NPUJIT_FUZZ_CHEAP_EXAMPLES", 55)
 CHECKED_EXAMPLES = knobs.env_int("NPUJIT_FUZZ_CHECKED_EXAMPLES", 60)
 SHARDS = knobs.env_int("NPUJIT_FUZZ_SHARDS", 6)
-BATCH = knobs.env_int("NPUJIT_FUZZ_BATCH", 12)
+BATCH = knobs.env_int("NPUJIT_FUZZ_BATCH", 8)
 INPUTS = knobs.env_int("NPUJIT_FUZZ_INPUTS", 3)
 SEED = knobs.env_int("NPUJIT_FUZZ_SEED", 0)
 
