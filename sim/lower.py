@@ -228,9 +228,10 @@ class StreamRecorder:
         for pid, template, places in self._streams:
             split = splits.get(id(template))
             if split is None:      # once per distinct stream; its programs differ in regions
-                split = splits[id(template)] = SplitTemplate(template.with_regions(places),
-                                                             pid, self.spec, sizes, ub_free)
-            aic, aiv = split.place(pid, [pos for pos, _, _ in template.marks], places)
+                split = splits[id(template)] = SplitTemplate(
+                    template.with_regions(places), [pos for pos, _, _ in template.marks],
+                    pid, self.spec, sizes, ub_free)
+            aic, aiv = split.place(pid, places)
             streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
         self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
         distinct: dict[tuple, CoreProgram] = {}

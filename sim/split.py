@@ -172,27 +172,30 @@ class SplitTemplate:
 
         >>> from npujit.sim.isa import copy, mmad
         >>> from npujit.target import ASCEND_910B_LIKE
-        >>> t = SplitTemplate([copy("GM_to_L1", 512), mmad(16, 16, 16)], 0, ASCEND_910B_LIKE, {})
-        >>> aic, aiv = t.place(3, [0], [(("a", 0, 0), 512)])
+        >>> t = SplitTemplate([copy("GM_to_L1", 512), mmad(16, 16, 16)], [0], 0,
+        ...                   ASCEND_910B_LIKE, {})
+        >>> aic, aiv = t.place(3, [(("a", 0, 0), 512)])
         >>> aic[0].gm_region, aiv
         (('a', 0, 0), [])
     """
 
-    __slots__ = ("aic", "aiv", "where", "workspace")
+    __slots__ = ("aic", "aiv", "marks", "workspace")
 
-    def __init__(self, instrs: list, pid, spec, buffer_bytes: dict, ub_free=None):
-        self.where: dict = {}
+    def __init__(self, instrs: list, positions, pid, spec, buffer_bytes: dict, ub_free=None):
+        """``positions``: the input indices of the copies whose GM regions differ from one
+        program to the next (each program's ``places`` follow their order)."""
+        where: dict = {}
         self.aic, self.aiv = split_stream(instrs, pid, spec, buffer_bytes, ub_free,
-                                          placed=self.where)
+                                          placed=where)
+        self.marks = [where[pos] for pos in positions]
         self.workspace = [(side, j) for side, half in enumerate((self.aic, self.aiv))
                           for j, ins in enumerate(half) if _is_workspace(ins.gm_region)]
 
-    def place(self, pid, positions, places) -> tuple[list, list]:
-        """(AIC, AIV) of the program ``pid`` whose copies at input ``positions`` go to
-        ``places`` (one ``(gm_region, burst_bytes)`` each)."""
+    def place(self, pid, places) -> tuple[list, list]:
+        """(AIC, AIV) of the program ``pid`` whose marked copies go to ``places`` (one
+        ``(gm_region, burst_bytes)`` each)."""
         halves = (list(self.aic), list(self.aiv))
-        for pos, (region, burst) in zip(positions, places):
-            side, j = self.where[pos]
+        for (side, j), (region, burst) in zip(self.marks, places):
             ins = halves[side][j]
             if ins.gm_region != region or ins.burst_bytes != burst:
                 halves[side][j] = ins._replace(gm_region=region, burst_bytes=burst)

@@ -22,7 +22,6 @@ import functools
 import hashlib
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 
@@ -85,47 +84,42 @@ def precompiled_headers(root: str) -> str | None:
     return final
 
 
-def build_root() -> str:
-    """Where builds go: ``<cache>/ascendc-twin`` when the kernel cache directory is usable
-    and trusted (npujit/cache_dir.py), else a directory of this process's own."""
+def build_dir() -> cache_dir.CacheDir:
+    """Where builds go: the kernel cache directory when it is usable and trusted
+    (npujit/cache_dir.py; builds under ``ascendc-twin/``), else a directory of this
+    process's own, read and written by the same rules."""
     d = cache_dir.current()
     if d is not None:
-        return d.path("ascendc-twin")
-    global _private_root
-    if _private_root is None:
-        _private_root = tempfile.mkdtemp(prefix="npujit-twin-")
-    return _private_root
+        return d
+    global _private
+    if _private is None:
+        _private = cache_dir.CacheDir(tempfile.mkdtemp(prefix="npujit-twin-"), shared=False)
+    return _private
 
 
-_private_root: str | None = None
+_private: cache_dir.CacheDir | None = None
 
 
-def _usable(final: str, lib: str) -> bool:
+def _usable(d: cache_dir.CacheDir, final: str, lib: str) -> bool:
     """Whether the build at ``final`` may be loaded: its directory and library trusted
-    (owner and modes, as the kernel cache's files), the library a regular file whose
-    sha256 is the one recorded when it was built.  A damaged or foreign build is removed
-    (one warning), so the caller builds it again; loading it could crash the process."""
+    (``CacheDir.file_trouble``: a regular file, owner and modes), the library's sha256 the
+    one recorded when it was built (``CacheDir.read`` of the packed ``.sum``).  A damaged
+    or foreign build is removed (one warning), so the caller builds it again; loading it
+    could crash the process."""
     if not os.path.exists(lib):
         if os.path.isdir(final):           # what an interrupted eviction left
             shutil.rmtree(final, ignore_errors=True)
         return False
-    d = cache_dir.current()
-    shared = d.shared if d is not None else False
     trouble = None
     try:
-        trouble = cache_dir.untrusted(cache_dir.stat_path(final), shared)
+        trouble = cache_dir.untrusted(cache_dir.stat_path(final), d.shared)
         fd = os.open(lib, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as f:
-            st = cache_dir.stat_fd(f.fileno())
-            trouble = trouble or (None if stat.S_ISREG(st.st_mode) else "is not a regular file")
-            trouble = trouble or cache_dir.untrusted(st, shared)
-            digest = hashlib.sha256(f.read()).hexdigest()
-        if not trouble:
-            with open(lib + SUM_SUFFIX, "rb") as f:
-                recorded = cache_dir.unpack(f.read()).decode()
-            if recorded != digest:
-                trouble = "fails its checksum (truncated or damaged)"
-    except (OSError, cache_dir.CorruptEntry, UnicodeDecodeError) as e:
+            trouble = trouble or d.file_trouble(cache_dir.stat_fd(f.fileno()))
+            digest = hashlib.sha256(f.read()).hexdigest().encode()
+        if not trouble and d.read(lib + SUM_SUFFIX) != digest:
+            trouble = "fails its checksum (truncated or damaged)"
+    except (OSError, cache_dir.CorruptEntry) as e:
         trouble = trouble or f"cannot be checked ({e})"
     if not trouble:
         with contextlib.suppress(OSError):
@@ -147,10 +141,11 @@ def build_twin(sources: dict, entry: str) -> str:
         h.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
     h.update(entry.encode() + twin_digest().encode() + " ".join(CXXFLAGS).encode() + version.encode())
     key = h.hexdigest()[:24]
-    root = build_root()
+    d = build_dir()
+    root = d.path("ascendc-twin")
     final = os.path.join(root, key)
     lib = os.path.join(final, "kernel.so")
-    if _usable(final, lib):
+    if _usable(d, final, lib):
         return lib
     os.makedirs(root, exist_ok=True)
     work = tempfile.mkdtemp(prefix=key + ".", dir=root)
@@ -169,14 +164,10 @@ def build_twin(sources: dict, entry: str) -> str:
             raise TwinBuildError(f"g++ could not build the emitted kernel (sources kept in {work}):\n"
                                  + run.stderr[-6000:])
         with open(built, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-        with open(built + SUM_SUFFIX, "wb") as f:
-            f.write(cache_dir.pack(digest.encode()))
-        d = cache_dir.current()
-        if d is not None:
-            os.chmod(work, cache_dir.dir_mode(d.shared))
-            for name in os.listdir(work):
-                d.fix_mode(os.path.join(work, name))
+            d.write(built + SUM_SUFFIX, cache_dir.pack(hashlib.sha256(f.read()).hexdigest().encode()))
+        os.chmod(work, cache_dir.dir_mode(d.shared))
+        for name in os.listdir(work):
+            d.fix_mode(os.path.join(work, name))
         try:
             os.rename(work, final)
         except OSError:            # another process built it first

@@ -26,7 +26,6 @@ import numpy as np
 from . import reference
 from .floors import active_experts, layer_floor, router_floor
 from .layer import fused_plan, unfused_plan
-from .launch import simulate_all
 
 # The layers the report describes: Mixtral 8x7B and a DeepSeek-V3-shaped layer (256 routed
 # experts, 8 groups / top-4 groups, one shared expert), bf16.
@@ -67,11 +66,9 @@ def layer_inputs(layer: dict, tokens: int, dtype=ml_dtypes.bfloat16, seed: int =
 def simulate_plan(launches, spec) -> list:
     """``[(kernel name, SimReport)]``: each launch simulated in order, timing-only where
     its outputs decide nothing later (``TIMING_ONLY``)."""
-    out = []
-    for launch in launches:
-        numerics = launch.kernel.name not in TIMING_ONLY
-        out += simulate_all([launch], spec, numerics=numerics)
-    return out
+    return [(launch.kernel.name,
+             launch.simulate(spec, numerics=launch.kernel.name not in TIMING_ONLY))
+            for launch in launches]
 
 
 def utilisation(reports) -> dict:
