@@ -8,10 +8,13 @@ burst it touches, once.  Each GM argument is taken to start on a burst boundary 
 allocator aligns GM buffers).  The on-chip side keeps its own 32 B alignment
 (``sim/cost.py``).
 
-* Pointer lanes (what the numba recording keeps of them: the active lanes' count and
-  lowest / highest element offset): ``min(count, bursts spanned)`` -- exact for any
-  uniform stride (a stride under one burst touches every burst of the span, a larger one
-  one burst per lane), an upper bound for a gather.
+* Pointer lanes (what the numba recording keeps of them: the active lanes' count,
+  lowest / highest element offset, and their burst runs -- how often the burst a lane
+  falls in changes, walking the lanes in row-major order): ``min(count, bursts spanned,
+  runs)`` -- exact for any uniform stride (a stride under one burst touches every burst
+  of the span, a larger one one burst per lane) and for a gather of rows (each row's
+  bursts once, however far apart the rows are), an upper bound otherwise (a burst the
+  walk leaves and comes back to counts again).
 * A block access: one run per row of the innermost axis (contiguous when its stride is
   1, else one run per element), from the in-bounds box, the strides and the offsets;
   every burst any run touches counts once (two rows 256 B apart share a burst).
@@ -22,6 +25,8 @@ Example::
     8192
     >>> lanes_bursts(64, 0, 63 * 256, 2, 512)    # every 256th f16: one burst per lane
     32768
+    >>> lanes_bursts(512, 0, 40 * 4096 + 255, 2, 512, runs=2)   # rows 0 and 40 of [*, 4096]
+    1024
 """
 from __future__ import annotations
 
@@ -33,13 +38,30 @@ def run_bursts(start: np.ndarray | int, nbytes: int, burst: int):
     return (start + nbytes - 1) // burst - start // burst + 1
 
 
-def lanes_bursts(count: int, lo: int, hi: int, itemsize: int, burst: int) -> int:
+def lanes_bursts(count: int, lo: int, hi: int, itemsize: int, burst: int,
+                 runs: int | None = None) -> int:
     """Bytes of the bursts touched by ``count`` lanes of ``itemsize`` bytes whose element
-    offsets run from ``lo`` to ``hi`` (see the module docstring)."""
+    offsets run from ``lo`` to ``hi``, ``runs`` their :func:`burst_runs` when known (see
+    the module docstring)."""
     if not count:
         return 0
     spanned = run_bursts(lo * itemsize, (hi - lo + 1) * itemsize, burst)
-    return min(count, spanned) * burst
+    return min(count, spanned, runs or count) * burst
+
+
+def burst_runs(offsets: np.ndarray, itemsize: int, burst: int) -> int:
+    """How often the burst of consecutive lanes changes, ``offsets`` (elements) in lane
+    order: the bursts a DMA walking the lanes fetches.
+
+    Example::
+
+        >>> burst_runs(np.array([0, 1, 4096, 4097, 8]), 2, 512)   # bursts 0, 16, 0
+        3
+    """
+    if not offsets.size:
+        return 0
+    b = offsets.ravel() * itemsize // burst
+    return 1 + int(np.count_nonzero(b[1:] != b[:-1]))
 
 
 def block_bursts(block: tuple, checked, shape, strides, offsets, itemsize: int,

@@ -54,7 +54,7 @@ from npujit.ir.ops import CONTROL, OWN_REGION, Kind, vec_op_name
 from npujit.ir.schedule import CORE_ATTR, placed_buffers, scope_peaks, value_buffers
 from npujit.ir.schedule.model import LoopIterations, is_folded_cast, loop_stages
 
-from .bursts import box_bursts, in_bounds_box, lanes_bursts
+from .bursts import box_bursts, burst_runs, in_bounds_box, lanes_bursts
 from .cost import round_up
 from .isa import CoreProgram, Launch, copy, mmad, scalar, set_flag, vec, wait_flag
 from .l2 import ONCE
@@ -150,6 +150,11 @@ class StreamRecorder:
         self.instrs, self.loops, self.slots, self.zeroed = [], LoopIterations(), {}, set()
         self.marks = []
 
+    @property
+    def burst(self) -> int:
+        """The GM burst (bytes) whose runs a recording counts; 0 without a spec."""
+        return self.spec.alignment["GM"] if self.spec is not None else 0
+
     def end(self, program) -> None:
         instrs = self.instrs
         places = tuple((instrs[pos].gm_region, instrs[pos].burst_bytes)
@@ -168,7 +173,7 @@ class StreamRecorder:
         """Record ``program`` as ``template``'s stream (a program the backend ran exactly
         as the one ``template`` was recorded from, but for where its GM copies go), its
         regions and bursts from ``events``: ``events.lanes(op, event)`` is ``(count, lo,
-        hi)`` of a pointer access's active lanes, ``events.block(op, event)`` ``(shape,
+        hi, burst runs)`` of a pointer access's active lanes, ``events.block(op, event)`` ``(shape,
         offsets, strides)`` of a block access (``event`` as marked in the template)."""
         places = []
         for _, event, op in template.marks:
@@ -336,8 +341,7 @@ class StreamRecorder:
     def _access(self, op) -> "_Access":
         access = self._accesses.get(id(op))
         if access is None:
-            burst = self.spec.alignment["GM"] if self.spec is not None else 0
-            access = self._accesses[id(op)] = _Access(op, self.gm_regions, burst)
+            access = self._accesses[id(op)] = _Access(op, self.gm_regions, self.burst)
         return access
 
     def _place(self, op, operands, nbytes: int) -> tuple:
@@ -346,7 +350,7 @@ class StreamRecorder:
             return None, None
         access = self._access(op)
         if access.lanes:
-            return access.lanes_place(*_lanes(op, operands))
+            return access.offsets_place(_active_offsets(op, operands))
         r = len(access.block)
         return access.block_place([int(x) for x in operands[1:1 + r]],
                                   [int(x) for x in operands[1 + 2 * r:1 + 3 * r]],
@@ -494,13 +498,23 @@ class _Access:
         self.itemsize = v.type.dtype.itemsize
         self.regions, self.burst = regions, burst
 
-    def lanes_place(self, count: int, lo: int, hi: int) -> tuple:
-        """``(gm_region, burst_bytes)`` of ``count`` active lanes from ``lo`` to ``hi``."""
+    def lanes_place(self, count: int, lo: int, hi: int, runs: int | None = None) -> tuple:
+        """``(gm_region, burst_bytes)`` of ``count`` active lanes from ``lo`` to ``hi``
+        whose bursts change ``runs`` times in lane order (``sim/bursts.py``)."""
         region = (self.name, lo, hi, count) if self.regions and count else None
         if not self.burst or not count:
             return region, None
         return region, self._unless_one_run(
-            lanes_bursts(count, lo, hi, self.itemsize, self.burst), count * self.itemsize)
+            lanes_bursts(count, lo, hi, self.itemsize, self.burst, runs),
+            count * self.itemsize)
+
+    def offsets_place(self, offsets: np.ndarray) -> tuple:
+        """:meth:`lanes_place` of the active lanes' element ``offsets`` in lane order."""
+        if not offsets.size:
+            return self.lanes_place(0, 0, 0)
+        runs = burst_runs(offsets, self.itemsize, self.burst) if self.burst else None
+        return self.lanes_place(int(offsets.size), int(offsets.min()), int(offsets.max()),
+                                runs)
 
     def block_place(self, shape, offsets, strides) -> tuple:
         """``(gm_region, burst_bytes)`` of the block at ``offsets`` in an array of ``shape``
@@ -535,21 +549,19 @@ def gm_region(op, operands) -> tuple | None:
     """
     access = _Access(op, True, 0)
     if access.lanes:
-        return access.lanes_place(*_lanes(op, operands))[0]
+        return access.offsets_place(_active_offsets(op, operands))[0]
     r = len(access.block)
     return access.block_place([int(x) for x in operands[1:1 + r]],
                               [int(x) for x in operands[1 + 2 * r:1 + 3 * r]], ())[0]
 
 
-def _lanes(op, operands) -> tuple[int, int, int]:
-    """``(count, lowest, highest offset)`` of a pointer access's active lanes."""
+def _active_offsets(op, operands) -> np.ndarray:
+    """The element offsets of a pointer access's active lanes, in row-major lane order."""
     offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
     mask_at = op.info.operand_index("mask", len(operands))
     if mask_at is not None and operands[mask_at] is not None:
         offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
-    if not offsets.size:
-        return 0, 0, 0
-    return int(offsets.size), int(offsets.min()), int(offsets.max())
+    return offsets.ravel()
 
 
 def _moved(op, operands) -> int:

@@ -62,8 +62,11 @@ class NumbaBackend:
             raise ValueError("tiles in their buffers (poison / copies at wait) need the "
                              "reference backend")
         grid = tuple(grid) + (1,) * (3 - len(grid))
-        options = None if numerics else {"numerics": False}
-        replay(fn, grid, record_launch(fn, grid, args, options), hook)
+        options = {} if numerics else {"numerics": False}
+        burst = getattr(hook, "burst", 0)
+        if burst:       # count the GM bursts a gather's lanes fall in (record.py)
+            options["burst"] = burst
+        replay(fn, grid, record_launch(fn, grid, args, options), hook, runs=bool(burst))
 
 
 def _defaults(options: dict | None) -> dict:
@@ -80,7 +83,7 @@ def _built_with(opts: dict) -> tuple:
     header = (f"backend {backend_hash()}; debug={bool(opts['debug'])}; "
               f"bounds_check={bool(opts['bounds_check'])}\n")
     return (header, bool(opts["cache"]), bool(opts.get("record")),
-            opts.get("numerics") is False)
+            opts.get("numerics") is False, opts.get("burst", 0))
 
 
 def _launcher(ksrc, opts: dict) -> Launcher:

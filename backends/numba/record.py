@@ -7,7 +7,11 @@ int64s to a growing array (the entry then returns ``(events, count)``):
 * ``[op, 1, 0, 0]`` at the top of every iteration of the loop ``op``, ``[op, 0, 0, 0]``
   after its last one;
 * a load / store / atomic_add through pointer lanes: ``[op, active lanes, lowest offset,
-  highest offset]`` (the active lanes' offsets; masked-off lanes move nothing);
+  highest offset]`` (the active lanes' offsets; masked-off lanes move nothing); built
+  with the option ``burst`` (the spec's GM burst in bytes), a second ``[op, runs, 0, 0]``:
+  how often, walking the active lanes in row-major order, the GM burst a lane falls in
+  changes (``sim/bursts.py`` ``burst_runs``: a gather of rows pays per row, not for the
+  span between its rows);
 * a block load / store: one ``[op, shape[d], stride[d], offset[d]]`` per axis.
 
 ``op`` is the op's position in ``fn.walk()``.  Everything else a program does follows from
@@ -80,15 +84,26 @@ def emit_memory(cg, op) -> None:
     w.line(f"{cnt} = 0")
     w.line(f"{lo} = i64(9223372036854775807)")
     w.line(f"{hi} = i64(-9223372036854775807)")
+    runs = None
+    burst = cg.options.get("burst")
+    if burst:           # bytes per lane / burst, both powers of two: a shift
+        itemsize = (op.result if op.kind is Kind.LOAD else op.operands[0]).type.dtype.itemsize
+        runs, prev = w.fresh("rec_runs"), w.fresh("rec_prev")
+        w.line(f"{runs} = 0")
+        w.line(f"{prev} = i64(-1)")
+        runs = (runs, prev, itemsize, burst)
     if shape == ():
-        _count(w, cnt, lo, hi, offs.name, mask.name if mask is not None else None)
+        _count(w, cnt, lo, hi, offs.name, mask.name if mask is not None else None, runs)
     else:
         with Nest(w, shape, [offs] + ([mask] if mask is not None else [])) as nest:
-            _count(w, cnt, lo, hi, nest.at(offs), nest.at(mask) if mask is not None else None)
+            _count(w, cnt, lo, hi, nest.at(offs), nest.at(mask) if mask is not None else None,
+                   runs)
     emit_event(cg, op, cnt, lo, hi)
+    if runs is not None:
+        emit_event(cg, op, runs[0])
 
 
-def _count(w, cnt, lo, hi, off, mask) -> None:
+def _count(w, cnt, lo, hi, off, mask, runs) -> None:
     if mask is not None:
         w.line(f"if {mask}:")
         w.depth += 1
@@ -97,6 +112,13 @@ def _count(w, cnt, lo, hi, off, mask) -> None:
     w.line(f"{cnt} += 1")
     w.line(f"{lo} = min({lo}, {o})")
     w.line(f"{hi} = max({hi}, {o})")
+    if runs is not None:
+        n, prev, itemsize, burst = runs
+        b = w.fresh("rec_b")
+        w.line(f"{b} = ({o} * {itemsize}) // {burst}")
+        w.line(f"if {b} != {prev}:")
+        w.line(f"    {n} += 1")
+        w.line(f"    {prev} = {b}")
     if mask is not None:
         w.depth -= 1
 
@@ -113,11 +135,12 @@ class _Program:
         self.event = None
 
 
-def replay(fn, grid, events: np.ndarray, hook) -> None:
-    """Drive ``hook`` through the recorded launch as the reference interpreter would.
-    Raises ``ValueError`` if the events do not match ``fn`` (a backend bug)."""
+def replay(fn, grid, events: np.ndarray, hook, runs: bool = False) -> None:
+    """Drive ``hook`` through the recorded launch as the reference interpreter would
+    (``runs``: the events were recorded with the ``burst`` option).  Raises
+    ``ValueError`` if the events do not match ``fn`` (a backend bug)."""
     gx, gy, _ = tuple(grid) + (1,) * (3 - len(grid))
-    Replay(fn, events, hook).run(gx, gy)
+    Replay(fn, events, hook, runs).run(gx, gy)
 
 
 class Replay:
@@ -130,8 +153,8 @@ class Replay:
     ``event`` rows into the program.  Every memory op's ``program.event`` is that row
     offset when the hook sees it."""
 
-    def __init__(self, fn, events, hook):
-        self.fn, self.ev, self.hook = fn, events, hook
+    def __init__(self, fn, events, hook, runs: bool = False):
+        self.fn, self.ev, self.hook, self.runs = fn, events, hook, runs
         self.ids = op_ids(fn)
         self.ops = {i: op for op in fn.walk() for i in (self.ids[id(op)],)}
         self.pos = 0
@@ -190,6 +213,8 @@ class Replay:
                 continue
             if op.kind in _POINTER_OPS:
                 keys[rows, 2:] = 0
+                if self.runs:
+                    keys[rows[1::2], 1] = 0
                 continue
             bs = tuple(op.attrs["block_shape"])
             checked = set(op.attrs.get("boundary_check", ()))
@@ -210,10 +235,11 @@ class Replay:
         return [row[1] for row in rows], [row[3] for row in rows], [row[2] for row in rows]
 
     def lanes(self, op, event: int) -> tuple:
-        """``(active lanes, lowest offset, highest offset)`` of the pointer access ``op``
-        whose event is ``event`` rows into the current program."""
-        _, count, lo, hi = self.ev[self.start + event].tolist()
-        return count, lo, hi
+        """``(active lanes, lowest offset, highest offset, burst runs or None)`` of the
+        pointer access ``op`` whose event is ``event`` rows into the current program."""
+        at = self.start + event
+        _, count, lo, hi = self.ev[at].tolist()
+        return count, lo, hi, int(self.ev[at + 1, 1]) if self.runs else None
 
     def _block(self, program, block) -> None:
         hook = self.hook
@@ -254,12 +280,18 @@ class Replay:
                     (int(x) for x in self._next(op))
 
     def _pointer_operands(self, op, operands) -> None:
-        """Offsets holding the active lanes' lowest and highest offset, and an all-true
-        mask: what the stream recorder derives bytes and GM region from."""
+        """Offsets holding the active lanes' lowest and highest offset (and, when
+        recorded, their burst runs), and an all-true mask: what the stream recorder
+        derives bytes, GM region and bursts from."""
         _, count, lo, hi = (int(x) for x in self._next(op))
         offs = np.full(count, lo, np.int64)
         if count:
             offs[-1] = hi
+        if self.runs:       # lo, hi alternating: as many burst runs as were recorded
+            runs = int(self._next(op)[1])
+            offs[1:runs:2] = hi
+            if runs % 2 == 0:
+                offs[runs:] = hi
         operands[1] = offs
         mask_at = 2 if op.kind is Kind.LOAD else 3
         if len(operands) > mask_at:

@@ -9,7 +9,7 @@ import pytest
 import npujit.language as nl
 from npujit import npu_kernel
 from npujit.sim import ASCEND_910B_LIKE, TINY, CoreProgram, copy, simulate
-from npujit.sim.bursts import block_bursts, lanes_bursts
+from npujit.sim.bursts import block_bursts, burst_runs, lanes_bursts
 from npujit.sim.cost import copy_bytes, copy_occupancy
 
 
@@ -60,6 +60,24 @@ def test_a_gather_pays_at_most_one_burst_per_lane_and_the_span():
     # 3 lanes spread over 40 bursts: 3 bursts; 100 lanes within 2 bursts: 2 bursts
     assert lanes_bursts(3, 0, 40 * 256 - 1, 2, 512) == 3 * 512
     assert lanes_bursts(100, 0, 255, 4, 512) == 2 * 512
+
+
+def test_lane_bursts_with_runs_bound_the_bytes_touched_and_are_exact_for_row_gathers():
+    rng = random.Random(1)
+    for _ in range(300):
+        itemsize, burst = rng.choice([1, 2, 4]), rng.choice([32, 512])
+        width, row = rng.randint(1, 300), rng.randint(1, 2000)
+        rows = rng.sample(range(40), rng.randint(1, 8))
+        if rng.random() < 0.5:      # row starts on a burst: each row its own bursts
+            row = -(-row * itemsize // burst) * burst // itemsize
+            rows.sort()
+        offs = np.array([r * row + c for r in rows for c in range(width)], np.int64)
+        got = lanes_bursts(offs.size, int(offs.min()), int(offs.max()), itemsize, burst,
+                           burst_runs(offs, itemsize, burst))
+        want = _brute(offs.tolist(), itemsize, burst)
+        assert got >= want
+        if width <= row and (row * itemsize) % burst == 0:
+            assert got == want, (rows, width, row, itemsize, burst)
 
 
 def test_a_copy_moves_whole_bursts_on_the_910b_like_part():
@@ -116,3 +134,27 @@ def test_the_recorder_counts_the_bursts_of_a_strided_load(stride):
     assert r.hbm_read_bytes == min(block, span) * burst
     assert r.hbm_write_bytes == burst
     assert r.bytes_by_path["GM_to_UB"] == 4 * block
+
+
+@npu_kernel
+def row_gather_kernel(x_ptr, idx_ptr, out_ptr, H, ROWS: nl.constexpr, BLOCK: nl.constexpr):
+    # rows of x picked by index (as the MoE expert kernels gather token rows)
+    r = nl.arange(0, ROWS)
+    c = nl.arange(0, BLOCK)
+    rows = nl.load(idx_ptr + r)
+    tile = nl.load(x_ptr + rows[:, None] * H + c[None, :], mask=c[None, :] < H)
+    nl.store(out_ptr + r[:, None] * BLOCK + c[None, :], tile)
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_a_gather_of_rows_pays_for_its_rows_not_their_span(backend):
+    spec, burst = ASCEND_910B_LIKE, ASCEND_910B_LIKE.alignment["GM"]
+    H, rows = 512, np.array([3, 60, 17, 99], np.int32)     # f32 rows of 2 KiB, far apart
+    x = np.arange(100 * H, dtype=np.float32).reshape(100, H)
+    out = np.zeros((4, H), np.float32)
+    r = row_gather_kernel.with_options(backend=backend).simulate(
+        x, rows, out, H, grid=(1,), spec=spec, ROWS=4, BLOCK=H)
+    np.testing.assert_array_equal(out, x[rows])
+    gathered = [int(i) * H + c for i in rows for c in range(H)]
+    index_read = burst                       # the 16 B of indices: one burst
+    assert r.hbm_read_bytes == _brute(gathered, 4, burst) + index_read == 17 * burst
