@@ -218,10 +218,11 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     up and down tiles share L0B, and burst-long gate/up tiles do not fit it twice.  ``block_h`` defaults to 128 on chip and to 64 in
     the workspace form, where the down GEMM's ``[block_k, block_h]`` weight tile must fit
     L0B twice (double-buffered: 2 x 256 x 64 x 2 B = 64 KiB on the 910B-like part).
-    The workspace form's ``block_i`` defaults to 64 and ``num_stages`` to 1: on the
-    910B-like part its kernels are bound by the AIC's MTE2 issuing small copies, and one
-    stage of wider I tiles beat two stages of narrow ones (``npujit moe-report``: Mixtral
-    8x7B at 64 tokens 9.09 -> 5.72 ms simulated; the quick layer 68.4 -> 52.0 us)."""
+    The workspace form's ``block_i`` defaults to 64 and ``num_stages`` to 1 for gate/up
+    (its gate and up tiles fill L0B once; one stage of 64-wide I tiles beat two of
+    32-wide ones, ``npujit moe-report``: Mixtral 8x7B at 64 tokens, gate/up 1.85 against
+    2.73 ms simulated) and 2 for down + combine (its one weight tile fits L0B twice:
+    1.07 -> 0.89 ms); a ``num_stages`` given applies to both."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     if form not in FORMS:
@@ -235,8 +236,10 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
         block_h = 128 if form == "onchip" else 64
     if block_i is None:       # wider I tiles fit L0B once burst-long K tiles are single
         block_i = 32 if form == "onchip" else 64
+    down_stages = num_stages
     if num_stages is None:
         num_stages = 2 if form == "onchip" else 1
+        down_stages = 2
     bi, bh, bk = tile(I, block_i), tile(H, block_h), tile(H, block_k)
     w = np.ascontiguousarray(topk_weights, dtype=np.float32)
     sx = x.strides[0] // x.itemsize
@@ -259,7 +262,7 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
                      (work, aligned.sorted_ids, aligned.expert_ids, w, down_proj, out, S, H,
                       I),
                      dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, BLOCK_I=tile(I, block_k),
-                          NUM_STAGES=num_stages)),
+                          NUM_STAGES=down_stages)),
     ]
 
 
