@@ -19,6 +19,8 @@ from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                       atomic_xchg, atomic_xor)
 from .memory import advance, load, make_block_ptr, store
+from .descriptor import (load_tensor_descriptor, make_tensor_descriptor, store_tensor_descriptor,
+                         tensor_descriptor)
 from .combine import associative_scan, cumprod, reduce, reduce_or, xor_sum
 from .reduction import argmax, argmin, cumsum, max, min, prod, softmax, sort, sum, topk
 from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, ravel,
@@ -32,7 +34,8 @@ __all__ = [
     # programs and creation
     "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like", "cdiv",
     # memory
-    "load", "store", "make_block_ptr", "advance",
+    "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor",
+    "load_tensor_descriptor", "store_tensor_descriptor", "tensor_descriptor",
     # atomics
     "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and", "atomic_or",
     "atomic_xor", "atomic_cas",
