@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from npujit.errors import OutOfBoundsError
+from npujit.errors import IndexOverflowError, OutOfBoundsError
 
 
 @njit(cache=True, nogil=True)
@@ -27,3 +27,10 @@ def out_of_bounds(site, pid0, pid1, pid2, lo, hi, extent):
     """Raise ``OutOfBoundsError(site, ...)``: program ``(pid0, pid1, pid2)`` reached
     offsets ``[lo, hi]`` of an argument with ``extent`` elements at check ``site``."""
     raise OutOfBoundsError(site, pid0, pid1, pid2, lo, hi, extent)
+
+
+@njit(cache=True, nogil=True)
+def index_overflow(site, pid0, pid1, pid2, a, b, exact, wrapped):
+    """Raise ``IndexOverflowError(site, ...)``: program ``(pid0, pid1, pid2)``'s scalar
+    int32 index arithmetic on ``a`` and ``b`` gave ``wrapped`` instead of ``exact``."""
+    raise IndexOverflowError(site, pid0, pid1, pid2, a, b, exact, wrapped)

@@ -81,6 +81,7 @@ class Codegen:
         self._use_blocks: dict[int, list] = {}
         self._op_ids: dict | None = None    # op numbers for recorded events, on demand
         self.oob_sites: list[str] = []      # range-check message templates (range_check.py)
+        self.wrap_checks = range_check.wrapping_ops(self)   # scalar index ops checked
         # Timing-only recording (options["numerics"] False): only the ops that decide the
         # stream run (ir/slice.py stream_slice); other memory ops just record their event.
         self.needed = stream_slice(fn) if options.get("numerics") is False else None

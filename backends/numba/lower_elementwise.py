@@ -28,6 +28,7 @@ import dataclasses
 from npujit.ir.ops import BINARY, ELEMENTWISE, UNARY, Kind
 
 from . import lower_scalar as ls
+from . import range_check
 from .values import Nest, Val
 
 REGION_KINDS = ELEMENTWISE | {Kind.CONSTANT}
@@ -113,6 +114,8 @@ def emit_region(cg, ops, inputs, yields, results) -> bool:
                 name = w.fresh(cg.hint(r))
                 w.line(f"{name} = {e}")
                 e = name
+                if id(op) in cg.wrap_checks:  # int32 address arithmetic that may wrap
+                    range_check.wrap(cg, op, [a.name for a in args], name)
             val[id(r)] = Val.scalar(e, r.type.dtype, shape)
             cheap[id(r)] = True
         else:

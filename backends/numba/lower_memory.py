@@ -177,16 +177,37 @@ def lower_load(cg, op) -> None:
     index = _Index(cg, offs, shape)
     guard = range_check.tile(cg, op, ptr, index, mask)
     walked = index.leaves + [v for v in (mask, other) if v is not None]
-    with Nest(w, shape, walked) as nest:
-        dst = f"{out.name}[{nest.out}]"
-        if mask is None:
-            w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, index.at(nest), guard))}")
-        else:
-            with w.block(f"if {nest.at(mask)}:"):
-                w.line(f"{dst} = {ls.decode(d, _address(cg, op, ptr, index.at(nest), guard))}")
-            with w.block("else:"):
-                w.line(f"{dst} = {nest.at(other) if other is not None else ls.zero(d)}")
+
+    def access(guard):
+        with Nest(w, shape, walked) as nest:
+            dst = f"{out.name}[{nest.out}]"
+
+            def read():     # the lane test goes where the read is: under the mask
+                return ls.decode(d, _address(cg, op, ptr, index.at(nest), guard))
+            if mask is None:
+                w.line(f"{dst} = {read()}")
+            else:
+                with w.block(f"if {nest.at(mask)}:"):
+                    w.line(f"{dst} = {read()}")
+                with w.block("else:"):
+                    w.line(f"{dst} = {nest.at(other) if other is not None else ls.zero(d)}")
+    _versioned(w, guard, access)
     cg.bind(op.result, out)
+
+
+def _versioned(w, guard: str | None, access) -> None:
+    """Emit ``access(guard)``; when the range check's ``guard`` is a span test (a masked
+    affine access), as two loops: the unchecked one where the span lies inside the
+    argument (the common case: one test per access, and LLVM vectorises a loop with no
+    raise in it) and the lane-checked one otherwise.  bench_bounds_check.py: a checked
+    loop alone cost 2.8-4.8x the unchecked one on add, layernorm and rmsnorm."""
+    if guard is None or guard == "False":
+        access(guard)
+        return
+    with w.block(f"if {guard}:"):
+        access(None)
+    with w.block("else:"):
+        access("False")         # the span leaves the argument: test every active lane
 
 
 def lower_store(cg, op) -> None:
@@ -201,15 +222,18 @@ def lower_store(cg, op) -> None:
     index = _Index(cg, offs, shape)
     guard = range_check.tile(cg, op, ptr, index, mask) if shape != () else None
     walked = index.leaves + [v for v in (value, mask) if v is not None]
-    with Nest(w, shape, walked) as nest:
-        def write():
-            dst = _address(cg, op, ptr, index.at(nest), guard)
-            w.line(f"{dst} = {ls.encode(d, nest.at(value))}")
-        if mask is None:
-            write()
-        else:
-            with w.block(f"if {nest.at(mask)}:"):
+
+    def access(guard):
+        with Nest(w, shape, walked) as nest:
+            def write():
+                dst = _address(cg, op, ptr, index.at(nest), guard)
+                w.line(f"{dst} = {ls.encode(d, nest.at(value))}")
+            if mask is None:
                 write()
+            else:
+                with w.block(f"if {nest.at(mask)}:"):
+                    write()
+    _versioned(w, guard, access)
 
 
 def lower_atomic_rmw(cg, op) -> None:

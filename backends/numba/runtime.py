@@ -44,7 +44,7 @@ import numba
 import numpy as np
 from numba import types as nt
 
-from npujit.errors import OutOfBoundsError
+from npujit.errors import IndexOverflowError, OutOfBoundsError
 from npujit.ir.types import PtrType
 from npujit import cache_dir, knobs
 
@@ -237,7 +237,7 @@ class Launcher:
                 if not self._compile_variant(args):
                     raise
                 self._launch(g0, g1, g2, total, args)
-        except OutOfBoundsError as e:
+        except (OutOfBoundsError, IndexOverflowError) as e:
             raise self._located(e) from None
 
     def record(self, grid, args) -> np.ndarray:
@@ -252,12 +252,16 @@ class Launcher:
             args = [a if c is None else c(a) for c, a in zip(self._convs, args)]
         try:
             rec, n = self._entry(g0, g1, g2, 0, g0 * g1 * g2, *args, np.empty(4096, np.int64))
-        except OutOfBoundsError as e:
+        except (OutOfBoundsError, IndexOverflowError) as e:
             raise self._located(e) from None
         return rec[:n].reshape(-1, 4)
 
-    def _located(self, e: OutOfBoundsError) -> OutOfBoundsError:
+    def _located(self, e):
         """A range-check error raised with its site number, given the site's message."""
+        if isinstance(e, IndexOverflowError):       # check_lib.index_overflow's (site, ...)
+            if not (e.args and isinstance(e.args[0], int)):
+                return e
+            return IndexOverflowError(self._oob_sites[e.args[0]] % e.args[1:])
         if e.site is None:
             return e
         return OutOfBoundsError(self._oob_sites[e.site], *e.values)

@@ -34,9 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from npujit.ir.core import Block, Function, Op, Value
-from npujit.ir.ops import CONTROL, OWN_REGION
+from npujit.ir.ops import CONTROL, OWN_REGION, Kind
+from npujit.ir.passes.index_checks import overflow_template, scalar_address_ops
 from npujit.ir.types import TensorType
-from npujit.errors import DeviceAssertionError
+from npujit.errors import DeviceAssertionError, IndexOverflowError
 
 from .memory import OutOfBoundsError
 from .table import SEMANTICS
@@ -90,6 +91,8 @@ class Plan:
         self.needed = needed
         self.slots: dict[int, int] = {}          # id(Value) -> slot
         self.blocks: dict[Block, BlockPlan] = {}
+        # scalar int32 address arithmetic, checked for wrapping (ir/passes/index_checks.py)
+        self._wraps = {id(op) for op in scalar_address_ops(fn)}
         self._plan_block(fn.body)
 
     @property
@@ -126,6 +129,8 @@ class Plan:
                     expect = (None,) * len(op.results)
                 elif id(op) not in self.needed:
                     fn = _skipped
+            if id(op) in self._wraps and fn is not _skipped:
+                fn = _wrap_checked(fn)
             steps.append(Step(fn, op, operands, results, expect, op.info.terminator))
         self.blocks[block] = BlockPlan(args, tuple(steps))
 
@@ -214,6 +219,24 @@ class Program:
             _annotate(e, self, step)
             raise
         return ()
+
+
+_EXACT = {Kind.ADD: lambda a, b: a + b, Kind.SUB: lambda a, b: a - b,
+          Kind.MUL: lambda a, b: a * b}
+
+
+def _wrap_checked(fn):
+    """``fn`` (a scalar int32 add/sub/mul feeding an address), raising
+    ``IndexOverflowError`` when its result wrapped around."""
+    def checked(ctx, op, a, b):
+        out = fn(ctx, op, a, b)
+        exact = _EXACT[op.kind](int(a), int(b))
+        if exact != int(out):
+            raise IndexOverflowError(
+                f"kernel '{ctx.kernel}', index arithmetic at {op.loc}, program {ctx.pid}: "
+                + overflow_template(op) % (int(a), int(b), exact, int(out)))
+        return out
+    return checked
 
 
 def _checked(value, step: Step, i: int) -> np.ndarray:

@@ -15,6 +15,14 @@ Both tiers then raise ``IndexOverflowError`` with the kernel, line, program id a
 Run before the other passes (the checks are ordinary ops: fold/CSE/DCE/fusion apply).
 Values read from memory (gathers through loaded indices) are not followed.
 
+Outside debug mode the CPU tiers still check the *scalar* ones (``scalar_address_ops``:
+a program id times a stride, a loop counter times a tile size), without IR asserts, so
+the schedule, the simulation and the emitted Ascend C are unchanged: a scalar op runs
+once per program or loop trip, so its check is free, and a wrapped scalar base is how
+a whole tile lands back inside the argument, where the range check cannot see it
+(``pid * 2**30 * 4`` is 0 for every program).  Tile arithmetic that wraps is left to
+debug mode.
+
 Example::
 
     >>> IndexChecks().run(fn)          # doctest: +SKIP
@@ -31,6 +39,7 @@ from ..types import int32, int64
 _CHECKED = (Kind.ADD, Kind.SUB, Kind.MUL)
 _DATA = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_RMW)
 _SYMBOL = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}
+ADVICE = "cast an operand to nl.int64 first, e.g. pid.to(nl.int64) * BLOCK"
 
 
 def _address_ops(fn: Function) -> list[Op]:
@@ -38,6 +47,18 @@ def _address_ops(fn: Function) -> list[Op]:
     roots = [v for op in fn.walk() for v in addressing(op)]
     ops, _ = backward_slice(roots, stop=_DATA)
     return [op for op in ops if op.kind in _CHECKED and op.result.type.dtype == int32]
+
+
+def scalar_address_ops(fn: Function) -> list[Op]:
+    """The rank-0 ops of ``_address_ops``: what the CPU tiers check outside debug mode."""
+    return [op for op in _address_ops(fn) if not op.result.type.shape]
+
+
+def overflow_template(op: Op) -> str:
+    """The message of a scalar ``op`` that wrapped, after the kernel/line/program head,
+    with ``%d`` for both operands, the exact result and the wrapped one."""
+    return (f"int32 index arithmetic %d {_SYMBOL[op.kind]} %d = %d overflowed (it wraps to "
+            f"%d, and the address it feeds would be wrong); {ADVICE}")
 
 
 class IndexChecks:
@@ -65,7 +86,6 @@ class IndexChecks:
         b.create(Kind.ASSERT, [ok], {
             "error": "overflow",
             "message": f"int32 index arithmetic '{_SYMBOL[op.kind]}' overflowed (the address "
-                       "would wrap around); cast an operand to nl.int64 first, e.g. "
-                       "pid.to(nl.int64) * BLOCK"})
+                       f"would wrap around); {ADVICE}"})
         for i, new in enumerate(tail.ops):
             block.insert(at + i, new)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import npujit.language as nl
-from npujit import LaunchError, OutOfBoundsError, npu_kernel
+from npujit import IndexOverflowError, LaunchError, OutOfBoundsError, npu_kernel
 from npujit.kernels.elementwise import add_kernel
 
 HERE = re.escape(__file__.replace("\\", "/"))
@@ -34,8 +34,14 @@ def fill(out_ptr, shift, BLOCK: nl.constexpr):
 
 @npu_kernel
 def far_programs(out_ptr, BLOCK: nl.constexpr):
-    offs = nl.program_id(0) * (1 << 30) + nl.arange(0, BLOCK)    # wraps int32 at pid 2
+    offs = nl.program_id(0) * (1 << 30) + nl.arange(0, BLOCK)    # pid 1: far past the end
     nl.store(out_ptr + offs, nl.full((BLOCK,), 1.0, nl.float32))
+
+
+@npu_kernel
+def aliased_programs(out_ptr, ROW, BLOCK: nl.constexpr):
+    base = nl.program_id(0) * ROW * 4       # int32: 2**30 * 4 wraps to 0, inside out_ptr
+    nl.store(out_ptr + base + nl.arange(0, BLOCK), nl.full((BLOCK,), 1.0, nl.float32))
 
 
 @npu_kernel
@@ -82,8 +88,13 @@ def store_at_a_negative_offset(backend):
     fill.with_options(backend=backend)[(1,)](np.zeros(40, np.float32), -5, BLOCK=32)
 
 
-def int32_offsets_wrap(backend):
-    far_programs.with_options(backend=backend)[(3,)](np.zeros(64, np.float32), BLOCK=16)
+def int32_offsets_past_the_end(backend):
+    far_programs.with_options(backend=backend)[(2,)](np.zeros(64, np.float32), BLOCK=16)
+
+
+def int32_offsets_wrap_back_inside(backend):
+    out = np.zeros(64, np.float32)
+    aliased_programs.with_options(backend=backend)[(2,)](out, 1 << 30, BLOCK=16)
 
 
 def numpy_byte_strides(backend):
@@ -128,8 +139,14 @@ TABLE = [
      _oob(fill, "nl.store(", "out_ptr", 40)),
     ("negative offset (item 4)", store_at_a_negative_offset, OutOfBoundsError,
      _oob(fill, "nl.store(", "out_ptr", 40)),
-    ("pid * 2**30 wraps int32 (item 4)", int32_offsets_wrap, OutOfBoundsError,
+    ("pid * 2**30 past the end (item 4)", int32_offsets_past_the_end, OutOfBoundsError,
      _oob(far_programs, "nl.store(", "out_ptr", 64)),
+    ("pid * 2**30 * 4 wraps int32 back to 0 (item 4)", int32_offsets_wrap_back_inside,
+     IndexOverflowError,
+     rf"kernel 'aliased_programs', index arithmetic at {HERE}:"
+     rf"{_line(aliased_programs, 'base = ')}, program \(1, 0, 0\): int32 index arithmetic "
+     r"1073741824 \* 4 = 4294967296 overflowed \(it wraps to 0,.*cast an operand to "
+     r"nl.int64"),
     ("numpy byte strides as element strides (item 4)", numpy_byte_strides, OutOfBoundsError,
      _oob(copy_rows, "nl.store(", "x_ptr", 16)),
     ("gathered index out of range (item 4)", gathered_index_out_of_range, OutOfBoundsError,
@@ -168,3 +185,38 @@ def test_turning_the_range_check_off_skips_it():
     np.testing.assert_array_equal(out, np.ones(64, np.float32))
     assert "raise OutOfBoundsError" not in fill.with_options(
         backend="numba", bounds_check=False).inspect(out, 0, BLOCK=32)["backend"]
+
+
+@npu_kernel
+def strided_rows(x_ptr, out_ptr, n_rows, ROW, BLOCK: nl.constexpr):
+    lanes = nl.arange(0, BLOCK)
+    for r in nl.range(0, n_rows):
+        start = r * ROW * 4                   # a loop counter times a stride: scalar int32
+        nl.store(out_ptr + r * BLOCK + lanes, nl.load(x_ptr + start + lanes))
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_scalar_index_wrap_is_caught_in_a_loop_without_changing_the_ir(backend):
+    k = strided_rows.with_options(backend=backend)
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    k[(1,)](x, out, 4, 4, BLOCK=8)           # rows 0, 16, 32, 48: no wrap, right values
+    np.testing.assert_array_equal(out, np.concatenate([x[i:i + 8] for i in (0, 16, 32, 48)]))
+    # ROW = 2**30: at r = 1 the start wraps to 0, inside x: silently row 0 again before
+    with pytest.raises(IndexOverflowError, match=r"program \(0, 0, 0\): int32 index "
+                                                 r"arithmetic 1073741824 \* 4 = 4294967296"):
+        k[(1,)](x, out, 4, 2**30, BLOCK=8)
+    # the check lives in the CPU tiers only: the IR (and so the schedule, the simulation
+    # and the emitted Ascend C) has no assert in the default mode
+    assert "npu.assert" not in k.ir(x, out, 4, 4, BLOCK=8)
+
+
+def test_a_masked_access_runs_unchecked_when_its_span_is_inside():
+    # The range check versions a masked affine access: one span test, then a loop with no
+    # lane test (LLVM vectorises it) or, when the span leaves the argument, the checked loop.
+    x = np.zeros(64, np.float32)
+    src = add_kernel.with_options(backend="numba").inspect(x, x, x, 64, BLOCK=32)["backend"]
+    loops = re.findall(r"\n( *)if (inside\w*):\n((?:\1 .*\n)+)\1else:\n", src)
+    assert len(loops) == 3, src                       # two loads and the store
+    assert all("ck.out_of_bounds" not in body for _, _, body in loops)
+    assert src.count("ck.out_of_bounds") == 3         # once per access, in its else loop
