@@ -34,7 +34,7 @@ import math
 from ..builder import Builder
 from ..core import Block, Function, Op, Value
 from ..ops import Kind
-from .affine_forms import AffineForms, Sym
+from .affine_forms import AffineForms, Sym, sym_add
 
 # The shape of an axis the access does not bound: any coordinate an i32 offset reaches.
 UNBOUNDED = 2**31 - 1
@@ -101,8 +101,8 @@ def _plan(op: Op, forms: AffineForms):
     for d, (q, bound) in box.items():
         if not f.coefs[d]:
             positions[d] = q             # no stride along d: its position is free
-        elif positions[d] != q:
-            return None
+        elif positions[d] != q:          # q + i < B  <=>  P + i < B + (P - q)
+            bound = sym_add(bound, sym_add(positions[d], q, -1))
         bounds[d] = bound
     if not all(forms.nonnegative(p) for p in positions):
         return None
