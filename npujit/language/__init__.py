@@ -12,7 +12,7 @@ from .creation import (arange, cdiv, full, full_like, num_programs, program_id, 
 from .cube import dot
 from .debug import debug_barrier, device_assert, device_print, static_assert, static_print
 from .hints import assume, max_constancy, max_contiguous, multiple_of
-from .loops import range, static_range
+from .loops import condition, range, static_range
 from .math import (abs, cast, ceil, clamp, cos, erf, exp, exp2, floor, fma, gelu, log, log2,
                    maximum, minimum, PropagateNan, rsqrt, sigmoid, silu, sin, sqrt, tanh, umulhi,
                    where)
@@ -22,7 +22,8 @@ from .memory import advance, load, make_block_ptr, store
 from .descriptor import (load_tensor_descriptor, make_tensor_descriptor, store_tensor_descriptor,
                          tensor_descriptor)
 from .combine import associative_scan, cumprod, reduce, reduce_or, xor_sum
-from .reduction import argmax, argmin, cumsum, max, min, prod, softmax, sort, sum, topk
+from .reduction import (argmax, argmin, cumsum, histogram, max, min, prod, softmax, sort, sum,
+                        topk)
 from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, ravel,
                     reshape, split, trans, view)
 
@@ -45,14 +46,14 @@ __all__ = [
     "where",
     # reductions and selection
     "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",
-    "reduce", "associative_scan", "cumprod", "xor_sum", "reduce_or",
+    "histogram", "reduce", "associative_scan", "cumprod", "xor_sum", "reduce_or",
     # shape
     "reshape", "view", "ravel", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
     "split", "interleave", "cat",
     # cube
     "dot",
     # control flow and debugging
-    "range", "static_range", "inline", "static_assert", "static_print", "device_assert",
+    "range", "static_range", "condition", "inline", "static_assert", "static_print", "device_assert",
     "device_print", "debug_barrier",
     # hints (checked in debug mode)
     "multiple_of", "max_contiguous", "max_constancy", "assume",

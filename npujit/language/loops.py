@@ -20,7 +20,10 @@ from .tracing import current
 class range:
     """An IR loop over ``[start, end)`` by ``step``; bounds may be traced scalars.
 
-    ``num_stages`` asks the scheduler to multi-buffer the loop's transfers.
+    ``num_stages`` asks the scheduler to multi-buffer the loop's transfers.  Triton's
+    other loop hints (``loop_unroll_factor``, ``disallow_acc_multi_buffer``, ``flatten``,
+    ``warp_specialize``, ``disable_licm``) are accepted and change nothing: they steer GPU
+    code generation, and this loop means the same with or without them.
 
     Example::
 
@@ -28,7 +31,8 @@ class range:
     """
 
     def __init__(self, arg1, arg2=None, step=None, num_stages: int | None = None,
-                 loop_unroll_factor=None):
+                 loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False,
+                 warp_specialize=False, disable_licm=False):
         if arg2 is None:
             start, end = 0, arg1
         else:
@@ -45,6 +49,18 @@ class range:
             "this nl.range loop is not inside an @npu_kernel or @nl.inline function, so it "
             "cannot become an IR loop; decorate the helper that contains it with @nl.inline "
             f"(tracing kernel '{ctx.kernel_name}')")
+
+
+def condition(cond, disable_licm=False):
+    """A ``while`` loop's condition, with Triton's loop hint ``disable_licm`` (accepted,
+    no effect here): the loop is the same as ``while cond:``.
+
+    Example::
+
+        while nl.condition(i < n, disable_licm=True):
+            i += 1
+    """
+    return cond
 
 
 class static_range:

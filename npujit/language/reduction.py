@@ -1,5 +1,5 @@
 """Reductions, scans and selection along an axis: ``sum max min argmax argmin prod``,
-``cumsum``, ``sort``, ``topk``, ``softmax``.
+``cumsum``, ``sort``, ``topk``, ``softmax``, ``histogram``.
 
 Float sums accumulate in f32 and round once to the input dtype; small ints widen to i32.
 """
@@ -176,6 +176,32 @@ def topk(x, k: int, axis: int = -1):
         raise sem.error(f"topk: k={k} must be between 1 and the size of axis {axis} "
                         f"({x.shape[axis]}) of the tile {list(x.shape)}")
     return sem.emit(Kind.TOPK, [x], {"k": k, "axis": axis}, nresults=2)
+
+
+@builtin
+def histogram(x, num_bins, mask=None) -> tensor:
+    """How many lanes of the 1-D int tile ``x`` hold each value ``0 .. num_bins - 1`` (bins
+    of width 1 from 0, as Triton's ``tl.histogram``): an i32 tile ``[num_bins]``.  Values
+    outside ``[0, num_bins)`` and lanes where ``mask`` is false are not counted.  It is a
+    compare of every lane with every bin and a sum: ``len(x) * num_bins`` work.
+
+    Example::
+
+        counts = nl.histogram(expert_ids, NUM_EXPERTS)      # tokens per expert
+    """
+    from .creation import arange
+    x = sem.to_tensor(x)
+    if isinstance(num_bins, constexpr):
+        num_bins = num_bins.value
+    if x.ndim != 1 or not x.dtype.is_int:
+        raise sem.error(f"histogram needs a 1-D int tile, got {x.dtype} {list(x.shape)}")
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins <= 0:
+        raise sem.error(f"histogram: num_bins must be a positive constant int, got {num_bins!r}")
+    hit = x[:, None] == arange(0, num_bins)[None, :]
+    if mask is not None:
+        mask = sem.to_tensor(mask)
+        hit = hit & (mask[:, None] if mask.ndim == 1 else mask)
+    return _reduce("sum", sem.cast(hit, T.int32), 0, False, "histogram")
 
 
 @builtin

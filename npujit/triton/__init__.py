@@ -51,22 +51,24 @@ class JITFunction(NPUKernel):
         return self._device_fn(*args, **kwargs)
 
     def run(self, grid, args, kwargs):
-        return super().run(grid, args, _launch_kwargs(kwargs))
+        return super().run(grid, args, self._launch_kwargs(kwargs))
 
     def warmup(self, *args, grid, **kwargs):
         """``kernel.warmup`` (compile, do not run) with Triton's GPU launch options dropped."""
-        return super().warmup(*args, grid=grid, **_launch_kwargs(kwargs))
+        return super().warmup(*args, grid=grid, **self._launch_kwargs(kwargs))
 
     def simulate(self, *args, grid, **kwargs):
         """``kernel.simulate`` (NPU cycles) with Triton's GPU launch options dropped."""
-        return super().simulate(*args, grid=grid, **_launch_kwargs(kwargs))
+        return super().simulate(*args, grid=grid, **self._launch_kwargs(kwargs))
 
-
-def _launch_kwargs(kwargs: dict) -> dict:
-    """``kwargs`` without the GPU launch options the NPU ignores."""
-    if kwargs and not IGNORED_LAUNCH_OPTIONS.isdisjoint(kwargs):
-        return {k: v for k, v in kwargs.items() if k not in IGNORED_LAUNCH_OPTIONS}
-    return kwargs
+    def _launch_kwargs(self, kwargs: dict) -> dict:
+        """``kwargs`` without the GPU launch options the NPU ignores, but for those the
+        kernel has a parameter of that name (Triton's softmax tutorial takes
+        ``num_stages: tl.constexpr``): they bind the parameter."""
+        if kwargs and not IGNORED_LAUNCH_OPTIONS.isdisjoint(kwargs):
+            return {k: v for k, v in kwargs.items()
+                    if k not in IGNORED_LAUNCH_OPTIONS or k in self.params}
+        return kwargs
 
 
 def jit(fn=None, **options):

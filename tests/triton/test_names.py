@@ -154,3 +154,21 @@ def test_join_split_interleave_and_cat_move_every_element_exactly():
     pairs = np.stack([x, y], axis=1)
     want = np.concatenate([x, y, pairs.ravel(), pairs.ravel(), x, y])
     np.testing.assert_array_equal(out.view(np.int32), want.view(np.int32))   # same bits
+
+
+@triton.jit
+def _loop_hints(out_ptr, n):
+    i = 0
+    while tl.condition(i < n, disable_licm=True):
+        i += 2
+    for j in tl.range(0, n, flatten=True, disable_licm=True, warp_specialize=False,
+                      disallow_acc_multi_buffer=True, loop_unroll_factor=2):
+        i += j
+    tl.store(out_ptr, i)
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_triton_loop_hints_are_accepted_and_change_nothing(backend):
+    out = np.zeros(1, np.int32)
+    _loop_hints.with_options(backend=backend)[(1,)](out, 7)
+    assert out[0] == 8 + sum(range(7))      # the while stops at the first even i >= 7
