@@ -12,6 +12,8 @@ Example::
 
     >>> arg_signature("x", np.zeros((4, 8), np.float16))
     ('A', 'f16', 2, True)
+    >>> arg_signature("x", np.zeros((4, 8), np.float16).T)    # column-major: its storage
+    ('A', 'f16', 2, 'F')
     >>> arg_signature("n", 4096), arg_signature("n", 2**31)
     (('S', 'i32'), ('S', 'i64'))
 """
@@ -92,7 +94,10 @@ def arg_signature(name: str, value):
         if not contiguous and any(st < 0 or st % a.itemsize for st in a.strides):
             raise LaunchError(f"argument '{name}': strides {a.strides} are negative or not a "
                               "multiple of the element size; pass np.ascontiguousarray(...)")
-        return ("A", d.name, a.ndim, contiguous)
+        # column-major: no gaps, so the pointer addresses its storage as Triton's does
+        # (a kernel may write it linearly); "F" keeps it a view (flat_view), never a copy
+        return ("A", d.name, a.ndim, True if contiguous else "F" if a.flags.f_contiguous
+                else False)
     raise LaunchError(f"argument '{name}': expected an array, a number or None, got "
                       f"{type(value).__name__} {value!r}")
 

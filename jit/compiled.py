@@ -197,7 +197,8 @@ def _describe(sig) -> str:
     if sig is None:
         return "None"
     if sig[0] == "A":
-        return f"a {'contiguous ' if sig[3] else 'strided '}{sig[1]} array of rank {sig[2]}"
+        layout = {True: "contiguous", "F": "column-major"}.get(sig[3], "strided")
+        return f"a {layout} {sig[1]} array of rank {sig[2]}"
     if sig[0] == "S":
         return f"a scalar of type {sig[1]}"
     return repr(sig[1])

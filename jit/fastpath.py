@@ -87,7 +87,7 @@ def make_fast_launch(params, key, sigs, runtime_index, env: dict):
     for i in runtime_index:
         s, v = sigs[i], names[i]
         if s[0] == "A":
-            contiguous, rank = s[3], key[i][1]
+            contiguous, rank = s[3] is True, key[i][1]     # "F": a view (flat_view)
             args.append(v if contiguous and rank == 1 else
                         f"{v}.reshape(-1)" if contiguous else f"_flat({v}, {params[i]!r})")
         else:

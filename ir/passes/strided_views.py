@@ -1,5 +1,8 @@
 """check-strided-views: a non-contiguous view must be addressed with the strides it was given.
 
+(A column-major array has no gaps: its pointer addresses its storage, as in Triton, and it
+is not checked here.)
+
 Offsets built from program ids, ``arange`` and constants alone address memory as if the
 array were contiguous, and would read the gaps between a view's elements: for an argument
 the launch passes as a non-contiguous view (``ctx.strided_args``) that is a LaunchError

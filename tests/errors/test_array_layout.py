@@ -81,3 +81,18 @@ def test_strided_view_with_its_strides_is_read_right(backend):
     s = x.strides[0] // x.itemsize, x.strides[1] // x.itemsize
     copy_rows.with_options(backend=backend)[(1,)](x, out, s[0], s[1], R=4, C=4)
     np.testing.assert_array_equal(out, x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_column_major_array_is_its_storage_on_both_launch_paths(backend):
+    # No gaps, so (as in Triton) its pointer addresses the storage in memory order: the
+    # kernel's linear writes land in it, never in a temporary copy, cold or warm.
+    x = np.arange(16, dtype=np.float32)
+    k = copy.with_options(backend=backend)
+    for _ in range(2):
+        out = np.zeros((4, 4), np.float32, order="F")
+        k[(1,)](x, out, 16, BLOCK=16)
+        np.testing.assert_array_equal(out.ravel(order="F"), x)
+    gapped = np.zeros((4, 8), np.float32, order="F")[:, ::2]     # F-ordered, with gaps
+    with pytest.raises(LaunchError, match=r"argument 'out_ptr' is a non-contiguous view"):
+        k[(1,)](x, gapped, 16, BLOCK=16)
