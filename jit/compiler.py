@@ -57,6 +57,8 @@ def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False,
             v = fn.args[i]
             i += 1
             proxies.append(pointer(v) if s[0] == "A" else tensor(v))
+            if p in kernel.const_params:
+                ctx.const_args.add(id(v))
     with tracing(ctx):
         try:
             result = kernel.traced_fn()(*proxies)

@@ -58,7 +58,7 @@ class NPUKernel:
                                    or stages < 1):
             raise TypeError(f"@npu_kernel option num_stages must be a positive int or None, "
                             f"got {stages!r}")
-        from npujit.language.core import constexpr   # (imported here: npujit/__init__.py)
+        from npujit.language.core import const, constexpr   # (here: npujit/__init__.py)
         self.fn = fn
         self.name = fn.__name__
         self.options = dict(options)
@@ -71,6 +71,10 @@ class NPUKernel:
         self.constexpr_params = {n for n, p in sig.parameters.items()
                                  if p.annotation is constexpr or (isinstance(p.annotation, str) and
                                      p.annotation.split(".")[-1] == "constexpr")}
+        # read-only pointers (``x_ptr: nl.const``): a store through one is an error
+        self.const_params = {n for n, p in sig.parameters.items()
+                             if p.annotation is const or (isinstance(p.annotation, str) and
+                                                          p.annotation.split(".")[-1] == "const")}
         self.defaults = {n: p.default for n, p in sig.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self.signature = KernelSignature(self.name, self.params, self.constexpr_params,

@@ -24,6 +24,11 @@ class CompilationError(NPUJitError):
         self.kernel = kernel
         super().__init__(self._format())
 
+    @property
+    def error_message(self) -> str:
+        """The message without the source excerpt (Triton's ``CompilationError`` name)."""
+        return self.message
+
     def _format(self) -> str:
         if self.loc is None or self.loc.line <= 0:
             return self.message

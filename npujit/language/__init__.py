@@ -4,7 +4,7 @@ Every function here builds IR while a kernel is traced; called outside a kernel 
 """
 from npujit.language.inline import inline
 
-from .core import (bfloat16, block_ptr, bool_, constexpr, dtype, float16, float32, int1, int8,
+from .core import (bfloat16, block_ptr, bool_, const, constexpr, dtype, float16, float32, int1, int8,
                    int16, int32, int64, pointer, pointer_type, tensor)
 from .core import float64, uint8, uint16, uint32, uint64
 from .creation import (arange, cdiv, full, full_like, num_programs, program_id, zeros,
@@ -29,7 +29,7 @@ from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join,
 
 __all__ = [
     # dtypes and values
-    "bfloat16", "bool_", "constexpr", "dtype", "float16", "float32", "int1", "int8", "int16",
+    "bfloat16", "bool_", "const", "constexpr", "dtype", "float16", "float32", "int1", "int8", "int16",
     "int32", "int64", "tensor", "pointer", "pointer_type", "block_ptr",
     "float64", "uint8", "uint16", "uint32", "uint64",
     # programs and creation

@@ -37,6 +37,17 @@ uint64 = T.uint64
 dtype = T.DType
 
 
+class const:
+    """Marks a pointer parameter as read-only (``x_ptr: nl.const``, Triton's ``tl.const``):
+    a store or an atomic through it is a compile error.
+
+    Example::
+
+        @npu_kernel
+        def k(x_ptr: nl.const, out_ptr, BLOCK: nl.constexpr): ...
+    """
+
+
 class constexpr:
     """Marks a kernel parameter as a compile-time constant (``BLOCK: nl.constexpr``).
 

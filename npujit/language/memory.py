@@ -10,6 +10,7 @@ from npujit.ir import types as T
 
 from . import semantic as sem
 from .core import block_ptr, builtin, constexpr, pointer, tensor
+from .tracing import current
 
 
 def _check_pointer(p, what: str) -> pointer:
@@ -24,6 +25,14 @@ def _check_pointer(p, what: str) -> pointer:
                         "a kernel argument, which makes it a pointer")
     raise sem.error(f"{what}: expected a pointer, got {sem.describe_value(p)}; was the array "
                     "argument passed as None or as a number?")
+
+
+def _check_writable(p: pointer, what: str) -> None:
+    """A store or an atomic through a ``nl.const`` pointer argument is an error."""
+    if id(p.base) in current(what).const_args:
+        raise sem.error(f"{what}: Cannot store to a constant pointer: argument "
+                        f"'{p.base.name}' is annotated nl.const (tl.const); drop the "
+                        "annotation to write to it")
 
 
 def _offsets(p: pointer) -> tensor:
@@ -110,6 +119,7 @@ def store(ptr, value, mask=None, boundary_check=(), cache_modifier: str = "",
             raise sem.error("store to a block pointer takes boundary_check=, not mask=")
         return _block_store(ptr, value, boundary_check)
     p = _check_pointer(ptr, "store")
+    _check_writable(p, "store")
     v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
     m = _mask(mask, _offsets(p).shape, "store") if mask is not None else None
     off, m, v = _align(p, m, v)
@@ -121,6 +131,12 @@ def atomic_rmw(combine: str, ptr, value, mask, what: str, cmp=None) -> tensor:
     """The one place an atomic read-modify-write is built (``npujit/language/atomics.py``);
     compare-and-swap passes ``cmp`` (and then always a mask)."""
     p = _check_pointer(ptr, what)
+    _check_writable(p, what)
+    d = p.element_ty
+    if d.is_bool or (d.is_int and d.bits < 32):
+        raise sem.error(f"{what} on {d} arrays is not supported (as in Triton, atomics take "
+                        "32- and 64-bit ints and floats); keep the counters in an int32 "
+                        "array")
     v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
     if cmp is not None:
         c = sem.cast(sem.to_tensor(cmp, p.element_ty), p.element_ty)
@@ -224,6 +240,7 @@ def _block_load(p: block_ptr, boundary_check, padding_option: str) -> tensor:
 
 
 def _block_store(p: block_ptr, value, boundary_check):
+    _check_writable(p, "store")
     v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
     v = sem.broadcast_to(v, p.block_shape)
     attrs = {"block_shape": p.block_shape, "boundary_check": _boundary(p, boundary_check)}

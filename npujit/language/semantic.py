@@ -58,9 +58,9 @@ def literal_dtype(value, like: T.DType | None = None) -> T.DType:
             lo, hi = _INT_RANGE.get(like, (None, None))
             if like.is_float or lo <= value <= hi:
                 return like
-            if like in (T.int32, T.uint32) and -2**63 <= value < 2**63:
-                return T.int64
-            raise error(f"integer literal {value} does not fit {like}; cast the tensor first")
+            raise error(f"integer literal {value} is out of range for {like} (as in Triton, a "
+                        f"Python int next to a tensor takes the tensor's dtype); cast the "
+                        f"tensor first, e.g. x.to(nl.int64)")
         if -2**31 <= value < 2**31:
             return T.int32
         if -2**63 <= value < 2**63:

@@ -40,6 +40,7 @@ class TraceContext:
         self.kernel_name = kernel_name
         self.debug = debug          # device_assert emits checks only in debug mode
         self.builder = Builder(fn.body)
+        self.const_args: set = set()   # ids of the read-only pointer arguments (nl.const)
 
     def loc(self) -> Loc:
         return user_loc()

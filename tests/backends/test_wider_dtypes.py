@@ -103,9 +103,9 @@ def add_literal(x_ptr, VALUE: nl.constexpr):
 
 
 def test_a_literal_outside_an_unsigned_tile_is_a_clear_error():
-    with pytest.raises(CompilationError, match="integer literal 300 does not fit ui8; cast the tensor first"):
+    with pytest.raises(CompilationError, match=r"integer literal 300 is out of range for ui8 .*; cast the tensor first"):
         add_literal.with_options(**REF)[(1,)](np.zeros(1, np.uint8), VALUE=300)
-    with pytest.raises(CompilationError, match="integer literal -1 does not fit ui64"):
+    with pytest.raises(CompilationError, match="integer literal -1 is out of range for ui64"):
         add_literal.with_options(**REF)[(1,)](np.zeros(1, np.uint64), VALUE=-1)
 
 
@@ -209,3 +209,17 @@ def test_umulhi_on_uint32():
     umulhi_kernel.with_options(**REF)[(1,)](a, b, out, N=4)
     want = (a.astype(object) * b.astype(object)) >> 32
     np.testing.assert_array_equal(out, want.astype(np.uint32))
+
+
+@npu_kernel
+def add_to_i32(out_ptr, VALUE: nl.constexpr):
+    nl.store(out_ptr, nl.full((), 32, nl.int32) + VALUE)
+
+
+def test_a_literal_next_to_an_i32_tile_takes_its_dtype_or_is_refused_as_in_triton():
+    out = np.zeros(1, np.int32)
+    add_to_i32.with_options(**REF)[(1,)](out, VALUE=2**31 - 33)
+    assert out[0] == 2**31 - 1
+    with pytest.raises(CompilationError, match=r"integer literal 2147483648 is out of range "
+                                               r"for i32 .*x\.to\(nl\.int64\)"):
+        add_to_i32.with_options(**REF)[(1,)](out, VALUE=2**31)

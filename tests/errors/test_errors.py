@@ -357,7 +357,7 @@ def test_integer_literal_overflow():
     def k(x_ptr):
         v = nl.zeros((4,), nl.int8) + 1000
     msg = _compile_error(k, X)
-    assert "integer literal 1000 does not fit i8" in msg and "v = nl.zeros((4,), nl.int8) + 1000" in msg
+    assert "integer literal 1000 is out of range for i8" in msg and "v = nl.zeros((4,), nl.int8) + 1000" in msg
 
 
 def test_tiles_over_the_ub_budget():

@@ -84,3 +84,16 @@ def _float_xor(mem_ptr, N: tl.constexpr):
 def test_bitwise_atomics_on_float_memory_are_refused():
     with pytest.raises(triton.CompilationError, match="bitwise"):
         _float_xor.with_options(backend="reference")[(1,)](np.zeros(4, np.float32), N=4)
+
+
+@triton.jit
+def _narrow_add(in_ptr, out_ptr):
+    tl.atomic_add(out_ptr, tl.load(in_ptr))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.bool_])
+def test_atomics_on_narrow_ints_are_refused_as_in_triton(dtype):
+    with pytest.raises(triton.CompilationError,
+                       match=r"atomic_add on u?i(8|16|1) arrays is not supported .*int32"):
+        _narrow_add.with_options(backend="reference")[(1,)](np.ones(1, dtype),
+                                                             np.zeros(1, dtype))

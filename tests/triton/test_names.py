@@ -172,3 +172,22 @@ def test_triton_loop_hints_are_accepted_and_change_nothing(backend):
     out = np.zeros(1, np.int32)
     _loop_hints.with_options(backend=backend)[(1,)](out, 7)
     assert out[0] == 8 + sum(range(7))      # the while stops at the first even i >= 7
+
+
+@triton.jit
+def _read_only(in_ptr: tl.const, out_ptr, N: tl.constexpr, WRITE_IN: tl.constexpr):
+    offs = tl.arange(0, N)
+    target = in_ptr if WRITE_IN else out_ptr
+    tl.store(target + offs, tl.load(in_ptr + offs) * 2)
+
+
+def test_a_const_pointer_reads_and_refuses_stores():
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    k = _read_only.with_options(backend="reference")
+    k[(1,)](x, out, N=8, WRITE_IN=False)
+    np.testing.assert_array_equal(out, 2 * x)
+    with pytest.raises(triton.CompilationError) as e:
+        k[(1,)](x, out, N=8, WRITE_IN=True)
+    assert e.value.error_message.startswith("store: Cannot store to a constant pointer: "
+                                            "argument 'in_ptr' is annotated nl.const")
