@@ -69,7 +69,7 @@ class Tensor(np.ndarray):
         return st if dim is None else st[dim]
 
     def numel(self):
-        return int(self.size)
+        return int(np.prod(self.shape, dtype=np.int64))     # .size is torch's method here
 
     def dim(self):
         return self.ndim
