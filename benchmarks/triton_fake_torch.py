@@ -226,6 +226,16 @@ def make_module() -> types.ModuleType:
         fn = getattr(np, name)
         setattr(torch, name, (lambda f: lambda *a, **k: _t(f(*[np.asarray(x) for x in a],
                                                            **_numpy_kwargs(k))))(fn))
+
+    def matmul(a, b):
+        # torch accumulates half-precision products in f32 and rounds once; numpy's f16
+        # matmul accumulates in f16
+        a, b = np.asarray(a), np.asarray(b)
+        out = np.result_type(a, b)
+        if out.itemsize == 2 and out.kind == "f" or out.name == "bfloat16":
+            return _t(np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(out))
+        return _t(np.matmul(a, b))
+    torch.matmul = matmul
     torch.equal = lambda a, b: bool(np.array_equal(np.asarray(a), np.asarray(b)))
     torch.allclose = lambda a, b, rtol=1e-5, atol=1e-8, equal_nan=False: bool(
         np.allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol, atol, equal_nan))

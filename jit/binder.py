@@ -25,7 +25,7 @@ import numpy as np
 
 from npujit.ir import types as T
 
-from npujit.errors import LaunchError
+from npujit.errors import ArgumentOverflowError, LaunchError
 
 _SUPPORTED = ", ".join(T.PUBLIC_NAMES[d.name] for d in T.ALL_DTYPES)
 
@@ -71,7 +71,8 @@ def arg_signature(name: str, value):
     if isinstance(value, numbers.Integral):
         v = int(value)
         if not -2**63 <= v < 2**64:
-            raise LaunchError(f"argument '{name}': integer {v} does not fit in 64 bits")
+            raise ArgumentOverflowError(f"argument '{name}': integer {v} does not fit in 64 "
+                                        "bits (i64 or ui64); pass it as two halves or a float")
         if v >= 2**63:
             return ("S", "ui64")
         return ("S", "i32") if -2**31 <= v < 2**31 else ("S", "i64")

@@ -10,8 +10,9 @@ the autotuner, the language, the simulator and the other subpackages are importe
 first use (npujit/lazy.py), and numba only when the numba backend compiles or loads a
 kernel: ``docs/startup.md`` has the numbers.
 """
-from npujit.errors import (CompilationError, DeviceAssertionError, IndexOverflowError,
-                           LaunchError, NPUJitError, OutOfBoundsError, OutOfResources)
+from npujit.errors import (ArgumentOverflowError, CompilationError, DeviceAssertionError,
+                           IndexOverflowError, LaunchError, NPUJitError, OutOfBoundsError,
+                           OutOfResources)
 from npujit.jit.kernel import NPUKernel, npu_kernel
 from npujit.lazy import lazy_exports
 
@@ -21,7 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = ["npu_kernel", "NPUKernel", "autotune", "Config", "Autotuner", "language",
            "CompilationError", "LaunchError", "NPUJitError", "OutOfResources", "OutOfBoundsError", "DeviceAssertionError",
-           "IndexOverflowError", "cdiv", "next_power_of_2", "__version__"]
+           "IndexOverflowError", "ArgumentOverflowError", "cdiv", "next_power_of_2", "__version__"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "autotune": "npujit.jit.autotune:autotune",

@@ -49,6 +49,11 @@ class LaunchError(NPUJitError, TypeError):
         super().__init__(message % values if values else message)
 
 
+class ArgumentOverflowError(LaunchError, OverflowError):
+    """An int argument that no 64-bit type holds (below -2**63 or from 2**64 on); an
+    ``OverflowError`` too, as Triton raises."""
+
+
 class OutOfResources(CompilationError):
     """Tiles do not fit a memory scope of the NPU (or the schedule runs out of event ids).
     ``reason`` says it on one line -- the scope, the biggest buffer with its bytes x

@@ -223,3 +223,14 @@ def test_a_literal_next_to_an_i32_tile_takes_its_dtype_or_is_refused_as_in_trito
     with pytest.raises(CompilationError, match=r"integer literal 2147483648 is out of range "
                                                r"for i32 .*x\.to\(nl\.int64\)"):
         add_to_i32.with_options(**REF)[(1,)](out, VALUE=2**31)
+
+
+def test_an_int_beyond_64_bits_is_an_overflow_error_naming_the_argument():
+    for v in (2**64, -2**63 - 1):
+        with pytest.raises(OverflowError, match=rf"argument 'n': integer {v} does not fit in "
+                                                r"64 bits") as e:
+            store_u64.with_options(**REF)[(1,)](np.zeros(1, np.uint64), v)
+        assert isinstance(e.value, LaunchError)
+    out = np.zeros(1, np.uint64)
+    store_u64.with_options(**REF)[(1,)](out, 2**64 - 1)     # the largest that fits
+    assert out[0] == 2**64 - 1
