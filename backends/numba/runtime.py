@@ -186,9 +186,10 @@ def _thread_pool(workers: int) -> ThreadPoolExecutor:
 class Launcher:
     """``run(grid, args)`` for one compiled kernel; ``source`` is the generated module.
 
-    Programs run serially in the calling thread until one launch takes longer than
-    ``PARALLEL_AFTER_S``; later launches split the grid into contiguous chunks, one per
-    thread (the compiled function releases the GIL).  Kernels with atomics, and
+    Programs run serially in the calling thread until the best of two launches takes
+    longer than ``PARALLEL_AFTER_S``; later launches split the grid into contiguous chunks
+    run by threads (the compiled function releases the GIL), and stay threaded only if
+    the best of two threaded launches beat the best serial one.  Kernels with atomics, and
     ``parallel=False``, always run serially; ``parallel=True`` uses threads at once.
     """
 
@@ -213,6 +214,10 @@ class Launcher:
         self.parallel = ((par is None or bool(par)) and not ksrc.has_atomics and self.jit
                          and self.threads > 1)
         self._threaded = bool(par) and self.parallel
+        # The serial/threaded choice (``_launch``): best times seen, and whether it is made.
+        self._serial_best = self._threaded_best = float("inf")
+        self._serial_runs = self._threaded_runs = 0
+        self._decided = bool(par) or not self.parallel
         self._sig = (nt.int64,) * 5 + tuple(_numba_arg_type(t) for t in self._arg_types)
         self.recording = bool(options.get("record"))
         if self.recording:          # the growing event array (backends/numba/record.py)
@@ -267,13 +272,26 @@ class Launcher:
         return OutOfBoundsError(self._oob_sites[e.site], *e.values)
 
     def _launch(self, g0, g1, g2, total, args) -> None:
+        # Serial until the best of two serial launches took longer than PARALLEL_AFTER_S;
+        # then threaded, kept only if the best of two threaded launches beats the best
+        # serial one (a first launch's page faults alone made small kernels go threaded,
+        # and a 256 K-element add ran 2.3x slower on 2 threads than on 1).
+        t0 = time.perf_counter()
         if self._threaded and total > 1:
             self._launch_threads(g0, g1, g2, total, args)
+            if not self._decided:
+                self._threaded_best = min(self._threaded_best, time.perf_counter() - t0)
+                self._threaded_runs += 1
+                if self._threaded_runs >= 2:
+                    self._decided = True
+                    self._threaded = self._threaded_best < self._serial_best
             return
-        t0 = time.perf_counter()
         self._entry(g0, g1, g2, 0, total, *args)
-        if self.parallel and total > 1 and time.perf_counter() - t0 > PARALLEL_AFTER_S:
-            self._threaded = True
+        if not self._decided and total > 1:
+            self._serial_best = min(self._serial_best, time.perf_counter() - t0)
+            self._serial_runs += 1
+            if self._serial_runs >= 2 and self._serial_best > PARALLEL_AFTER_S:
+                self._threaded = True
 
     def _launch_threads(self, g0, g1, g2, total, args) -> None:
         # Dynamic chunks: the grid is cut into CHUNKS_PER_THREAD pieces per thread and

@@ -36,6 +36,25 @@ def test_parallel_launch_matches_serial_and_handles_strided_arrays():
     assert not big[1::2].any()
 
 
+def test_the_default_launch_tries_threads_and_keeps_them_only_if_faster(monkeypatch):
+    from npujit.backends.numba import runtime
+    monkeypatch.setattr(runtime, "PARALLEL_AFTER_S", 0.0)     # every launch is "slow"
+    n = 5000
+    x = np.arange(n, dtype=F16) % 64
+    grid = ((n + 127) // 128, 1, 1)
+    run = NumbaBackend().compile(_vadd(), {"num_threads": 2})     # a Launcher
+    phases = []
+    for _ in range(5):
+        out = np.zeros(n, F16)
+        run(grid, [x, x, out, n])
+        same(out, (2 * x.astype(F32)).astype(F16))
+        phases.append((run._threaded, run._decided))
+    # two serial launches, then threaded for two, then decided by the best times
+    assert phases[:3] == [(False, False), (True, False), (True, False)]
+    assert phases[3][1] and phases[4] == phases[3]
+    assert phases[3][0] == (run._threaded_best < run._serial_best)
+
+
 def test_wrong_argument_dtype_is_named():
     run = NumbaBackend().compile(_vadd(), {})
     with pytest.raises(TypeError, match="vadd: argument 'p1' must be a 1-D float16 array"):
