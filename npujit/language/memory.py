@@ -27,6 +27,18 @@ def _check_pointer(p, what: str) -> pointer:
                     "argument passed as None or as a number?")
 
 
+def _not_wider(shape: tuple, value: tensor, mask) -> None:
+    """A store's value and mask broadcast to the pointer tile's ``shape``, never beyond it:
+    a wider one would have several lanes write each address (the last winning)."""
+    for name, t in (("value", value), ("mask", mask)):
+        if t is not None and sem.broadcast_shapes(t.shape, shape) != tuple(shape):
+            raise sem.error(f"store: the {name}'s shape {list(t.shape)} is wider than the "
+                            f"pointer tile's {list(shape)}, so several lanes would write "
+                            "each address and the last would win; store a value of the "
+                            "pointer's shape, or broadcast the pointer tile first (Triton "
+                            "refuses this too)")
+
+
 def _check_writable(p: pointer, what: str) -> None:
     """A store or an atomic through a ``nl.const`` pointer argument is an error."""
     if id(p.base) in current(what).const_args:
@@ -122,6 +134,7 @@ def store(ptr, value, mask=None, boundary_check=(), cache_modifier: str = "",
     _check_writable(p, "store")
     v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
     m = _mask(mask, _offsets(p).shape, "store") if mask is not None else None
+    _not_wider(_offsets(p).shape, v, m)
     off, m, v = _align(p, m, v)
     operands = [tensor(p.base), off, v] + ([m] if m is not None else [])
     sem.emit(Kind.STORE, operands, nresults=0)

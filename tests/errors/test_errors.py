@@ -389,3 +389,27 @@ def test_dot_tiles_over_the_l0_budgets(m, k, n, scope):
         mm.with_options(backend="reference")[(1,)](np.zeros(m * n, np.float32), M=m, K=k, N=n)
     msg = str(e.value)
     assert "c = nl.dot(a, b)" in msg and f"but {scope} holds" in msg and "try " in msg
+
+
+def test_a_store_wider_than_its_pointer_tile_is_refused():
+    # Each address would be written by several lanes (the last winning): Triton refuses it.
+    @npu_kernel
+    def wide_value(x_ptr):
+        offs = nl.arange(0, 8)
+        nl.store(x_ptr + offs, nl.zeros((2, 8), nl.float32) + offs)
+
+    @npu_kernel
+    def wide_mask(x_ptr):
+        offs = nl.arange(0, 8)
+        nl.store(x_ptr + offs, 1.0, mask=(nl.arange(0, 2)[:, None] + offs) < 8)
+
+    @npu_kernel
+    def tile_into_scalar(x_ptr):
+        nl.store(x_ptr, nl.arange(0, 4).to(nl.float32))
+
+    msg = _compile_error(wide_value, X)
+    assert "store: the value's shape [2, 8] is wider than the pointer tile's [8]" in msg
+    assert "nl.store(x_ptr + offs, nl.zeros((2, 8)" in msg
+    assert "the mask's shape [2, 8] is wider" in _compile_error(wide_mask, X)
+    assert "the value's shape [4] is wider than the pointer tile's []" in \
+        _compile_error(tile_into_scalar, X)
