@@ -35,6 +35,14 @@ from .signature import KernelSignature
 _OPTION_NAMES = ("backend", "parallel", "debug", "spec", "bounds_check", "num_stages")
 
 
+def _annotated(sig: inspect.Signature, marker: type) -> set:
+    """The parameters annotated ``marker`` (``nl.constexpr``, ``nl.const``), also as a string
+    annotation (``"tl.constexpr"`` under ``from __future__ import annotations``)."""
+    return {n for n, p in sig.parameters.items()
+            if p.annotation is marker or (isinstance(p.annotation, str)
+                                          and p.annotation.split(".")[-1] == marker.__name__)}
+
+
 class NPUKernel:
     """A kernel function plus its compiled specialisations (the JIT function).
 
@@ -68,13 +76,9 @@ class NPUKernel:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TypeError(f"kernel '{self.name}': *args/**kwargs parameters are not "
                                 "supported; name every parameter")
-        self.constexpr_params = {n for n, p in sig.parameters.items()
-                                 if p.annotation is constexpr or (isinstance(p.annotation, str) and
-                                     p.annotation.split(".")[-1] == "constexpr")}
+        self.constexpr_params = _annotated(sig, constexpr)
         # read-only pointers (``x_ptr: nl.const``): a store through one is an error
-        self.const_params = {n for n, p in sig.parameters.items()
-                             if p.annotation is const or (isinstance(p.annotation, str) and
-                                                          p.annotation.split(".")[-1] == "const")}
+        self.const_params = _annotated(sig, const)
         self.defaults = {n: p.default for n, p in sig.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self.signature = KernelSignature(self.name, self.params, self.constexpr_params,

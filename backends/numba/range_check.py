@@ -35,7 +35,7 @@ Example (a store of 128 affine lanes under a mask; site 3 of the kernel)::
 """
 from __future__ import annotations
 
-from npujit.ir.passes.index_checks import overflow_template, scalar_address_ops
+from npujit.ir.passes.index_checks import SYMBOL, overflow_template, scalar_address_ops
 from npujit.ir.slice import INT32_REACH, narrow_offsets, narrow_offsets_message
 
 from .values import Nest
@@ -106,16 +106,13 @@ def wrapping_ops(cg) -> set:
     return {id(op) for op in scalar_address_ops(cg.fn)}
 
 
-_SYMBOL = {"npu.add": "+", "npu.sub": "-", "npu.mul": "*"}
-
-
 def wrap(cg, op, operands, result: str) -> None:
     """After scalar ``result = a op b`` (int32): raise ``IndexOverflowError`` when the
     int64 result differs, through ``ck.index_overflow`` and a site template."""
     w = cg.w
     a, b = operands
     exact = w.fresh("exact")
-    w.line(f"{exact} = i64({a}) {_SYMBOL[op.kind.value]} i64({b})")
+    w.line(f"{exact} = i64({a}) {SYMBOL[op.kind]} i64({b})")
     with w.block(f"if {exact} != i64({result}):"):
         cg.oob_sites.append(f"kernel '{cg.fn.name}', index arithmetic at "
                             f"{_where(op).replace('%', '%%')}, program (%d, %d, %d): "

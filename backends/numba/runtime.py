@@ -276,22 +276,27 @@ class Launcher:
         # then threaded, kept only if the best of two threaded launches beats the best
         # serial one (a first launch's page faults alone made small kernels go threaded,
         # and a 256 K-element add ran 2.3x slower on 2 threads than on 1).
+        threaded = self._threaded and total > 1
+        if self._decided or total == 1:          # the warm path: no timing
+            if threaded:
+                self._launch_threads(g0, g1, g2, total, args)
+            else:
+                self._entry(g0, g1, g2, 0, total, *args)
+            return
         t0 = time.perf_counter()
-        if self._threaded and total > 1:
+        if threaded:
             self._launch_threads(g0, g1, g2, total, args)
-            if not self._decided:
-                self._threaded_best = min(self._threaded_best, time.perf_counter() - t0)
-                self._threaded_runs += 1
-                if self._threaded_runs >= 2:
-                    self._decided = True
-                    self._threaded = self._threaded_best < self._serial_best
+            self._threaded_best = min(self._threaded_best, time.perf_counter() - t0)
+            self._threaded_runs += 1
+            if self._threaded_runs >= 2:
+                self._decided = True
+                self._threaded = self._threaded_best < self._serial_best
             return
         self._entry(g0, g1, g2, 0, total, *args)
-        if not self._decided and total > 1:
-            self._serial_best = min(self._serial_best, time.perf_counter() - t0)
-            self._serial_runs += 1
-            if self._serial_runs >= 2 and self._serial_best > PARALLEL_AFTER_S:
-                self._threaded = True
+        self._serial_best = min(self._serial_best, time.perf_counter() - t0)
+        self._serial_runs += 1
+        if self._serial_runs >= 2 and self._serial_best > PARALLEL_AFTER_S:
+            self._threaded = True
 
     def _launch_threads(self, g0, g1, g2, total, args) -> None:
         # Dynamic chunks: the grid is cut into CHUNKS_PER_THREAD pieces per thread and

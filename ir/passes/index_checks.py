@@ -38,7 +38,7 @@ from ..types import int32, int64
 
 _CHECKED = (Kind.ADD, Kind.SUB, Kind.MUL)
 _DATA = (Kind.LOAD, Kind.BLOCK_LOAD, Kind.ATOMIC_RMW)
-_SYMBOL = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}
+SYMBOL = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}   # of the checked kinds
 ADVICE = "cast an operand to nl.int64 first, e.g. pid.to(nl.int64) * BLOCK"
 
 
@@ -57,7 +57,7 @@ def scalar_address_ops(fn: Function) -> list[Op]:
 def overflow_template(op: Op) -> str:
     """The message of a scalar ``op`` that wrapped, after the kernel/line/program head,
     with ``%d`` for both operands, the exact result and the wrapped one."""
-    return (f"int32 index arithmetic %d {_SYMBOL[op.kind]} %d = %d overflowed (it wraps to "
+    return (f"int32 index arithmetic %d {SYMBOL[op.kind]} %d = %d overflowed (it wraps to "
             f"%d, and the address it feeds would be wrong); {ADVICE}")
 
 
@@ -85,7 +85,7 @@ class IndexChecks:
         ok = b.op(Kind.CMP, [exact, got], {"predicate": "eq"})
         b.create(Kind.ASSERT, [ok], {
             "error": "overflow",
-            "message": f"int32 index arithmetic '{_SYMBOL[op.kind]}' overflowed (the address "
+            "message": f"int32 index arithmetic '{SYMBOL[op.kind]}' overflowed (the address "
                        f"would wrap around); {ADVICE}"})
         for i, new in enumerate(tail.ops):
             block.insert(at + i, new)

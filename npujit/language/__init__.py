@@ -4,8 +4,8 @@ Every function here builds IR while a kernel is traced; called outside a kernel 
 """
 from npujit.language.inline import inline
 
-from .core import (bfloat16, block_ptr, bool_, const, constexpr, dtype, float16, float32, int1, int8,
-                   int16, int32, int64, pointer, pointer_type, tensor)
+from .core import (bfloat16, block_ptr, bool_, const, constexpr, dtype, float16, float32, int1,
+                   int8, int16, int32, int64, pointer, pointer_type, tensor)
 from .core import float64, uint8, uint16, uint32, uint64
 from .creation import (arange, cdiv, full, full_like, num_programs, program_id, zeros,
                        zeros_like)
@@ -29,8 +29,8 @@ from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join,
 
 __all__ = [
     # dtypes and values
-    "bfloat16", "bool_", "const", "constexpr", "dtype", "float16", "float32", "int1", "int8", "int16",
-    "int32", "int64", "tensor", "pointer", "pointer_type", "block_ptr",
+    "bfloat16", "bool_", "const", "constexpr", "dtype", "float16", "float32", "int1", "int8",
+    "int16", "int32", "int64", "tensor", "pointer", "pointer_type", "block_ptr",
     "float64", "uint8", "uint16", "uint32", "uint64",
     # programs and creation
     "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like", "cdiv",
@@ -53,8 +53,8 @@ __all__ = [
     # cube
     "dot",
     # control flow and debugging
-    "range", "static_range", "condition", "inline", "static_assert", "static_print", "device_assert",
-    "device_print", "debug_barrier",
+    "range", "static_range", "condition", "inline", "static_assert", "static_print",
+    "device_assert", "device_print", "debug_barrier",
     # hints (checked in debug mode)
     "multiple_of", "max_contiguous", "max_constancy", "assume",
 ]
