@@ -13,6 +13,8 @@ Example::
 """
 from __future__ import annotations
 
+import collections
+import math
 import types
 
 import ml_dtypes
@@ -130,8 +132,22 @@ class Tensor(np.ndarray):
     def abs(self):
         return np.abs(self)
 
+    def isnan(self):
+        return np.isnan(self)
+
+    def isinf(self):
+        return np.isinf(self)
+
     def expand(self, *sizes):
-        return np.broadcast_to(self, _shape(sizes)).view(Tensor)
+        # a view as in torch, writeable like torch's (numpy's broadcast_to is read-only)
+        v = np.broadcast_to(self, _shape(sizes))
+        return np.lib.stride_tricks.as_strided(self, v.shape, v.strides).view(Tensor)
+
+    def broadcast_to(self, size):
+        return self.expand(tuple(size))
+
+    def as_strided(self, size, stride, storage_offset=None):
+        return _as_strided(self, size, stride, storage_offset)
 
     def unique(self):
         return np.unique(self).view(Tensor)
@@ -166,13 +182,159 @@ def _t(a, dtype=None):
     a = np.asarray(a)
     if dtype is not None:
         a = a.astype(_dtype(dtype))
-    return np.ascontiguousarray(a).view(Tensor)
+    return np.asarray(a, order="C").view(Tensor)     # ascontiguousarray would make 0-d 1-d
 
 
 def _shape(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         return tuple(size[0])
     return tuple(size)
+
+
+def _floating(d) -> bool:
+    return d.kind == "f" or d.name.startswith(("bfloat16", "float8"))
+
+
+def _storage(x):
+    """The allocation under ``x`` as a 1-D array of x's dtype (torch's storage), and x's
+    offset into it in elements."""
+    root = x
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not (root.flags.c_contiguous or root.flags.f_contiguous):
+        raise RuntimeError("fake torch: as_strided needs a contiguous base allocation")
+    raw = root.reshape(-1, order="A").view(np.uint8)
+    start = x.ctypes.data - raw.ctypes.data
+    storage = raw[start % x.itemsize:][:(raw.size - start % x.itemsize) // x.itemsize * x.itemsize]
+    return storage.view(x.dtype), start // x.itemsize
+
+
+def _as_strided(x, size, stride, storage_offset=None):
+    """torch.as_strided: a view of x's storage; size, stride and offset count elements."""
+    storage, offset = _storage(np.asarray(x))
+    offset = offset if storage_offset is None else storage_offset
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(stride)} vs {len(size)}")
+    if any(n < 0 for n in size) or any(s < 0 for s in stride) or offset < 0:
+        raise RuntimeError("as_strided: negative size, stride or storage offset")
+    needed = 0 if 0 in size else offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    if needed > storage.size:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                           f"{offset}, and itemsize {x.itemsize} requiring a storage size of "
+                           f"{needed * x.itemsize} are out of bounds for storage of size "
+                           f"{storage.size * x.itemsize}")
+    return np.lib.stride_tricks.as_strided(storage[offset:], size,
+                                           tuple(s * x.itemsize for s in stride)).view(Tensor)
+
+
+_RETURN_TYPES = {name: collections.namedtuple(name, ("values", "indices"))
+                 for name in ("min", "max", "cummax")}
+
+
+def _min_max(name):
+    """torch.min / torch.max: over all elements; (values, indices) along ``dim``; or the
+    elementwise torch.minimum / torch.maximum of two tensors."""
+    reduce, arg, pair = {"min": (np.min, np.argmin, np.minimum),
+                         "max": (np.max, np.argmax, np.maximum)}[name]
+
+    def fn(input, dim=None, keepdim=False, *, other=None):
+        a = np.asarray(input)
+        if isinstance(dim, np.ndarray):         # torch.min(input, other)
+            dim, other = None, dim
+        if other is not None:
+            return _t(pair(a, np.asarray(other)))
+        if dim is None:
+            return _t(reduce(a))
+        values = reduce(a, axis=dim, keepdims=keepdim)
+        indices = np.expand_dims(arg(a, axis=dim), dim) if keepdim else arg(a, axis=dim)
+        return _RETURN_TYPES[name](_t(values), _t(indices, np.int64))
+    return fn
+
+
+def _gather(input, dim, index, *, sparse_grad=False):
+    """torch.gather: out[i][j] = input[index[i][j]][j] for dim 0 (and so on)."""
+    a, idx = np.asarray(input), np.asarray(index)
+    if idx.dtype != np.int64:
+        raise RuntimeError("gather(): Expected dtype int64 for index")
+    if idx.ndim != a.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    dim = dim % max(a.ndim, 1)
+    for d in range(a.ndim):
+        if d != dim and idx.shape[d] > a.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(idx.shape)}"
+                               f" to be smaller than self {list(a.shape)} apart from dimension {dim}")
+    if idx.size and (idx.min() < 0 or idx.max() >= a.shape[dim]):
+        bad = idx[(idx < 0) | (idx >= a.shape[dim])].flat[0]
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {a.shape[dim]}")
+    where = list(np.indices(idx.shape, sparse=True))
+    where[dim] = idx
+    return _t(a[tuple(where)])
+
+
+def _var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """torch.var_mean: (var, mean); ``correction`` (default 1) is subtracted from the count,
+    ``unbiased`` is the older spelling (True -> 1, False -> 0)."""
+    a = np.asarray(input)
+    if isinstance(dim, bool):       # var_mean(input, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError("var_mean: cannot set both unbiased and correction")
+    if not _floating(a.dtype):
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    ddof = correction if correction is not None else (1 if unbiased is None else int(unbiased))
+    axis = tuple(dim) if isinstance(dim, (tuple, list)) else dim
+    wide = a.astype(np.float64)     # torch accumulates in double on the CPU
+    return (_t(np.var(wide, axis=axis, ddof=ddof, keepdims=keepdim), a.dtype),
+            _t(np.mean(wide, axis=axis, keepdims=keepdim), a.dtype))
+
+
+def _histc(input, bins=100, min=0, max=0):
+    """torch.histc: ``bins`` equal-width bins over [min, max] (the data's own range when
+    min == max); elements outside it (and NaN) are not counted, max falls in the last bin.
+    Floating input only, as torch on the CPU; the result has the input's dtype."""
+    a = np.asarray(input).ravel()
+    if not _floating(a.dtype):
+        raise RuntimeError(f"\"histogram_histc_cpu\" not implemented for '{a.dtype}'")
+    if bins <= 0:
+        raise RuntimeError("torch.histc: bins must be > 0")
+    lo, hi = a.dtype.type(min), a.dtype.type(max)
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    if lo == hi and a.size:
+        lo, hi = a.min(), a.max()
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
+    kept = a[(a >= lo) & (a <= hi)]
+    # torch's linear bin search, in the input's dtype: (x - lo) * bins / (hi - lo)
+    pos = ((kept - lo) * a.dtype.type(bins) / (hi - lo)).astype(np.int64)
+    pos[pos == bins] = bins - 1
+    return _t(np.bincount(pos, minlength=bins), a.dtype)
+
+
+def _erf(input):
+    a = np.asarray(input)
+    out = a.dtype if _floating(a.dtype) else np.float32     # integers promote, as in torch
+    return _t(np.vectorize(math.erf, otypes=[np.float64])(a.astype(np.float64)), out)
+
+
+def _cummax(input, dim=None, *, axis=None):
+    """torch.cummax: (running max, index of it) along ``dim``.  As torch: a value equal to
+    the running max takes over its index, and a NaN becomes the max from where it is.
+    torch's argument parser takes numpy's ``axis`` for ``dim``."""
+    dim = axis if dim is None else dim
+    a = np.moveaxis(np.asarray(input), dim, 0)
+    values, indices = np.empty_like(a), np.zeros(a.shape, np.int64)
+    if a.shape[0]:
+        best, at = a[0].copy(), np.zeros(a.shape[1:], np.int64)
+        for i in range(a.shape[0]):
+            x = a[i]
+            take = np.isnan(x) | (~np.isnan(best) & (x >= best)) if _floating(a.dtype) else x >= best
+            best, at = np.where(take, x, best), np.where(take, i, at)
+            values[i], indices[i] = best, at
+    return _RETURN_TYPES["cummax"](_t(np.moveaxis(values, 0, dim)), _t(np.moveaxis(indices, 0, dim)))
 
 
 def make_module() -> types.ModuleType:
@@ -221,8 +383,10 @@ def make_module() -> types.ModuleType:
             low, high = 0, low
         return _t(state["rng"].randint(low, high, tuple(size)), dtype or np.int64)
     torch.randint = randint
-    for name in ("all", "any", "sum", "where", "isnan", "abs", "exp", "log", "sqrt",
-                 "maximum", "minimum", "ravel", "matmul", "cumsum"):
+    torch.randperm = lambda n, dtype=None, device=None, **_: _t(
+        state["rng"].permutation(n), dtype or np.int64)
+    for name in ("all", "any", "sum", "where", "isnan", "isinf", "abs", "exp", "log", "sqrt",
+                 "maximum", "minimum", "ravel", "matmul", "cumsum", "logical_not", "logical_or"):
         fn = getattr(np, name)
         setattr(torch, name, (lambda f: lambda *a, **k: _t(f(*[np.asarray(x) for x in a],
                                                            **_numpy_kwargs(k))))(fn))
@@ -249,6 +413,13 @@ def make_module() -> types.ModuleType:
     torch.finfo = lambda d: np.finfo(_dtype(d))
     torch.iinfo = lambda d: np.iinfo(_dtype(d))
     torch.is_tensor = lambda x: isinstance(x, Tensor)
+    torch.min, torch.max = _min_max("min"), _min_max("max")
+    torch.as_strided = _as_strided
+    torch.gather = _gather
+    torch.var_mean = _var_mean
+    torch.histc = _histc
+    torch.erf = _erf
+    torch.cummax = _cummax
 
     testing = types.ModuleType("torch.testing")
 
@@ -267,6 +438,18 @@ def make_module() -> types.ModuleType:
     cuda = types.ModuleType("torch.cuda")
     cuda.is_available = lambda: False
     cuda.synchronize = lambda *a: None
+
+    class CudaDevice:
+        """torch.cuda.device: a context manager selecting a GPU; nothing to select here."""
+        def __init__(self, device):
+            self.idx = device
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+    cuda.device = CudaDevice
     torch.cuda = cuda
     torch.version = types.SimpleNamespace(cuda=None, hip=None)
 
