@@ -21,7 +21,7 @@ from npujit.ir.pipeline import CompileContext, Schedule, run_pipeline
 from npujit.ir.printer import print_function
 from npujit.ir.verifier import VerifyError
 from npujit.language.core import pointer, tensor
-from npujit.language.tracing import TraceContext, tracing
+from npujit.language.tracing import TraceContext, traceback_loc, tracing
 from npujit.target import SpecError, find_spec
 
 from . import loops as loop_runtime
@@ -64,6 +64,11 @@ def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False,
             result = kernel.traced_fn()(*proxies)
         except RecursionError as e:
             raise _recursion_error(e, kernel.name) from None
+        except ValueError as e:
+            # A value a language function rejects (an axis out of range, say) is a
+            # ValueError, as in Triton; reported at the user's line, the ValueError its
+            # cause (Triton's CompilationError carries the original error the same way).
+            raise CompilationError(str(e), traceback_loc(e.__traceback__), kernel.name) from e
         if result is not None:
             raise CompilationError(f"kernel '{kernel.name}' returned {result!r}; kernels write "
                                    "their results with nl.store and return nothing",

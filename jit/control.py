@@ -76,10 +76,8 @@ class _Leaf:
         ta, tb = _leaf_type(a), _leaf_type(b)
         if isinstance(a, tensor) and isinstance(b, tensor):
             if a.type != b.type:
-                raise sem.error(
-                    f"variable '{name}' is {a.type} in one branch of the if and {b.type} in "
-                    "the other; after a run-time condition it must have one type: cast one "
-                    f"side with .to(...) or create both with the same dtype and shape")
+                raise _Mismatch(name, a, b, "cast one side with .to(...) or create both with "
+                                            "the same dtype and shape")
             self.type = a.type
         elif isinstance(a, tensor) or isinstance(b, tensor):
             t, num = (ta, b) if ta is not None else (tb, a)
@@ -142,14 +140,53 @@ def _merge(a, b, name: str, leaves: list):
     if isinstance(a, (tuple, list)) and type(a) is type(b) and len(a) == len(b):
         items = [_merge(x, y, name, leaves) for x, y in zip(a, b)]
         return lambda it: type(a)(f(it) for f in items)
-    raise sem.error(f"variable '{name}' is {a!r} in one branch of an if on a run-time "
-                    f"condition and {b!r} in the other; only tensors, numbers, pointers into "
-                    "one array and tuples of them can differ between the branches")
+    if isinstance(a, pointer) and isinstance(b, pointer):
+        raise _Mismatch(name, a, b, "pointers into different arrays cannot become one value "
+                                    "(only offsets into one array can differ); load or store "
+                                    "in each branch, or make the condition a constexpr")
+    raise _Mismatch(name, a, b, "only tensors, numbers, pointers into one array and tuples "
+                                "of them can differ between the branches")
 
 
-def _trace_if(cond: tensor, then_fn, else_fn, merge_names):
+class _Mismatch(Exception):
+    """What ``_merge`` raises when the two branches give ``name`` values that cannot become
+    one; ``_trace_if`` words it for the construct (if, conditional expression, return)."""
+
+    def __init__(self, name: str, a, b, advice: str):
+        super().__init__(name)
+        self.name, self.a, self.b, self.advice = name, a, b, advice
+
+    def message(self, construct: str) -> str:
+        """The error in Triton's words for ``construct`` ("if", "ternary", "return"), then
+        what each side is and what to do."""
+        a, b = _describe(self.a), _describe(self.b)
+        if construct == "ternary":
+            head = (f"Ternary expression with dynamic condition has inconsistent types {a} "
+                    f"and {b}")
+        elif construct == "return":
+            head = (f"Return type mismatch: the function returns {a} on one side of a "
+                    f"run-time condition and {b} on the other")
+        else:
+            head = (f"Mismatched type for {self.name} between the branches of an if on a "
+                    f"run-time condition: {a} in the then branch, {b} in the else branch")
+        return f"{head}; {self.advice}"
+
+
+def _describe(v) -> str:
+    """A value in a mismatch message: a tile's type; a pointer's type, its argument and
+    whether that is read-only (``nl.const``), since that is often the difference."""
+    if isinstance(v, tensor):
+        return str(v.type)
+    if isinstance(v, pointer):
+        const = "nl.const (read-only) " if id(v.base) in current().const_args else ""
+        return f"{v!r} into {const}argument '{v.base.name}'"
+    return repr(v)
+
+
+def _trace_if(cond: tensor, then_fn, else_fn, merge_names, construct: str = "if"):
     """Trace both branches into an ``scf.if``; ``merge_names`` names what each branch
-    function returns (a tuple of values, one per name).  Returns the merged values."""
+    function returns (a tuple of values, one per name); ``construct`` ("if", "ternary",
+    "return") words the error when they cannot be merged.  Returns the merged values."""
     ctx = current()
     builder = ctx.builder
     loc = ctx.loc()
@@ -159,7 +196,10 @@ def _trace_if(cond: tensor, then_fn, else_fn, merge_names):
         with builder.at(blk):
             outs.append(fn())
     leaves: list[_Leaf] = []
-    rebuild = [_merge(a, b, n, leaves) for n, a, b in zip(merge_names, outs[0], outs[1])]
+    try:
+        rebuild = [_merge(a, b, n, leaves) for n, a, b in zip(merge_names, outs[0], outs[1])]
+    except _Mismatch as m:
+        raise sem.error(m.message(construct)) from None
     for side, blk in enumerate(blocks):
         with builder.at(blk):
             vals = [leaf.make(side) for leaf in leaves]
@@ -189,7 +229,7 @@ def ir_if_return(c, then_fn, else_fn, names, inits):
         return (then_fn if c else else_fn)(carried)
     cond = condition(_value(c), "an `if`")
     (out,) = _trace_if(cond, lambda: (then_fn(carried),), lambda: (else_fn(carried),),
-                       ("<return value>",))
+                       ("<return value>",), "return")
     return out
 
 
@@ -198,7 +238,7 @@ def ifexp(c, a, b):
     if not is_traced(_value(c)):
         return a() if c else b()
     cond = condition(_value(c), "a conditional expression")
-    (out,) = _trace_if(cond, lambda: (a(),), lambda: (b(),), ("<a if c else b>",))
+    (out,) = _trace_if(cond, lambda: (a(),), lambda: (b(),), ("<a if c else b>",), "ternary")
     return out
 
 

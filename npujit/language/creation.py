@@ -47,7 +47,8 @@ def program_id(axis: int) -> tensor:
     """
     axis = _const_int(axis, "program_id axis")
     if axis not in (0, 1, 2):
-        raise sem.error(f"program_id axis must be 0, 1 or 2, got {axis}")
+        raise ValueError(f"program_id axis must be 0, 1, or 2 but got {axis}: a grid has "
+                         "at most three axes")
     return sem.emit(Kind.PROGRAM_ID, [], {"axis": axis})
 
 
@@ -61,7 +62,8 @@ def num_programs(axis: int) -> tensor:
     """
     axis = _const_int(axis, "num_programs axis")
     if axis not in (0, 1, 2):
-        raise sem.error(f"num_programs axis must be 0, 1 or 2, got {axis}")
+        raise ValueError(f"num_programs axis must be 0, 1, or 2 but got {axis}: a grid "
+                         "has at most three axes")
     return sem.emit(Kind.NUM_PROGRAMS, [], {"axis": axis})
 
 

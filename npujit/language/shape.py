@@ -57,14 +57,25 @@ def expand_dims(x: tensor, axis) -> tensor:
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     shape = list(x.shape)
     rank = len(shape) + len(axes)
-    for a in sorted(a % rank if isinstance(a, int) and -rank <= a < rank else
-                    _bad_axis(a, rank) for a in axes):
+    normalized = [_new_axis(a, rank) for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"expand_dims: duplicate axes, normalized axes = {normalized}; "
+                         "give each new axis its own position")
+    for a in sorted(normalized):
         shape.insert(a, 1)
     return sem.reshape(x, tuple(shape))
 
 
-def _bad_axis(a, rank):
-    raise sem.error(f"expand_dims: axis {a!r} out of range for the result rank {rank}")
+def _new_axis(a, rank: int) -> int:
+    """Axis ``a`` of ``expand_dims``'s result (rank ``rank``), counted from 0.  A value out
+    of range is a ``ValueError``, as in Triton: the trace reports it at the user's line."""
+    a = a.value if isinstance(a, constexpr) else a
+    if isinstance(a, bool) or not isinstance(a, int):
+        raise sem.error(f"expand_dims: an axis must be a constant int, got {a!r}")
+    if not -rank <= a < rank:
+        raise ValueError(f"expand_dims: invalid axis {a} for a result of rank {rank}: "
+                         f"expected {-rank} <= axis < {rank}")
+    return a % rank
 
 
 @builtin

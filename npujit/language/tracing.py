@@ -57,6 +57,18 @@ def user_loc(depth: int = 1) -> Loc:
     return Loc("<unknown>", 0)
 
 
+def traceback_loc(tb) -> Loc:
+    """The innermost frame of traceback ``tb`` outside npujit's own modules: the user's line
+    an exception raised while tracing came from."""
+    loc = Loc("<unknown>", 0)
+    while tb is not None:
+        fname = tb.tb_frame.f_code.co_filename
+        if not fname.startswith(_INTERNAL) and not fname.startswith("<frozen"):
+            loc = Loc(fname, tb.tb_lineno)
+        tb = tb.tb_next
+    return loc
+
+
 def current(what: str = "this function") -> TraceContext:
     """The active trace; raises a clear error when called outside a kernel."""
     ctx = getattr(_state, "ctx", None)

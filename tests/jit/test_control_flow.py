@@ -232,7 +232,7 @@ def test_clear_errors_for_what_a_runtime_if_cannot_do():
     msg = _error(one_branch, x)
     assert "'w'" in msg and "only one branch" in msg and "nl.store(x_ptr, w)" in msg
     msg = _error(two_types, x, x)
-    assert "'w'" in msg and "tensor<2xf32>" in msg
+    assert "Mismatched type for w " in msg and "tensor<2xf32>" in msg
     msg = _error(breaks, x)
     assert "`break`" in msg and "if v > i:" in msg
 
