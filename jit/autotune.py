@@ -220,10 +220,11 @@ class Autotuner:
     def __call__(self, *args, **kwargs):
         return self.kernel(*args, **kwargs)       # the kernel's "launch with a grid" error
 
-    def run(self, grid, args, kwargs) -> None:
-        """Launch on ``grid`` with the best config for these arguments (tuned if new)."""
+    def run(self, grid, args, kwargs):
+        """Launch on ``grid`` with the best config for these arguments (tuned if new);
+        returns the ``CompiledKernel`` that ran."""
         cfg = self._best_for(grid, args, kwargs)
-        self._kernel_for(cfg)[grid](*args, **kwargs, **cfg.kwargs)
+        return self._kernel_for(cfg)[grid](*args, **kwargs, **cfg.kwargs)
 
     def tune(self, *args, grid, **kwargs) -> Config:
         """The best config for these launch arguments, swept (or read from disk) but not

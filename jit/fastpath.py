@@ -80,7 +80,8 @@ def make_fast_launch(params, key, sigs, runtime_index, env: dict):
     ``env`` supplies the names the generated code calls: ``_grids`` (checked grid tuples),
     ``_grid(grid, vals)`` (check a new grid and remember it), ``_touch(cache_key)`` (mark
     the specialisation recently used), ``_check_globals()`` (or None: the kernel reads no
-    global) and ``_launch(grid3, args)`` (the backend's ``run``).
+    global), ``_launch(grid3, args)`` (the backend's ``run``) and ``_compiled`` (the
+    ``CompiledKernel``, what a launch returns).
     """
     names = [f"a{i}" for i in range(len(params))]
     args = []
@@ -105,8 +106,9 @@ def make_fast_launch(params, key, sigs, runtime_index, env: dict):
               "    if g is None:",
               "        g = _grid(grid, vals)",
               "    if 0 in g:",
-              "        return     # a grid with no programs launches nothing",
-              f"    _launch(g, [{', '.join(args)}])"]
+              "        return _compiled     # a grid with no programs launches nothing",
+              f"    _launch(g, [{', '.join(args)}])",
+              "    return _compiled"]
     scope = {**env, "_flat": flat_view}
     exec(compile("\n".join(lines) + "\n", "<npujit fast launch>", "exec"), scope)
     return scope["fast"]

@@ -266,7 +266,9 @@ class NPUKernel:
         raise LaunchError(f"kernel '{self.name}' must be launched with a grid: "
                           f"{self.name}[grid](...), e.g. {self.name}[(n_blocks,)](...)")
 
-    def run(self, grid, args, kwargs):
+    def run(self, grid, args, kwargs) -> CompiledKernel:
+        """Launch on ``grid``; returns the ``CompiledKernel`` that ran (as Triton's launch
+        does, so ``h = k[grid](...); h.asm["ir"]`` reads what ran)."""
         env = knobs.launch_env()
         try:
             key, vals = self._binder(*args, **kwargs)
@@ -281,9 +283,10 @@ class NPUKernel:
         cache_key, c = self._keyed(bound, build=True)   # checks the arguments, as Triton does
         c.check_writeable(bound)
         if 0 in g:
-            return  # a grid with no programs launches nothing
+            return c  # a grid with no programs launches nothing
         c.launch(g, self.signature.runtime_args(c.sigs, c.runtime_index, bound))
         self._remember_fast(bound, c, cache_key, env)
+        return c
 
     def _remember_grid(self, grid, g: tuple) -> None:
         if type(grid) is tuple and len(self._grids) < 256:
@@ -306,7 +309,8 @@ class NPUKernel:
         fast = make_fast_launch(self.params, key, c.sigs, c.runtime_index, {
             "_cache_key": cache_key, "_touch": self.cache.move_to_end,
             "_check_globals": c.check_globals if c.global_reads else None,
-            "_grids": self._grids, "_grid": self._grid_of, "_launch": c.runnable()})
+            "_grids": self._grids, "_grid": self._grid_of, "_launch": c.runnable(),
+            "_compiled": c})
         fast.compiled = c
         with self._lock:
             if self.cache.get(cache_key) is c:   # else already evicted: nothing to keep

@@ -1,5 +1,6 @@
 """Launch rules Triton kernels rely on: 0-d arrays are one-element buffers, a kernel may
-have no parameters, a grid with a 0 launches nothing (arguments still checked)."""
+have no parameters, a grid with a 0 launches nothing (arguments still checked), a launch
+returns the compiled kernel that ran."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 
 import npujit.language as nl
 from npujit import LaunchError, npu_kernel
+from npujit.jit.compiled import CompiledKernel
 
 calls = np.zeros(1, np.int32)
 
@@ -46,3 +48,19 @@ def test_a_grid_with_a_zero_launches_nothing_but_still_checks_arguments():
     assert counter[0] == 10
     with pytest.raises(LaunchError, match="argument 'counter_ptr'"):
         _bump[(0,)](np.zeros(1, np.complex64), 5)
+
+
+@npu_kernel(backend="reference")
+def _add_one(x_ptr, n, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    nl.store(x_ptr + offs, nl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+def test_a_launch_returns_the_compiled_kernel_that_ran():
+    x = np.zeros(8, np.float32)
+    first = _add_one[(1,)](x, 8, BLOCK=8)           # compiled, then launched
+    again = _add_one[(1,)](x, 8, BLOCK=8)           # the warm launch path
+    empty = _add_one[(0,)](x, 8, BLOCK=8)           # launches nothing
+    assert isinstance(first, CompiledKernel) and again is first and empty is first
+    assert "npu.store" in first.asm["ir"] and first.constexprs == {"BLOCK": 8}
+    np.testing.assert_array_equal(x, 2.0)
