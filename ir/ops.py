@@ -46,7 +46,7 @@ class Kind(enum.Enum):
     IDIV = "npu.idiv"               # ints: division truncating toward zero (C, Triton); /0 gives 0
     REM = "npu.rem"                 # remainder with the sign of the dividend (C fmod, Triton)
     POW = "npu.pow"                 # floats only
-    MAXIMUM = "npu.maximum"         # NaN-propagating (np.maximum)
+    MAXIMUM = "npu.maximum"         # NaN-ignoring, as Triton (np.fmax: NaN only if both are)
     MINIMUM = "npu.minimum"
     AND = "npu.and"                 # bitwise on ints, logical on i1
     OR = "npu.or"

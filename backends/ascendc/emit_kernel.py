@@ -320,8 +320,11 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
             # g++ rejects an int compared with itself (-Werror=tautological-compare)
             expr = "true" if op.attrs["predicate"] in ("eq", "le", "ge") else "false"
         elif k in (Kind.MAXIMUM, Kind.MINIMUM):
+            a, b = args[0].expr, args[1].expr
             cmp = ">" if k is Kind.MAXIMUM else "<"
-            expr = f"({args[0].expr} {cmp} {args[1].expr} ? {args[0].expr} : {args[1].expr})"
+            # floats: a NaN operand gives the other one (np.fmax, docs/semantics.md)
+            keep_a = f"{a} {cmp} {b} || {b} != {b}" if dt.is_float else f"{a} {cmp} {b}"
+            expr = f"({keep_a} ? {a} : {b})"
         elif k is Kind.NEG:
             expr = f"-({args[0].expr})"
         elif k is Kind.CAST:

@@ -13,7 +13,7 @@ from npujit.ir.ops import Kind
 
 from . import schedule_view as sv
 from .lowering import cpp_type, not_lowered
-from .values import Index, Mask, Scalar, Splat, Tile, scalar_arg
+from .values import Bits, Index, Mask, Scalar, Splat, Tile, scalar_arg
 
 
 class MemoryLowering:
@@ -43,6 +43,8 @@ class MemoryLowering:
         return Tile(name, dtype, length, home=("scratch", slot))
 
     def release(self, tile) -> None:
+        if isinstance(tile, Bits):          # a compare's bit mask lives in a scratch tile
+            tile = getattr(tile, "home", None)
         if isinstance(tile, Tile) and isinstance(tile.home, tuple) and tile.home[0] == "scratch":
             if tile.home[1] not in self.scratch_free:
                 self.scratch_free.append(tile.home[1])

@@ -292,7 +292,10 @@ class VectorLowering:
         if isinstance(cond, Mask):
             cond, scratch_bits = self.bits_of(cond)
         elif isinstance(cond, Bits):
-            scratch_bits = getattr(cond, "home", None)
+            # a compare read by this select only is freed here; one read by more (merged by
+            # cse, as maximum(..., propagate_nan=ALL) makes) at its last use (``release``)
+            if len(self.uses.get(id(op.operands[0]), ())) == 1:
+                scratch_bits = getattr(cond, "home", None)
         else:
             raise not_lowered(op, "nl.where on a condition the emitter cannot build")
         ta = self.as_tile(a, dt)

@@ -114,7 +114,7 @@ def binary(kind: Kind, d: DType, a: str, b: str) -> str:
         return result(d, f"{a} ** {b}")
     if kind in (Kind.MAXIMUM, Kind.MINIMUM):
         if d.is_float:
-            fn = "sl.fmaximum" if kind is Kind.MAXIMUM else "sl.fminimum"
+            fn = "sl.fmax_num" if kind is Kind.MAXIMUM else "sl.fmin_num"
             return f"{fn}({a}, {b})"
         op = ">" if kind is Kind.MAXIMUM else "<"
         return f"({a} if {a} {op} {b} else {b})"

@@ -95,38 +95,67 @@ def _key(b):
     return np.int32(b ^ ((b >> np.int32(31)) & _ABS_MASK))
 
 
+# Keys no number has (those of two NaN bit patterns): a NaN lane's key in a max / min run,
+# so NaN never wins, and the result when every lane is NaN.
+_NO_MAX = np.int32(-2147483648)
+_NO_MIN = np.int32(2147483647)
+
+
 @njit(**_JIT)
-def line_max_f(a, start, n):
-    """NaN-propagating max of a float32 run."""
+def _number_key(b, none):
+    # _key(b), or ``none`` for a NaN's bits; without a branch, so the loops vectorise
+    nan = np.int32(_INF_BITS - np.int32(b & _ABS_MASK)) >> np.int32(31)   # -1 for NaN, else 0
+    return np.int32((_key(b) & ~nan) | (none & nan))
+
+
+@njit(**_JIT)
+def _max_key_f(a, start, n):
+    # (largest key of the run's numbers, or _NO_MAX; whether the run has a NaN)
     v = a.view(np.int32)
-    k = np.int32(-2147483648)
+    k = _NO_MAX
     ab = np.int32(0)
     for i in range(n):
         b = v[start + i]
-        key = _key(b)
-        k = key if key > k else k
         c = np.int32(b & _ABS_MASK)
+        key = _number_key(b, _NO_MAX)
+        k = key if key > k else k
         ab = c if c > ab else ab
-    if ab > _INF_BITS:
+    return k, ab > _INF_BITS
+
+
+@njit(**_JIT)
+def _min_key_f(a, start, n):
+    # (smallest key of the run's numbers, or _NO_MIN; whether the run has a NaN)
+    v = a.view(np.int32)
+    k = _NO_MIN
+    ab = np.int32(0)
+    for i in range(n):
+        b = v[start + i]
+        c = np.int32(b & _ABS_MASK)
+        key = _number_key(b, _NO_MIN)
+        k = key if key < k else k
+        ab = c if c > ab else ab
+    return k, ab > _INF_BITS
+
+
+@njit(**_JIT)
+def _from_key(k, none):
+    # the float a key stands for; NaN when the run had no number (``none``)
+    if k == none:
         return np.float32(np.nan)
     return np.int32(_key(k)).view(np.float32)
+
+
+@njit(**_JIT)
+def line_max_f(a, start, n):
+    """Max of a float32 run, NaN skipped (np.fmax, Triton's max); NaN only if all are."""
+    return _from_key(_max_key_f(a, start, n)[0], _NO_MAX)
 
 
 @njit(**_JIT)
 def line_min_f(a, start, n):
-    """NaN-propagating min of a float32 run."""
-    v = a.view(np.int32)
-    k = np.int32(2147483647)
-    ab = np.int32(0)
-    for i in range(n):
-        b = v[start + i]
-        key = _key(b)
-        k = key if key < k else k
-        c = np.int32(b & _ABS_MASK)
-        ab = c if c > ab else ab
-    if ab > _INF_BITS:
-        return np.float32(np.nan)
-    return np.int32(_key(k)).view(np.float32)
+    """Min of a float32 run, NaN skipped (np.fmin); NaN only if all are."""
+    return _from_key(_min_key_f(a, start, n)[0], _NO_MIN)
 
 
 @njit(**_JIT)
@@ -163,12 +192,14 @@ def _line_arg(a, start, n, m):
 @njit(**_JIT)
 def line_argmax_f(a, start, n):
     """Index of the first maximum of a float32 run; of the first NaN if there is one."""
-    return _line_arg(a, start, n, line_max_f(a, start, n))
+    k, nan = _max_key_f(a, start, n)
+    return _line_arg(a, start, n, np.float32(np.nan) if nan else _from_key(k, _NO_MAX))
 
 
 @njit(**_JIT)
 def line_argmin_f(a, start, n):
-    return _line_arg(a, start, n, line_min_f(a, start, n))
+    k, nan = _min_key_f(a, start, n)
+    return _line_arg(a, start, n, np.float32(np.nan) if nan else _from_key(k, _NO_MIN))
 
 
 @njit(**_JIT)
@@ -247,9 +278,9 @@ def _extreme_cols(a, base, n, inner, acc, is_max):
         for j in range(inner):
             x = a[row + j]
             m = acc[j]
-            # x != x takes a NaN; a NaN in acc never loses a comparison afterwards
+            # NaN is skipped (np.fmax): a NaN x never wins, any x replaces a NaN m
             better = (x > m) if is_max else (x < m)
-            acc[j] = x if (better or x != x) else m
+            acc[j] = x if (better or m != m) else m
 
 
 @njit(**_JIT)
@@ -270,7 +301,8 @@ def _arg_cols(a, base, n, inner, out, is_max):
 
 @njit(**_JIT)
 def extreme_f(a, outer, n, inner, out, is_max):
-    """NaN-propagating max (``is_max``) or min along the axis of a float32 tile."""
+    """Max (``is_max``) or min along the axis of a float32 tile, NaN skipped (NaN only
+    where every element is)."""
     for o in range(outer):
         base = o * n * inner
         if inner == 1:
@@ -313,7 +345,7 @@ def arg_extreme_i(a, outer, n, inner, out, is_max):
 
 @njit(**_JIT)
 def extreme_g(a, outer, n, inner, out, is_max):
-    """NaN-propagating max/min along the axis of a float tile of any width (f64 tiles;
+    """NaN-skipping max/min along the axis of a float tile of any width (f64 tiles;
     the f32 helpers above compare IEEE bits as int32)."""
     for o in range(outer):
         _extreme_cols(a, o * n * inner, n, inner, out[o * inner:(o + 1) * inner], is_max)

@@ -145,16 +145,16 @@ def ushift(a, b, bits, left):
 
 
 @njit(**_JIT)
-def fmaximum(a, b):
-    """np.maximum on floats: NaN if either is NaN; on equal values ``b`` (numpy's choice,
-    which decides the sign of max(-0.0, 0.0))."""
-    return a if (a > b or a != a) else b
+def fmax_num(a, b):
+    """np.fmax on floats (Triton's maximum): a NaN operand gives the other one, NaN only
+    when both are; on equal values ``b`` (which decides the sign of max(-0.0, 0.0))."""
+    return a if (a > b or b != b) else b
 
 
 @njit(**_JIT)
-def fminimum(a, b):
-    """np.minimum on floats: NaN if either is NaN; on equal values ``b``."""
-    return a if (a < b or a != a) else b
+def fmin_num(a, b):
+    """np.fmin on floats: a NaN operand gives the other one; on equal values ``b``."""
+    return a if (a < b or b != b) else b
 
 
 # exp in float32 arithmetic only, so loops calling it vectorise (pip llvmlite has no

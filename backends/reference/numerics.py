@@ -84,6 +84,30 @@ def arith(f, *xs: np.ndarray) -> np.ndarray:
     return f(*xs)
 
 
+def fmax_num(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """npujit's ``maximum`` (Triton's): np.fmax, a NaN operand gives the other one, NaN
+    only when both are; on equal values ``b``, on every path (np.fmax gives ``a`` for a
+    single element), so the sign of max(-0.0, 0.0) is defined as on the other tiers.
+
+    Example::
+
+        >>> fmax_num(np.float32([np.nan, 1.0, np.nan]), np.float32([2.0, np.nan, np.nan]))
+        array([ 2.,  1., nan], dtype=float32)
+    """
+    return np.where((a > b) | (b != b), a, b)
+
+
+def fmin_num(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """npujit's ``minimum``: np.fmin, on equal values ``b`` (see ``fmax_num``).
+
+    Example::
+
+        >>> fmin_num(np.float32([np.nan, 1.0]), np.float32([2.0, np.nan]))
+        array([2., 1.], dtype=float32)
+    """
+    return np.where((a < b) | (b != b), a, b)
+
+
 def erf(x: np.ndarray) -> np.ndarray:
     """The error function of an f32 array, as f32.
 

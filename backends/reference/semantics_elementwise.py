@@ -23,7 +23,7 @@ import numpy as np
 
 from npujit.ir import Kind
 
-from .numerics import BOOL, F32, arith, erf, float_to_int, is_float, widen
+from .numerics import BOOL, F32, arith, erf, float_to_int, fmax_num, fmin_num, is_float, widen
 
 
 def _ufunc(f):
@@ -173,8 +173,8 @@ SEMANTICS_ELEMENTWISE = {
     Kind.IDIV: idiv,
     Kind.REM: rem,
     Kind.POW: _ufunc(np.power),
-    Kind.MAXIMUM: _ufunc(np.maximum),       # NaN-propagating
-    Kind.MINIMUM: _ufunc(np.minimum),
+    Kind.MAXIMUM: _ufunc(fmax_num),         # NaN-ignoring, as Triton's default (np.fmax)
+    Kind.MINIMUM: _ufunc(fmin_num),
     Kind.AND: _ufunc(np.bitwise_and),       # logical on bool arrays
     Kind.OR: _ufunc(np.bitwise_or),
     Kind.XOR: _ufunc(np.bitwise_xor),

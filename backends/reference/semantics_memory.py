@@ -24,7 +24,7 @@ import numpy as np
 from npujit.ir import Kind
 
 from . import memory
-from .numerics import arith, is_float
+from .numerics import arith, fmax_num, fmin_num, is_float
 
 
 def _site(ctx, op) -> memory.AccessSite:
@@ -62,8 +62,8 @@ def _add(a, b):
 
 
 # The rule of each combine: as the elementwise op of that name (docs/semantics.md)
-_COMBINE = {"add": _add, "max": lambda a, b: arith(np.maximum, a, b),
-            "min": lambda a, b: arith(np.minimum, a, b), "xchg": lambda a, b: b,
+_COMBINE = {"add": _add, "max": lambda a, b: arith(fmax_num, a, b),
+            "min": lambda a, b: arith(fmin_num, a, b), "xchg": lambda a, b: b,
             "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
 
 

@@ -53,8 +53,9 @@ def reduce(ctx, op, x):
         out_dtype = x.dtype if is_float(x.dtype) else acc
         return np.asarray(f(x.astype(acc), axis=axis, dtype=acc)).astype(out_dtype)
     if kind in ("max", "min"):
-        f = np.max if kind == "max" else np.min          # both propagate NaN
-        return np.asarray(f(widen(x), axis=axis)).astype(x.dtype)
+        # NaN-ignoring, as Triton's (a fold of maximum): NaN only for a lane of NaNs
+        f = np.fmax if kind == "max" else np.fmin
+        return np.asarray(f.reduce(widen(x), axis=axis)).astype(x.dtype)
     return _arg_extreme(x, axis, np.argmax if kind == "argmax" else np.argmin)
 
 

@@ -155,7 +155,7 @@ def _float_binary(kind: Kind, a: float, b: float, d: DType):
     x, y = _compute(a, d), _compute(b, d)  # halves compute in f32, then round once
     with np.errstate(all="ignore"):
         r = {Kind.ADD: np.add, Kind.SUB: np.subtract, Kind.MUL: np.multiply,
-             Kind.DIV: np.divide, Kind.MAXIMUM: np.maximum, Kind.MINIMUM: np.minimum}[kind](x, y)
+             Kind.DIV: np.divide, Kind.MAXIMUM: np.fmax, Kind.MINIMUM: np.fmin}[kind](x, y)
     return _round(r, d)
 
 

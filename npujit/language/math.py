@@ -12,7 +12,7 @@ from npujit.ir import Kind
 from npujit.ir import types as T
 
 from . import semantic as sem
-from .core import builtin, tensor
+from .core import builtin, constexpr, tensor
 
 
 def _unary(kind: Kind, doc: str):
@@ -54,34 +54,36 @@ def gelu(x, approximate: str = "none") -> tensor:
 
 
 class PropagateNan(enum.Enum):
-    """Triton's ``propagate_nan=`` of ``maximum``/``minimum``/``clamp``: ``ALL`` gives NaN
-    when either input is NaN (npujit's default), ``NONE`` the other input (np.fmax).
+    """Triton's ``propagate_nan=`` of ``maximum``/``minimum``/``clamp``: ``NONE`` (the
+    default, as in Triton) gives the other input when one is NaN (np.fmax), ``ALL`` gives
+    NaN when either input is NaN (np.maximum).
 
     Example::
 
-        y = nl.maximum(x, y, propagate_nan=nl.PropagateNan.NONE)
+        y = nl.maximum(x, y, propagate_nan=nl.PropagateNan.ALL)
     """
     NONE = "none"
     ALL = "all"
 
 
 def _extremum(kind: Kind, a, b, propagate_nan) -> tensor:
-    if propagate_nan in (None, PropagateNan.ALL):
-        return sem.binary(kind, a, b)
-    if propagate_nan is not PropagateNan.NONE:
+    if isinstance(propagate_nan, constexpr):
+        propagate_nan = propagate_nan.value
+    if propagate_nan not in (None, PropagateNan.NONE, PropagateNan.ALL):
         raise sem.error(f"propagate_nan must be nl.PropagateNan.NONE or .ALL, got {propagate_nan!r}")
     a, b = sem.promote_pair(a, b)
-    m = sem.binary(kind, a, b)
-    if not a.dtype.is_float:
+    m = sem.binary(kind, a, b)     # npu.maximum / npu.minimum skip NaN (np.fmax / np.fmin)
+    if propagate_nan is not PropagateNan.ALL or not a.dtype.is_float:
         return m
-    # NONE: a NaN input gives the other input (np.fmax / np.fmin)
-    return sem.where(sem.compare("ne", a, a), b, sem.where(sem.compare("ne", b, b), a, m))
+    # ALL: a NaN input gives NaN (np.maximum / np.minimum)
+    return sem.where(sem.compare("ne", a, a), a, sem.where(sem.compare("ne", b, b), b, m))
 
 
 @builtin
 def maximum(a, b, propagate_nan=None) -> tensor:
-    """Elementwise max; NaN propagates (as np.maximum), unless
-    ``propagate_nan=nl.PropagateNan.NONE`` (as np.fmax).
+    """Elementwise max, as Triton's: a NaN input gives the other input, NaN only when both
+    are (np.fmax); ``propagate_nan=nl.PropagateNan.ALL`` gives NaN when either is
+    (np.maximum).  None means ``NONE``.
 
     Example::
 
@@ -92,8 +94,8 @@ def maximum(a, b, propagate_nan=None) -> tensor:
 
 @builtin
 def minimum(a, b, propagate_nan=None) -> tensor:
-    """Elementwise min; NaN propagates (as np.minimum), unless
-    ``propagate_nan=nl.PropagateNan.NONE`` (as np.fmin).
+    """Elementwise min: a NaN input gives the other input (np.fmin, Triton's default);
+    ``propagate_nan=nl.PropagateNan.ALL`` gives NaN when either is (np.minimum).
 
     Example::
 
@@ -104,7 +106,8 @@ def minimum(a, b, propagate_nan=None) -> tensor:
 
 @builtin
 def clamp(x, lo, hi, propagate_nan=None) -> tensor:
-    """``minimum(maximum(x, lo), hi)``.
+    """``minimum(maximum(x, lo), hi)``, with ``propagate_nan`` on both: by default a NaN
+    ``x`` gives ``lo`` (Triton's clamp does not propagate NaN unless asked to).
 
     Example::
 

@@ -65,37 +65,50 @@ def prod(x, axis=None, keep_dims: bool = False) -> tensor:
     return _reduce("prod", x, axis, keep_dims, "prod")
 
 
+def _with_index(kind: str, x, axis, keep_dims: bool):
+    """``max``/``min`` with ``return_indices``: the value at the returned index, so a lane
+    with a NaN gives NaN and the index of its first NaN (as argmax does)."""
+    x = sem.to_tensor(x)
+    v = _reduce(kind, x, axis, keep_dims, kind)
+    i = _reduce("arg" + kind, x, axis, keep_dims, kind)
+    if x.dtype.is_float:
+        has_nan = _reduce("max", sem.compare("ne", x, x), axis, keep_dims, kind)
+        v = sem.where(sem.compare("ne", has_nan, 0), sem.constant(float("nan"), x.dtype), v)
+    return v, i
+
+
 @builtin
 def max(x, axis=None, return_indices: bool = False,
         return_indices_tie_break_left: bool = True, keep_dims: bool = False):
-    """Maximum along ``axis`` (NaN propagates); with ``return_indices`` also the argmax
-    (the first index of a tie, which also satisfies Triton's unspecified
-    ``return_indices_tie_break_left=False``).
+    """Maximum along ``axis``; NaN is skipped, as in Triton (np.fmax: a lane gives NaN
+    only when all of it is NaN).  With ``return_indices`` also the argmax (the first
+    index of a tie, which also satisfies Triton's unspecified
+    ``return_indices_tie_break_left=False``), and the value is the one at that index: NaN
+    when the lane has a NaN, as argmax points at the first NaN.
 
     Example::
 
         m = nl.max(x, axis=1)
     """
-    v = _reduce("max", x, axis, keep_dims, "max")
     if return_indices:
-        return v, _reduce("argmax", x, axis, keep_dims, "max")
-    return v
+        return _with_index("max", x, axis, keep_dims)
+    return _reduce("max", x, axis, keep_dims, "max")
 
 
 @builtin
 def min(x, axis=None, return_indices: bool = False,
         return_indices_tie_break_left: bool = True, keep_dims: bool = False):
-    """Minimum along ``axis`` (NaN propagates); with ``return_indices`` also the argmin
-    (the first index of a tie, whatever ``return_indices_tie_break_left`` says).
+    """Minimum along ``axis``; NaN is skipped (np.fmin).  With ``return_indices`` also the
+    argmin (the first index of a tie, whatever ``return_indices_tie_break_left`` says),
+    and the value at it (NaN when the lane has a NaN).
 
     Example::
 
         lo = nl.min(x, axis=0)
     """
-    v = _reduce("min", x, axis, keep_dims, "min")
     if return_indices:
-        return v, _reduce("argmin", x, axis, keep_dims, "min")
-    return v
+        return _with_index("min", x, axis, keep_dims)
+    return _reduce("min", x, axis, keep_dims, "min")
 
 
 @builtin

@@ -193,9 +193,9 @@ def split(a):
     a = sem.to_tensor(a)
     if not a.shape or a.shape[-1] != 2:
         raise sem.error(f"split needs a tile whose last axis has size 2, got shape {list(a.shape)}")
-    from .reduction import max as _max   # a select then a max over two lanes, one of them
-    d = a.dtype                          # the lowest value: exact for every input, NaN too
-    low = sem.to_tensor(float("-inf") if d.is_float else (False if d.is_bool else -(1 << (d.bits - 1))), d)
+    from .reduction import max as _max   # a select then a max over two lanes, the other one
+    d = a.dtype                          # NaN (which max skips) or the lowest int: exact
+    low = sem.to_tensor(float("nan") if d.is_float else (False if d.is_bool else -(1 << (d.bits - 1))), d)
     picked = []
     for half in (0, 1):
         keep = sem.compare("eq", _arange_along(2, a.ndim - 1, a.ndim), half)

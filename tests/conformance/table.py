@@ -140,8 +140,8 @@ BINARY = [
          lambda x, y: rnd(np.trunc(f32(rnd(f32(x) / f32(y), x))), x), FLOATS),
     _fbin("mod_float", lambda x, y: x % y, np.fmod),
     _fbin("pow", lambda x, y: x ** y, np.power, "positive", tol=2e-6),
-    _fbin("maximum", nl.maximum, np.maximum),
-    _fbin("minimum", nl.minimum, np.minimum),
+    _fbin("maximum", nl.maximum, np.fmax),        # NaN skipped, as Triton's default
+    _fbin("minimum", nl.minimum, np.fmin),
     _ibin("add_int", lambda x, y: x + y, np.add),
     _ibin("sub_int", lambda x, y: x - y, np.subtract),
     _ibin("mul_int", lambda x, y: x * y, np.multiply),
@@ -241,10 +241,10 @@ def _red(kind):
                     w = np.uint64 if x.dtype == np.uint64 else np.uint32
                 return x.astype(w).sum(axis=axis, dtype=w)
             return rnd(xf.astype(np.float64).sum(axis=axis), x)
-        if kind == "max":
-            return xf.max(axis=axis).astype(x.dtype)
+        if kind == "max":           # NaN skipped (np.fmax), NaN for a lane of NaNs
+            return np.fmax.reduce(xf, axis=axis).astype(x.dtype)
         if kind == "min":
-            return xf.min(axis=axis).astype(x.dtype)
+            return np.fmin.reduce(xf, axis=axis).astype(x.dtype)
         if kind == "argmax":
             return np.argmax(xf, axis=axis).astype(np.int32)
         return np.argmin(xf, axis=axis).astype(np.int32)
@@ -330,12 +330,25 @@ SHAPE_AND_DOT = [
 SPECIAL = [  # NaN, ±inf, -0.0 and subnormals (f32 and f16)
     _fbin("add_special", lambda x, y: x + y, np.add, "special"),
     _fbin("mul_special", lambda x, y: x * y, np.multiply, "special"),
-    _fbin("maximum_special", nl.maximum, np.maximum, "special"),
-    _fbin("minimum_special", nl.minimum, np.minimum, "special"),
+    _fbin("maximum_special", nl.maximum, np.fmax, "special"),
+    _fbin("minimum_special", nl.minimum, np.fmin, "special"),
+    _fbin("maximum_nan_all_special", lambda x, y: nl.maximum(x, y, propagate_nan=nl.PropagateNan.ALL),
+          np.maximum, "special"),
+    _fbin("minimum_nan_all_special", lambda x, y: nl.minimum(x, y, propagate_nan=nl.PropagateNan.ALL),
+          np.minimum, "special"),
+    Case("clamp_special", lambda x, y: nl.clamp(x, -1.0, 1.0),
+         lambda x, y: np.fmin(np.fmax(f32(x), -1.0), 1.0).astype(x.dtype), FLOATS, "special"),
     Case("cmp_lt_special", lambda x, y: x < y, lambda x, y: f32(x) < f32(y), FLOATS, "special"),
     Case("ne_special", lambda x, y: x != y, lambda x, y: f32(x) != f32(y), FLOATS, "special"),
     Case("max_reduce_special", lambda x, y: nl.max(x, axis=1),
-         lambda x, y: f32(x).max(axis=1).astype(x.dtype), FLOATS, "special"),
+         lambda x, y: np.fmax.reduce(f32(x), axis=1).astype(x.dtype), FLOATS, "special"),
+    Case("max_axis0_special", lambda x, y: nl.max(x, axis=0),
+         lambda x, y: np.fmax.reduce(f32(x), axis=0).astype(x.dtype), FLOATS, "special"),
+    Case("min_axis0_special", lambda x, y: nl.min(x, axis=0),
+         lambda x, y: np.fmin.reduce(f32(x), axis=0).astype(x.dtype), FLOATS, "special"),
+    Case("max_indices_special", lambda x, y: nl.max(x, axis=1, return_indices=True),
+         lambda x, y: (np.take_along_axis(x, np.argmax(f32(x), axis=1)[:, None], 1)[:, 0],
+                       np.argmax(f32(x), axis=1).astype(np.int32)), FLOATS, "special"),
     Case("argmax_special", lambda x, y: nl.argmax(x, axis=1),
          lambda x, y: np.argmax(f32(x), axis=1).astype(np.int32), FLOATS, "special"),
     _unary("sqrt_special", nl.sqrt, np.sqrt, "special", tol=0),

@@ -133,8 +133,9 @@ inline void binary(const LocalTensor<T>& dst, const LocalTensor<T>& a, const Loc
   for (uint32_t i = 0; i < count; ++i) dst.at(i) = T(f(npujit_twin::widen(a.at(i)), npujit_twin::widen(b.at(i))));
 }
 
-template <typename T> inline T nan_max(T a, T b) { return (a != a || a > b) ? a : b; }
-template <typename T> inline T nan_min(T a, T b) { return (a != a || a < b) ? a : b; }
+// npujit's maximum/minimum (Triton's, np.fmax/np.fmin): a NaN operand gives the other one.
+template <typename T> inline T num_max(T a, T b) { return (b != b || a > b) ? a : b; }
+template <typename T> inline T num_min(T a, T b) { return (b != b || a < b) ? a : b; }
 
 }  // namespace twin_detail
 
@@ -148,8 +149,8 @@ NPUJIT_TWIN_BINARY(Add, a + b)
 NPUJIT_TWIN_BINARY(Sub, a - b)
 NPUJIT_TWIN_BINARY(Mul, a * b)
 NPUJIT_TWIN_BINARY(Div, a / b)
-NPUJIT_TWIN_BINARY(Max, twin_detail::nan_max(a, b))
-NPUJIT_TWIN_BINARY(Min, twin_detail::nan_min(a, b))
+NPUJIT_TWIN_BINARY(Max, twin_detail::num_max(a, b))
+NPUJIT_TWIN_BINARY(Min, twin_detail::num_min(a, b))
 #undef NPUJIT_TWIN_BINARY
 
 #define NPUJIT_TWIN_SCALAR(NAME, EXPR)                                                              \
@@ -160,8 +161,8 @@ NPUJIT_TWIN_BINARY(Min, twin_detail::nan_min(a, b))
   }
 NPUJIT_TWIN_SCALAR(Adds, a + s)
 NPUJIT_TWIN_SCALAR(Muls, a * s)
-NPUJIT_TWIN_SCALAR(Maxs, twin_detail::nan_max(a, s))
-NPUJIT_TWIN_SCALAR(Mins, twin_detail::nan_min(a, s))
+NPUJIT_TWIN_SCALAR(Maxs, twin_detail::num_max(a, s))
+NPUJIT_TWIN_SCALAR(Mins, twin_detail::num_min(a, s))
 #undef NPUJIT_TWIN_SCALAR
 
 #define NPUJIT_TWIN_UNARY(NAME, EXPR)                                                               \
@@ -246,7 +247,8 @@ inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
                       bool calIndex = false) {
   npujit_twin::check_ub(tmp, 1, "ReduceMax");
   if (calIndex) npujit_twin::twin_fail("ReduceMax: calIndex is not in the twin");
-  reduce_extreme(dst, src, count, "ReduceMax", [](auto a, auto b) { return a > b || (a != a && b == b); });
+  // NaN is skipped (npujit's max, Triton's); a lane of NaNs gives NaN
+  reduce_extreme(dst, src, count, "ReduceMax", [](auto a, auto b) { return a > b || (b != b && a == a); });
 }
 
 template <typename T>
@@ -254,7 +256,7 @@ inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
                       bool calIndex = false) {
   npujit_twin::check_ub(tmp, 1, "ReduceMin");
   if (calIndex) npujit_twin::twin_fail("ReduceMin: calIndex is not in the twin");
-  reduce_extreme(dst, src, count, "ReduceMin", [](auto a, auto b) { return a < b || (a != a && b == b); });
+  reduce_extreme(dst, src, count, "ReduceMin", [](auto a, auto b) { return a < b || (b != b && a == a); });
 }
 
 enum class CMPMODE { LT, GT, EQ, LE, GE, NE };
