@@ -40,9 +40,9 @@ _RESULT_DEF = re.compile(r"%([A-Za-z0-9_$.\-]+)(?::([0-9]+))?")
 _BLOCK_LABEL = re.compile(r"\^[A-Za-z0-9_$.\-]+")
 _INT = re.compile(r"-?(?:0x[0-9A-Fa-f]+|[0-9]+)")
 _FLOAT = re.compile(r"-?[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?")
-_TENSOR = re.compile(r"tensor<((?:[0-9]+x)*)([a-z][a-z0-9]*)>")
-_PTR = re.compile(r"!npu\.ptr<([a-z][a-z0-9]*)>")
-_DTYPE = re.compile(r"[a-z][a-z0-9]*")
+_TENSOR = re.compile(r"tensor<((?:[0-9]+x)*)([a-z][a-zA-Z0-9]*)>")
+_PTR = re.compile(r"!npu\.ptr<([a-z][a-zA-Z0-9]*)>")
+_DTYPE = re.compile(r"[a-z][a-zA-Z0-9]*")
 
 
 class ParseError(ValueError):
@@ -465,7 +465,7 @@ def _float_from_bits(bits: int, type_name: str) -> float:
     if type_name == "f64":
         return struct.unpack("<d", struct.pack("<Q", bits))[0]
     np_dtype = BY_NAME[type_name].np
-    uint = {2: np.uint16, 4: np.uint32}[np_dtype.itemsize]
+    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32}[np_dtype.itemsize]
     return float(np.array(bits, dtype=uint).view(np_dtype))
 
 

@@ -86,7 +86,7 @@ def float_bits(value: float, dtype_name: str) -> int:
     if dtype_name == "f64":
         return struct.unpack("<Q", struct.pack("<d", value))[0]
     np_dtype = BY_NAME[dtype_name].np
-    uint = {2: np.uint16, 4: np.uint32}[np_dtype.itemsize]
+    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32}[np_dtype.itemsize]
     with np.errstate(over="ignore", invalid="ignore"):
         return int(np.array(value, dtype=np_dtype).view(uint))
 

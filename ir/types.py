@@ -20,13 +20,14 @@ import numpy as np
 
 @dataclass(frozen=True)
 class DType:
-    """An element type.  ``name`` is the MLIR spelling (f64, f32, f16, bf16, i8 ... i64,
-    ui8 ... ui64, i1).  Unsigned ints are ints (``is_int``) with ``is_unsigned`` set."""
+    """An element type.  ``name`` is the MLIR spelling (f64, f32, f16, bf16, f8E4M3FN,
+    f8E5M2, i8 ... i64, ui8 ... ui64, i1).  Unsigned ints are ints (``is_int``) with
+    ``is_unsigned`` set."""
 
     name: str
     itemsize: int
     kind: str  # "float", "int", "uint" or "bool"
-    np_name: str  # numpy storage dtype name (bf16 uses ml_dtypes.bfloat16)
+    np_name: str  # numpy storage dtype name (bf16 and the fp8s are ml_dtypes' types)
 
     @property
     def is_float(self) -> bool:
@@ -50,8 +51,21 @@ class DType:
         return self.name in ("f16", "bf16")
 
     @property
+    def is_fp8(self) -> bool:
+        """8-bit floats (Triton's float8e4nv = OCP E4M3FN, float8e5 = OCP E5M2)."""
+        return self.name in FP8_FORMATS
+
+    @property
+    def is_narrow_float(self) -> bool:
+        """Floats narrower than f32 (f16, bf16, fp8): kept as storage bits, computed in f32
+        and rounded back at each op (docs/semantics.md, "Half floats")."""
+        return self.is_half or self.is_fp8
+
+    @property
     def np(self) -> np.dtype:
-        return bfloat16_numpy() if self.name == "bf16" else np.dtype(self.np_name)
+        if self.name == "bf16" or self.is_fp8:
+            return ml_dtypes_numpy(self.np_name)
+        return np.dtype(self.np_name)
 
     @property
     def bits(self) -> int:
@@ -64,10 +78,17 @@ class DType:
 
     @property
     def fp_mantissa_width(self) -> int:
-        """Explicit mantissa bits of a float type (f32 23, f16 10, bf16 7)."""
+        """Explicit mantissa bits of a float type (f32 23, f16 10, bf16 7, fp8 3 or 2)."""
         if not self.is_float:
             raise TypeError(f"{self!r} is not a floating-point type")
-        return {"f64": 52, "f32": 23, "f16": 10, "bf16": 7}[self.name]
+        return FLOAT_FORMATS[self.name].mbits
+
+    @property
+    def exponent_bias(self) -> int:
+        """The exponent bias of a float type (f32 127, f16 15, float8e4nv 7, float8e5 15)."""
+        if not self.is_float:
+            raise TypeError(f"{self!r} is not a floating-point type")
+        return FLOAT_FORMATS[self.name].bias
 
     def is_floating(self) -> bool:
         return self.is_float
@@ -98,39 +119,89 @@ uint16 = DType("ui16", 2, "uint", "uint16")
 uint32 = DType("ui32", 4, "uint", "uint32")
 uint64 = DType("ui64", 8, "uint", "uint64")
 bool_ = DType("i1", 1, "bool", "bool")
+float8e4nv = DType("f8E4M3FN", 1, "float", "float8_e4m3fn")
+float8e5 = DType("f8E5M2", 1, "float", "float8_e5m2")
 
 ALL_DTYPES = (float32, float16, bfloat16, int8, int16, int32, int64, bool_,
-              float64, uint8, uint16, uint32, uint64)
+              float64, uint8, uint16, uint32, uint64, float8e4nv, float8e5)
 BY_NAME = {d.name: d for d in ALL_DTYPES}
 PUBLIC_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i8": "int8",
                 "i16": "int16", "i32": "int32", "i64": "int64", "i1": "bool_",
                 "f64": "float64", "ui8": "uint8", "ui16": "uint16", "ui32": "uint32",
-                "ui64": "uint64"}
+                "ui64": "uint64", "f8E4M3FN": "float8e4nv", "f8E5M2": "float8e5"}
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A binary float format: exponent and explicit mantissa bits, exponent bias, and how
+    the all-ones exponent is used.  ``ieee``: infinities and NaNs as in IEEE 754 (f16,
+    f32, float8e5); otherwise (float8e4nv = OCP E4M3FN) there is no infinity and only
+    S.1111.111 is NaN, so the largest finite value is 448."""
+
+    ebits: int
+    mbits: int
+    bias: int
+    ieee: bool = True
+
+    @property
+    def emin(self) -> int:
+        """The exponent of the smallest normal number."""
+        return 1 - self.bias
+
+    @property
+    def max_finite(self) -> float:
+        top = (1 << self.ebits) - 1 - self.bias            # the all-ones exponent's value
+        if self.ieee:
+            return (2.0 - 2.0 ** -self.mbits) * 2.0 ** (top - 1)
+        return (2.0 - 2.0 ** (1 - self.mbits)) * 2.0 ** top  # all-ones mantissa is NaN
+
+
+FLOAT_FORMATS = {"f64": FloatFormat(11, 52, 1023), "f32": FloatFormat(8, 23, 127),
+                 "f16": FloatFormat(5, 10, 15), "bf16": FloatFormat(8, 7, 127),
+                 "f8E4M3FN": FloatFormat(4, 3, 7, ieee=False),
+                 "f8E5M2": FloatFormat(5, 2, 15)}
+FP8_FORMATS = {n: FLOAT_FORMATS[n] for n in ("f8E4M3FN", "f8E5M2")}
+# ml_dtypes' numpy dtype names -> IR dtypes (their numpy kinds are 'V' or 'f')
+_ML_DTYPES = {"bfloat16": bfloat16, "float8_e4m3fn": float8e4nv, "float8_e5m2": float8e5}
+
+
+def ml_dtypes_numpy(name: str) -> np.dtype:
+    """ml_dtypes' numpy dtype ``name`` (bfloat16, float8_e4m3fn...), imported on first
+    use: importing ml_dtypes costs ~1 s of CPU with numpy 2.4, and a process that never
+    meets such an array must not pay it at ``import npujit``."""
+    import ml_dtypes
+    return np.dtype(getattr(ml_dtypes, name))
 
 
 def bfloat16_numpy() -> np.dtype:
-    """numpy's bfloat16 dtype (ml_dtypes'), imported on first use: importing ml_dtypes
-    costs ~1 s of CPU with numpy 2.4, and a process that never meets a bf16 array must
-    not pay it at ``import npujit``."""
-    import ml_dtypes
-    return np.dtype(ml_dtypes.bfloat16)
+    """numpy's bfloat16 dtype (ml_dtypes')."""
+    return ml_dtypes_numpy("bfloat16")
+
+
+def ml_dtype_of_numpy(dt: np.dtype) -> DType | None:
+    """The IR dtype of one of ml_dtypes' numpy dtypes, without importing ml_dtypes (such
+    a dtype exists only once it is imported); None for any other dtype."""
+    d = _ML_DTYPES.get(dt.name)
+    if d is None or dt.kind not in "Vf" or "ml_dtypes" not in sys.modules:
+        return None
+    return d if dt == ml_dtypes_numpy(d.np_name) else None
 
 
 def is_bfloat16_numpy(dt: np.dtype) -> bool:
-    """Whether numpy dtype ``dt`` is ml_dtypes' bfloat16 (kind 'V'), without importing
-    ml_dtypes: a bfloat16 dtype exists only once it is imported."""
-    return dt.kind == "V" and "ml_dtypes" in sys.modules and dt == bfloat16_numpy()
+    """Whether numpy dtype ``dt`` is ml_dtypes' bfloat16."""
+    return ml_dtype_of_numpy(dt) is bfloat16
 
 
 def dtype_of_numpy(dt) -> DType | None:
     """The IR dtype for a numpy dtype, or None when npujit has no such element type."""
-    if isinstance(dt, str) and dt == "bfloat16":
-        return bfloat16
+    if isinstance(dt, str) and dt in _ML_DTYPES:
+        return _ML_DTYPES[dt]
     dt = np.dtype(dt)
-    if is_bfloat16_numpy(dt):
-        return bfloat16
+    d = ml_dtype_of_numpy(dt)
+    if d is not None:
+        return d
     for d in ALL_DTYPES:
-        if d.name != "bf16" and np.dtype(d.np_name) == dt:
+        if d.np_name not in _ML_DTYPES and np.dtype(d.np_name) == dt:
             return d
     return None
 
@@ -138,16 +209,20 @@ def dtype_of_numpy(dt) -> DType | None:
 def promote(a: DType, b: DType) -> DType:
     """The dtype of a binary op on ``a`` and ``b`` (Triton's rules).
 
-    Float beats int beats bool; among floats the wider wins and f16 with bf16 gives f32;
-    among ints the wider wins, and at equal width unsigned wins (u32 with i32 gives u32,
-    u8 with i32 gives i32), as in C and Triton.
+    Float beats int beats bool; among floats f64, then f32 wins; bf16 with f16 or an fp8
+    gives f32; f16 with an fp8, and two different fp8s, give f16; among ints the wider wins, and at
+    equal width unsigned wins (u32 with i32 gives u32, u8 with i32 gives i32), as in C and
+    Triton.
     """
     if a == b:
         return a
     if a.is_float and b.is_float:
-        if a.itemsize == b.itemsize:  # f16 with bf16
+        for d in (float64, float32):
+            if d in (a, b):
+                return d
+        if bfloat16 in (a, b):          # bf16 with f16 or an fp8
             return float32
-        return a if a.itemsize > b.itemsize else b
+        return float16                  # f16 with an fp8, or two different fp8s
     if a.is_float:
         return a
     if b.is_float:

@@ -28,6 +28,9 @@ from npujit.ir import types as T
 from npujit.errors import ArgumentOverflowError, LaunchError
 
 _SUPPORTED = ", ".join(T.PUBLIC_NAMES[d.name] for d in T.ALL_DTYPES)
+# torch dtypes numpy lacks -> the ml_dtypes type their arrays are viewed as
+_TORCH_ML_DTYPES = {"torch.bfloat16": "bfloat16", "torch.float8_e4m3fn": "float8_e4m3fn",
+                    "torch.float8_e5m2": "float8_e5m2"}
 
 
 def to_numpy(value, name: str) -> np.ndarray:
@@ -42,9 +45,11 @@ def to_numpy(value, name: str) -> np.ndarray:
                               "npujit runs on host memory — pass tensor.cpu()")
         if getattr(value, "requires_grad", False):
             value = value.detach()
-        if str(getattr(value, "dtype", "")) == "torch.bfloat16":
-            import ml_dtypes
-            return value.view(__import__("torch").int16).numpy().view(ml_dtypes.bfloat16)
+        ml_name = _TORCH_ML_DTYPES.get(str(getattr(value, "dtype", "")))
+        if ml_name is not None:         # numpy has no such dtype: view the bits
+            import torch
+            bits = torch.int16 if ml_name == "bfloat16" else torch.uint8
+            return value.view(bits).numpy().view(T.ml_dtypes_numpy(ml_name))
         return value.numpy()
     if hasattr(value, "__dlpack__"):
         try:

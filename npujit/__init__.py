@@ -16,13 +16,14 @@ from npujit.errors import (ArgumentOverflowError, CompilationError, DeviceAssert
 from npujit.jit.kernel import NPUKernel, npu_kernel
 from npujit.lazy import lazy_exports
 
-from .host import cdiv, next_power_of_2
+from .host import cdiv, next_power_of_2, reinterpret
 
 __version__ = "0.1.0"
 
 __all__ = ["npu_kernel", "NPUKernel", "autotune", "Config", "Autotuner", "language",
            "CompilationError", "LaunchError", "NPUJitError", "OutOfResources", "OutOfBoundsError", "DeviceAssertionError",
-           "IndexOverflowError", "ArgumentOverflowError", "cdiv", "next_power_of_2", "__version__"]
+           "IndexOverflowError", "ArgumentOverflowError", "cdiv", "next_power_of_2", "reinterpret",
+           "__version__"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "autotune": "npujit.jit.autotune:autotune",

@@ -64,11 +64,13 @@ KINDS = ("copy", "mmad", "vec", "scalar", "set_flag", "wait_flag", "barrier", "c
 CROSS_FLAG_IDS = 11
 
 # Element sizes of the IR's dtype spellings (npujit.ir.types), in bytes.
-# f64 and the unsigned ints (ui8..ui64) have no vector ALU of their own on the presets: their
-# vector instructions are charged by bytes like any other (f64 as i64), which is a lower bound
-# for the emulation a real part would need (docs/semantics.md, "Dtypes on the NPU presets").
+# f64, the unsigned ints (ui8..ui64) and the fp8s have no vector ALU of their own on the
+# presets: their vector instructions are charged by bytes like any other (f64 as i64, an fp8
+# as i8), which is a lower bound for the emulation a real part would need (docs/semantics.md,
+# "Dtypes on the NPU presets").
 DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8,
-               "i1": 1, "f64": 8, "ui8": 1, "ui16": 2, "ui32": 4, "ui64": 8}
+               "i1": 1, "f64": 8, "ui8": 1, "ui16": 2, "ui32": 4, "ui64": 8, "f8E4M3FN": 1,
+               "f8E5M2": 1}
 
 # Which pipe runs a path when the caller does not say (the presets agree with this table).
 DEFAULT_PATH_PIPE = {

@@ -53,17 +53,20 @@ def emit_files(fn) -> tuple[dict, object]:
     return {f"{info.entry}.cpp": src, **host_files(info)}, info
 
 
+# Why a dtype without an Ascend C type is not emitted, by its kind
+_WHY_NOT = {"float": "the NPU presets' vector unit has no f64 and no fp8 arithmetic",
+            "uint": "the emitter has no unsigned-int lowering yet"}
+
+
 def refuse_unemitted_dtypes(fn) -> None:
     """Raise, naming the op and its source line, at the first op that reads or makes a
-    value of a dtype the emitter has no Ascend C type for (f64 and the unsigned ints:
-    docs/ascendc.md, "Dtypes")."""
+    value of a dtype the emitter has no Ascend C type for (f64, the unsigned ints and
+    the fp8s: docs/ascendc.md, "Dtypes")."""
     for op in fn.walk():
         for v in list(op.operands) + list(op.results):
             d = getattr(v.type, "dtype", None)
             if d is not None and d.name not in CPP_TYPES:
-                raise not_lowered(op, f"{d!r} tiles are not emitted (the NPU presets' vector "
-                                      "unit has no f64, and the emitter has no unsigned-int "
-                                      "lowering yet)")
+                raise not_lowered(op, f"{d!r} tiles are not emitted ({_WHY_NOT[d.kind]})")
     for a in fn.args:
         d = getattr(a.type, "dtype", None)
         if d is not None and d.name not in CPP_TYPES:

@@ -35,6 +35,7 @@ from npujit.ir.types import PtrType
 
 from . import (lower_combine, lower_control, lower_elementwise, lower_memory, lower_shape,
                lower_tile, range_check, record)
+from .lower_scalar import result
 from .values import Nest, Val, Writer, np_type, numel
 from .runtime import KernelSource   # (defined there: a cache hit loads no code generator)
 
@@ -228,8 +229,8 @@ def _arguments(cg: Codegen) -> tuple[list[str], list[str]]:
         params.append(raw)
         if d.is_bool:
             lines.append(f"{local} = bool({raw})")
-        elif d.is_half:
-            lines.append(f"{local} = hp.round_{d.name}(f32({raw}))")
+        elif d.is_narrow_float:
+            lines.append(f"{local} = {result(d, f'f32({raw})')}")
         else:
             lines.append(f"{local} = {np_type(d)}({raw})")
         cg.bind(a, Val.scalar(local, d))

@@ -68,7 +68,7 @@ def _cheap(op) -> bool:
     and f32 add/sub/mul/compare/select/casts (no libm, no division, no half rounding)."""
     k = op.kind
     dts = [v.type.dtype for v in op.operands if hasattr(v.type, "dtype")] + [op.result.type.dtype]
-    if any(d.is_half for d in dts):
+    if any(d.is_narrow_float for d in dts):
         return False
     return k in _CHEAP_KINDS
 

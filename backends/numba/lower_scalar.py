@@ -2,7 +2,7 @@
 
 Every function takes operand expressions (atoms: names, element accesses or literals)
 and returns an expression whose numba type is exactly the op's compute type:
-``np.float32`` for f32/f16/bf16, ``np.float64`` for f64, ``np.intN`` / ``np.uintN`` for
+``np.float32`` for f32/f16/bf16/fp8, ``np.float64`` for f64, ``np.intN`` / ``np.uintN`` for
 ints, ``bool`` for i1.  f64 math is float64 math (numpy's functions, libm's ``exp``).  Results are
 wrapped explicitly because numba widens int32 arithmetic to int64 and a bare Python
 literal would make float32 arithmetic float64.  Half results go through
@@ -28,7 +28,7 @@ import numpy as np
 from npujit.ir.ops import Kind
 from npujit.ir.types import DType
 
-from .values import np_type
+from .values import hp_name, np_type
 
 _ARITH = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*", Kind.DIV: "/"}
 _BITWISE = {Kind.AND: "&", Kind.OR: "|", Kind.XOR: "^"}
@@ -62,10 +62,8 @@ def fconst(x: float, d: DType) -> str:
 def result(d: DType, expr: str) -> str:
     """``expr`` (computed in f32 / int64 / bool) converted to ``d``'s compute type:
     rounded for halves, wrapped for ints."""
-    if d.name == "f16":
-        return f"hp.round_f16({expr})"
-    if d.name == "bf16":
-        return f"hp.round_bf16({expr})"
+    if d.is_narrow_float:
+        return f"hp.round_{hp_name(d)}({expr})"
     if d.is_bool:
         return f"bool({expr})"
     return f"{np_type(d)}({expr})"
@@ -77,9 +75,9 @@ def constant(value, d: DType) -> str:
         return "True" if value else "False"
     if d.name == "f16":
         return f32(float(np.float16(value)))
-    if d.name == "bf16":
-        import ml_dtypes      # (on first use: its import costs ~1 s of CPU)
-        return f32(float(np.float32(ml_dtypes.bfloat16(value))))
+    if d.name == "bf16" or d.is_fp8:
+        with np.errstate(over="ignore", invalid="ignore"):   # (ml_dtypes, imported on first use)
+            return f32(float(np.array(value, np.float32).astype(d.np).astype(np.float32)))
     if d.is_float:
         return fconst(value, d)
     bits = d.bits
@@ -200,12 +198,12 @@ def bitcast(src: DType, dst: DType, a: str) -> str:
     patterns (a half is an f32 value here), f32 through numpy's scalar ``view``."""
     if src == dst:
         return a
-    if src.is_half:
-        a = f"np.uint16(hp.f32_to_{src.name}_bits({a})).view(np.int16)"
+    if src.is_narrow_float:
+        a = f"np.uint{src.bits}(hp.f32_to_{hp_name(src)}_bits({a})).view(np.int{src.bits})"
     elif src.is_float:
         a = f"{np_type(src)}({a}).view(np.int{src.bits})"
-    if dst.is_half:
-        return f"hp.{dst.name}_bits_to_f32({a})"
+    if dst.is_narrow_float:
+        return f"hp.{hp_name(dst)}_bits_to_f32({a})"
     if dst.is_float:
         return f"np.int{dst.bits}({a}).view({np_type(dst)})"
     return f"{np_type(dst)}({a})"
@@ -213,10 +211,8 @@ def bitcast(src: DType, dst: DType, a: str) -> str:
 
 def decode(d: DType, bits: str) -> str:
     """Memory element (storage dtype) -> compute value."""
-    if d.name == "f16":
-        return f"hp.f16_bits_to_f32({bits})"
-    if d.name == "bf16":
-        return f"hp.bf16_bits_to_f32({bits})"
+    if d.is_narrow_float:
+        return f"hp.{hp_name(d)}_bits_to_f32({bits})"
     return bits
 
 
@@ -224,9 +220,9 @@ def encode(d: DType, value: str) -> str:
     """Compute value -> memory element (storage dtype).  Encoding rounds to nearest
     even itself, so a value that was just rounded to the type is encoded unrounded
     (same bits, one rounding less per stored element)."""
-    if d.is_half:
-        value = _strip_call(value, f"hp.round_{d.name}")
-        return f"hp.f32_to_{d.name}_bits({value})"
+    if d.is_narrow_float:
+        value = _strip_call(value, f"hp.round_{hp_name(d)}")
+        return f"hp.f32_to_{hp_name(d)}_bits({value})"
     return value
 
 

@@ -15,7 +15,7 @@ from npujit.ir.ops import Kind
 from . import lower_scalar as ls
 from .values import Nest, Val, numel
 
-_RND = {"f16": 1, "bf16": 2}
+_RND = {"f16": 1, "bf16": 2, "f8E4M3FN": 3, "f8E5M2": 4}   # reduce_lib.round_to
 
 
 def _split(shape, axis):

@@ -10,8 +10,8 @@ summation order differs from a sequential loop (allowed by docs/semantics.md; re
 agree with a float64 sum to about n·2^-24 relative).  No other fast-math flag is set,
 so NaN and inf behave as IEEE says.  Float max/min compare the IEEE bits as ordered
 integers (integer max/min reductions vectorise; float ones do not without assuming no
-NaNs) and check for NaN separately.  ``rnd`` is 0 (f32), 1 (round results to f16) or
-2 (bf16).  Integer accumulation is in int64; storing into a narrower ``out`` wraps.
+NaNs) and check for NaN separately.  ``rnd`` is 0 (f32), 1 (round results to f16),
+2 (bf16), 3 (float8e4nv) or 4 (float8e5).  Integer accumulation is in int64; storing into a narrower ``out`` wraps.
 
 Example::
 
@@ -36,11 +36,16 @@ _INF_BITS = np.int32(0x7F800000)
 
 @njit(**_JIT)
 def round_to(x, rnd):
-    """Round a float32 to the tile's dtype: 0 f32 or f64 (no-op), 1 f16, 2 bf16."""
+    """Round a float32 to the tile's dtype: 0 f32 or f64 (no-op), 1 f16, 2 bf16,
+    3 float8e4nv, 4 float8e5."""
     if rnd == 1:
         return hp.round_f16(x)
     if rnd == 2:
         return hp.round_bf16(x)
+    if rnd == 3:
+        return hp.round_e4m3(x)
+    if rnd == 4:
+        return hp.round_e5m2(x)
     return x
 
 

@@ -130,8 +130,8 @@ def _run_module(text: str, sha: str, modname: str, cache: bool) -> pytypes.Modul
 
 
 def _storage(dtype) -> np.dtype:
-    """The numpy dtype the kernel sees for a pointer of ``dtype`` (halves as bits)."""
-    return np.dtype(np.uint16) if dtype.is_half else dtype.np
+    """The numpy dtype the kernel sees for a pointer of ``dtype`` (narrow floats as bits)."""
+    return np.dtype(f"uint{dtype.bits}") if dtype.is_narrow_float else dtype.np
 
 
 def _numba_arg_type(t):
@@ -146,15 +146,15 @@ def _numba_arg_type(t):
 def _converter(t, name: str, kernel: str):
     """What a launch does to one argument before the call (None: nothing)."""
     if isinstance(t, PtrType):
-        if not t.dtype.is_half:
+        if not t.dtype.is_narrow_float:
             return None  # the compiled signature checks these
-        want = t.dtype.np
+        want, storage = t.dtype.np, _storage(t.dtype)
 
         def bits(a):
             if getattr(a, "dtype", None) != want:
                 raise TypeError(f"{kernel}: argument {name!r} must be a 1-D {want} array, got "
                                 f"{getattr(a, 'dtype', type(a).__name__)}")
-            return a.view(np.uint16)
+            return a.view(storage)
         return bits
     d = t.dtype
     if d.name == "f16":

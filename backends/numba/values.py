@@ -48,10 +48,20 @@ RESERVED = frozenset({"np", "math", "njit", "hp", "sl", "rl", "tl", "cl",
                       "f32", "i8", "i16", "i32", "i64", "u64", "b1",
                       "f64", "u8", "u16", "u32"}) | frozenset(dir(builtins))
 
-_NP_COMPUTE = {"f32": "f32", "f16": "f32", "bf16": "f32",
+_NP_COMPUTE = {"f32": "f32", "f16": "f32", "bf16": "f32", "f8E4M3FN": "f32", "f8E5M2": "f32",
                "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
                "i1": "b1", "f64": "f64", "ui8": "u8", "ui16": "u16", "ui32": "u32",
                "ui64": "u64"}
+
+
+# halfprec's name for each narrow float: hp.round_<name>, hp.<name>_bits_to_f32 and
+# hp.f32_to_<name>_bits
+_HP_NAMES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+
+
+def hp_name(d: DType) -> str:
+    """The name halfprec's functions for narrow float ``d`` carry (``e4m3`` for fp8 E4M3)."""
+    return _HP_NAMES[d.name]
 
 
 def np_type(d: DType) -> str:

@@ -1,8 +1,8 @@
 """How the reference interpreter computes numbers: storage dtypes and the half-float rule.
 
-docs/semantics.md, "Half floats": every arithmetic op on f16/bf16 upcasts its inputs to
-f32, computes in f32 and rounds the f32 result back to the half type (round to nearest
-even, which is what numpy's and ml_dtypes' ``astype`` do).  f32 ops stay in f32 and
+docs/semantics.md, "Half floats": every arithmetic op on f16/bf16 (and the fp8s) upcasts
+its inputs to f32, computes in f32 and rounds the f32 result back to the narrow type
+(round to nearest even, which is what numpy's and ml_dtypes' ``astype`` do).  f32 ops stay in f32 and
 integer ops wrap in their own width (numpy's array arithmetic already does both; the
 interpreter silences numpy's overflow warnings for the whole launch).  Float -> int
 conversion saturates (``float_to_int``; docs/semantics.md, "Casts").
@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from npujit.ir.types import is_bfloat16_numpy
+from npujit.ir.types import ml_dtype_of_numpy
 
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
@@ -31,8 +31,9 @@ BOOL = np.dtype(np.bool_)
 
 
 def _is_half(dt: np.dtype) -> bool:
-    # bf16 without importing ml_dtypes (~1 s of CPU): a bf16 array means it is imported
-    return dt == F16 or is_bfloat16_numpy(dt)
+    """f16, bf16 and the fp8s: the floats narrower than f32 (computed in f32).  ml_dtypes'
+    types are recognised without importing it (~1 s of CPU): such an array means it is."""
+    return dt == F16 or ml_dtype_of_numpy(dt) is not None
 
 
 @functools.cache
@@ -48,14 +49,14 @@ def _erf_f32():
 
 
 def is_float(dt: np.dtype) -> bool:
-    """True for f32, f16 and bf16 storage dtypes (ml_dtypes' bf16 has numpy kind 'V').
+    """True for float storage dtypes (ml_dtypes' bf16 and fp8 E4M3FN have numpy kind 'V').
 
     Example::
 
         >>> is_float(np.dtype(np.float16)), is_float(np.dtype(np.int8))
         (True, False)
     """
-    return dt.kind == "f" or is_bfloat16_numpy(dt)
+    return dt.kind == "f" or ml_dtype_of_numpy(dt) is not None
 
 
 def widen(x: np.ndarray) -> np.ndarray:

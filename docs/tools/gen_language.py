@@ -20,7 +20,8 @@ TARGET = os.path.join(os.path.dirname(HERE), "language.md")
 
 # Public names that are dtype values, shown in one table rather than one entry each.
 DTYPE_VALUES = ("float32", "float16", "bfloat16", "int8", "int16", "int32", "int64", "bool_",
-                "int1", "float64", "uint8", "uint16", "uint32", "uint64")
+                "int1", "float64", "uint8", "uint16", "uint32", "uint64", "float8e4nv",
+                "float8e5")
 # Types a kernel receives or builds but never constructs itself: no call signature shown.
 VALUE_TYPES = ("tensor", "pointer", "block_ptr", "pointer_type", "dtype", "tensor_descriptor")
 

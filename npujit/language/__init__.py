@@ -6,10 +6,11 @@ from npujit.language.inline import inline
 
 from .core import (bfloat16, block_ptr, bool_, const, constexpr, dtype, float16, float32, int1,
                    int8, int16, int32, int64, pointer, pointer_type, tensor)
-from .core import float64, uint8, uint16, uint32, uint64
+from .core import float64, uint8, uint16, uint32, uint64, float8e4nv, float8e5
 from .creation import (arange, cdiv, full, full_like, num_programs, program_id, zeros,
                        zeros_like)
 from .cube import dot
+from .scaled import dot_scaled
 from .debug import debug_barrier, device_assert, device_print, static_assert, static_print
 from .hints import assume, max_constancy, max_contiguous, multiple_of
 from .loops import condition, range, static_range
@@ -31,7 +32,7 @@ __all__ = [
     # dtypes and values
     "bfloat16", "bool_", "const", "constexpr", "dtype", "float16", "float32", "int1", "int8",
     "int16", "int32", "int64", "tensor", "pointer", "pointer_type", "block_ptr",
-    "float64", "uint8", "uint16", "uint32", "uint64",
+    "float64", "uint8", "uint16", "uint32", "uint64", "float8e4nv", "float8e5",
     # programs and creation
     "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like", "cdiv",
     # memory
@@ -51,10 +52,24 @@ __all__ = [
     "reshape", "view", "ravel", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
     "split", "interleave", "cat",
     # cube
-    "dot",
+    "dot", "dot_scaled",
     # control flow and debugging
     "range", "static_range", "condition", "inline", "static_assert", "static_print",
     "device_assert", "device_print", "debug_barrier",
     # hints (checked in debug mode)
     "multiple_of", "max_contiguous", "max_constancy", "assume",
 ]
+
+
+# Triton's fp8 variants for particular GPUs: named here so that asking for one says what
+# to use instead (docs/semantics.md, "fp8")
+_OTHER_FP8 = {"float8e4b15": "Triton's E4M3 with exponent bias 15, for pre-Hopper GPUs",
+              "float8e4b8": "AMD's E4M3 FNUZ (bias 8)", "float8e5b16": "AMD's E5M2 FNUZ (bias 16)",
+              "float8e4m3b11fnuz": "E4M3 FNUZ with bias 11"}
+
+
+def __getattr__(name):
+    if name in _OTHER_FP8:
+        raise AttributeError(f"npujit.language has no {name} ({_OTHER_FP8[name]}); its fp8 "
+                             "types are float8e4nv (OCP E4M3FN) and float8e5 (OCP E5M2)")
+    raise AttributeError(f"module 'npujit.language' has no attribute {name!r}")

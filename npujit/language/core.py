@@ -34,6 +34,8 @@ uint8 = T.uint8
 uint16 = T.uint16
 uint32 = T.uint32
 uint64 = T.uint64
+float8e4nv = T.float8e4nv   # OCP FP8 E4M3FN (torch.float8_e4m3fn): finite, max 448
+float8e5 = T.float8e5       # OCP FP8 E5M2 (torch.float8_e5m2): IEEE-style, max 57344
 dtype = T.DType
 
 

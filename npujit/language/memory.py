@@ -146,10 +146,10 @@ def atomic_rmw(combine: str, ptr, value, mask, what: str, cmp=None) -> tensor:
     p = _check_pointer(ptr, what)
     _check_writable(p, what)
     d = p.element_ty
-    if d.is_bool or (d.is_int and d.bits < 32):
+    if d.is_bool or (d.is_int and d.bits < 32) or d.is_fp8:
         raise sem.error(f"{what} on {d} arrays is not supported (as in Triton, atomics take "
-                        "32- and 64-bit ints and floats); keep the counters in an int32 "
-                        "array")
+                        "32- and 64-bit ints and f16, bf16, f32, f64); keep the "
+                        + ("sums in an f32 array" if d.is_fp8 else "counters in an int32 array"))
     v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
     if cmp is not None:
         c = sem.cast(sem.to_tensor(cmp, p.element_ty), p.element_ty)

@@ -35,3 +35,8 @@ math = _types.SimpleNamespace(
     div_rn=_nl.core.builtin(_div_rn), fdiv=_nl.core.builtin(_fdiv), sqrt_rn=_nl.sqrt)
 
 __all__ = list(_nl_all) + ["math"]
+
+
+def __getattr__(name):
+    """Triton names npujit lacks on purpose (its other fp8 variants) say what to use."""
+    return _nl.__getattr__(name)

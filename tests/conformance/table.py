@@ -23,14 +23,16 @@ import npujit.language as nl
 
 SHAPE = (4, 32)
 F32, F16, BF16 = np.float32, np.float16, ml_dtypes.bfloat16
+F8E4, F8E5 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
 FLOATS = ("f32", "f16", "bf16")
 INTS = ("i32", "i8", "i64")
 NP = {"f32": F32, "f16": F16, "bf16": BF16, "i8": np.int8, "i16": np.int16,
       "i32": np.int32, "i64": np.int64, "i1": np.bool_, "f64": np.float64, "u8": np.uint8,
-      "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+      "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f8e4": F8E4, "f8e5": F8E5}
 NL = {"f32": nl.float32, "f16": nl.float16, "bf16": nl.bfloat16, "i8": nl.int8,
       "i16": nl.int16, "i32": nl.int32, "i64": nl.int64, "i1": nl.bool_, "f64": nl.float64,
-      "u8": nl.uint8, "u16": nl.uint16, "u32": nl.uint32, "u64": nl.uint64}
+      "u8": nl.uint8, "u16": nl.uint16, "u32": nl.uint32, "u64": nl.uint64,
+      "f8e4": nl.float8e4nv, "f8e5": nl.float8e5}
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ def rnd(v, like):
 
 
 def isfloat(x) -> bool:
-    return x.dtype.kind == "f" or x.dtype == BF16
+    return x.dtype.kind == "f" or x.dtype in (BF16, F8E4, F8E5)
 
 
 def f32(x):
@@ -181,12 +183,12 @@ def _cast_case(dst, sources=FLOATS + INTS + ("i1",)):
             return x.astype(to)
         if to is np.float64:
             return x.astype(to)           # ints convert in one rounding, floats exactly
-        if np.dtype(to).kind == "f" or to is BF16:
+        if isfloat(np.empty(0, to)):
             with np.errstate(over="ignore"):    # u64 values past f16's range give inf
                 return x.astype(F32).astype(to) if x.dtype.kind in "iu" else x.astype(to)
-        if (x.dtype.kind == "f" or x.dtype == BF16) and np.dtype(to).kind == "u":
+        if isfloat(x) and np.dtype(to).kind == "u":
             return saturate(x, to)        # negatives give 0
-        if x.dtype.kind == "f" or x.dtype == BF16:
+        if isfloat(x):
             return np.trunc(f32(x)).astype(np.int64).astype(to)
         return x.astype(to)
     return Case(f"cast_to_{dst}", lambda x, y: x.to(NL[dst]), oracle, sources, "cast")
@@ -196,6 +198,8 @@ def _cast_case(dst, sources=FLOATS + INTS + ("i1",)):
 # kernel makes its compile longer.
 CASTS = [_cast_case(d) for d in ("f32", "f16", "bf16", "i8", "i32", "i64", "i1")]
 CASTS += [_cast_case("f64", FLOATS + ("i32", "i64")), _cast_case("u32", ("f32",))]
+# to the fp8s (RNE; E5M2 overflows to inf, E4M3FN to NaN), from the "cast" domain's +-100
+CASTS += [_cast_case("f8e4", ("f32", "f16", "bf16", "i32")), _cast_case("f8e5", ("f32", "i8"))]
 
 
 def _casts_from(dsts):
@@ -367,6 +371,14 @@ WIDER = {name: ("u64",) for name in ("mul_int", "floordiv_int", "mod_int", "cmp_
                                      "max_axis0", "shr")}
 WIDER.update({"sum_axis1": ("u64", "f64")})
 WIDER.update({name: ("f64",) for name in ("add", "div", "exp", "max_axis0", "dot")})
+# fp8 E4M3 (float8e4nv) computes in f32 and rounds once per op, like f16 and bf16: one
+# kernel per backend for the arithmetic, math, reductions, casts, shapes and dot
+_FP8_CASES = ("add", "sub", "mul", "div", "floordiv_float", "exp", "neg", "abs",
+              "cmp_lt", "where", "sum_axis1", "max_axis0", "argmax_axis1", "cumsum_axis1",
+              "trans", "dot", "chain_rounds_each_op", "scalar_literals", "cast_to_f32",
+              "cast_to_f16", "cast_to_i32", "cast_to_f8e5")
+for _name in _FP8_CASES:
+    WIDER[_name] = WIDER.get(_name, ()) + ("f8e4",)
 ALL = [replace(c, dtypes=c.dtypes + WIDER.get(c.name, ())) for c in ALL]
 
 

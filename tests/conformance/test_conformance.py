@@ -86,7 +86,8 @@ def _tolerance(tol: float, dtype: str) -> float:
         return 0.0
     if dtype == "f64":
         return 1e-12    # f64 math is f64 math: an f32 step anywhere would miss this
-    return max(tol, {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}.get(dtype, 0.0))
+    return max(tol, {"f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f8e4": 2.0 ** -3,
+                     "f8e5": 2.0 ** -2}.get(dtype, 0.0))
 
 
 def assert_conforms(got, want, tol: float, what: str):
