@@ -73,6 +73,14 @@ class CompiledKernel:
         self.__dict__.update(state)
         self._init_live(None)
 
+    def renamed(self, name: str) -> "CompiledKernel":
+        """This specialisation under another ``name`` (what Triton's ``jit(repr=)`` calls a
+        compiled kernel): a copy that shares the compiled code and the artifacts."""
+        c = object.__new__(CompiledKernel)
+        c.__dict__.update(self.__dict__)
+        c.name = name
+        return c
+
     # --- stages ---------------------------------------------------------------------
     @property
     def ir(self):

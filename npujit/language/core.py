@@ -342,8 +342,8 @@ class tensor:
                 k += take
             else:
                 raise _sem().error(
-                    f"tile indexing supports only None and ':' (e.g. x[:, None]), got {i!r}; "
-                    "use nl.load with offsets to pick elements")
+                    f"unsupported tensor index {i!r}: tile indexing supports only None and "
+                    "':' (e.g. x[:, None]); use nl.load with offsets to pick elements")
         shape.extend(self.shape[k:])
         return _sem().reshape(self, tuple(shape))
 
@@ -457,9 +457,12 @@ class pointer:
     def __getitem__(self, idx):
         if self.offset is None:     # a scalar pointer: each None adds an axis (as Triton)
             idx = idx if isinstance(idx, tuple) else (idx,)
-            if any(i is not None and i != slice(None) for i in idx):
-                raise _sem().error("a scalar pointer takes only None and ':' indices, e.g. "
-                                   "ptr[None, :]; add an offset tile to address elements")
+            bad = [i for i in idx if i is not None and i != slice(None)]
+            if bad:
+                raise _sem().error(f"unsupported tensor index {bad[0]!r}: a scalar pointer "
+                                   "takes only None and ':' indices, e.g. ptr[None, :]; add "
+                                   "an offset tile to address elements, e.g. ptr + 10 + "
+                                   "nl.arange(0, BLOCK)")
             return pointer(self.base, _sem().to_tensor(0)[tuple(i for i in idx if i is None)])
         return pointer(self.base, self.offset[idx])
 

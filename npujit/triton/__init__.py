@@ -16,17 +16,19 @@ import lines (docs/coming-from-triton.md)::
 ``triton.jit`` makes kernels and the device functions they call (one decorator for both,
 as in Triton); the GPU launch options ``num_warps``, ``num_ctas``, ``num_stages`` and
 ``maxnreg`` are accepted and ignored (a program runs on one AI core; pipelining depth is
-per loop, ``tl.range(..., num_stages=)``).
+per loop, ``tl.range(..., num_stages=)``).  ``triton.jit(repr=fn)`` names the compiled
+kernel ``fn(specialization)`` (npujit/triton/specialization.py).
 """
 from __future__ import annotations
 
 from npujit.errors import CompilationError, NPUJitError, OutOfResources
-from npujit.host import cdiv, next_power_of_2
+from npujit.host import cdiv, next_power_of_2, reinterpret
 from npujit.jit.kernel import NPUKernel
 from npujit.language.inline import inline
 from npujit.language.tracing import active
 
 from . import language, testing
+from .specialization import Specialization
 
 TritonError = NPUJitError
 
@@ -34,28 +36,47 @@ TritonError = NPUJitError
 IGNORED_LAUNCH_OPTIONS = frozenset({"num_warps", "num_ctas", "num_stages", "maxnreg"})
 # Decorator options of triton.jit that only steer Triton's GPU compiler
 _IGNORED_JIT_OPTIONS = frozenset({"do_not_specialize", "do_not_specialize_on_alignment",
-                                  "noinline", "repr", "launch_metadata", "debug"})
+                                  "noinline", "launch_metadata", "debug"})
 
 
 class JITFunction(NPUKernel):
     """A ``@triton.jit`` function: launched with a grid it is a kernel; called from inside a
-    kernel it is a device function, inlined like ``@nl.inline`` helpers."""
+    kernel it is a device function, inlined like ``@nl.inline`` helpers.  ``repr``, when
+    given, names the compiled kernel a launch or ``warmup`` returns:
+    ``repr(Specialization)`` (a launch then binds its arguments once more, to name it)."""
 
-    def __init__(self, fn, **options):
+    def __init__(self, fn, repr=None, **options):
         super().__init__(fn, **options)
         self._device_fn = inline(fn)
+        self.repr = repr
 
     def __call__(self, *args, **kwargs):
         if active() is None:
             return super().__call__(*args, **kwargs)
         return self._device_fn(*args, **kwargs)
 
+    def with_options(self, **options) -> "JITFunction":
+        k = super().with_options(**options)
+        k.repr = self.repr
+        return k
+
     def run(self, grid, args, kwargs):
-        return super().run(grid, args, self._launch_kwargs(kwargs))
+        kwargs = self._launch_kwargs(kwargs)
+        return self._named(super().run(grid, args, kwargs), args, kwargs)
 
     def warmup(self, *args, grid, **kwargs):
-        """``kernel.warmup`` (compile, do not run) with Triton's GPU launch options dropped."""
-        return super().warmup(*args, grid=grid, **self._launch_kwargs(kwargs))
+        """``kernel.warmup`` (compile, do not run) with Triton's GPU launch options dropped;
+        the ``CompiledKernel`` is named by ``repr`` when the decorator gave one."""
+        kwargs = self._launch_kwargs(kwargs)
+        return self._named(super().warmup(*args, grid=grid, **kwargs), args, kwargs)
+
+    def _named(self, compiled, args, kwargs):
+        """``compiled`` under the name ``repr`` gives this launch's specialisation."""
+        if self.repr is None or compiled is None:
+            return compiled
+        bound = self.signature.bind(args, kwargs)
+        name = self.repr(Specialization.of(self, compiled.sigs, bound))
+        return compiled if name == compiled.name else compiled.renamed(str(name))
 
     def simulate(self, *args, grid, **kwargs):
         """``kernel.simulate`` (NPU cycles) with Triton's GPU launch options dropped."""
@@ -75,7 +96,8 @@ def jit(fn=None, **options):
     """Triton's decorator: a kernel (``k[grid](...)``) that is also a device function.
 
     Triton's GPU-only options (``do_not_specialize``, ``noinline``, ``debug``...) are
-    accepted and ignored; npujit's own (``backend=``, ``spec=``...) pass through.
+    accepted and ignored; ``repr=fn`` names the compiled kernels (``fn`` gets a
+    ``Specialization``); npujit's own (``backend=``, ``spec=``...) pass through.
 
     Example::
 
@@ -91,6 +113,6 @@ def jit(fn=None, **options):
 
 from .tuning import Config, autotune, heuristics  # noqa: E402
 
-__all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "Config", "autotune",
+__all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "reinterpret", "Config", "autotune",
            "heuristics", "TritonError", "CompilationError", "OutOfResources", "language",
-           "testing", "IGNORED_LAUNCH_OPTIONS"]
+           "testing", "IGNORED_LAUNCH_OPTIONS", "Specialization"]

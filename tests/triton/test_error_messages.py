@@ -87,3 +87,18 @@ def test_program_id_axis_error_has_the_value_error_as_cause():
         _program_id.with_options(backend="reference")[(1,)](np.zeros(1), AXIS=20)
     assert "program_id axis must be 0, 1, or 2 but got 20" in str(info.value.__cause__)
 
+
+@triton.jit
+def _slice_pointer(dst):
+    dst[10:]
+
+
+@triton.jit
+def _slice_tile(dst):
+    tl.arange(0, 8)[2:]
+
+
+@pytest.mark.parametrize("kernel", [_slice_pointer, _slice_tile])
+def test_a_slice_is_an_unsupported_tensor_index(kernel):
+    with pytest.raises(triton.TritonError, match="unsupported tensor index slice.*; (add|use)"):
+        kernel.with_options(backend="reference")[(1,)](np.zeros(16, np.float32))
