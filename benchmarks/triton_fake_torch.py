@@ -123,6 +123,12 @@ class Tensor(np.ndarray):
     def t(self):
         return self.T
 
+    def new_empty(self, size, dtype=None, device=None, **_):
+        return np.empty(tuple(size), _dtype(dtype) if dtype is not None else self.dtype).view(Tensor)
+
+    def reshape_as(self, other):
+        return self.reshape(np.shape(other))
+
     def unsqueeze(self, d):
         return np.expand_dims(self, d).view(Tensor)
 
@@ -137,6 +143,38 @@ class Tensor(np.ndarray):
 
     def isinf(self):
         return np.isinf(self)
+
+    # torch converts a Python int compared with an int tensor to the tensor's dtype, wrapping
+    # (int8 == 255 is int8 == -1; pytorch/pytorch#114679); numpy compares the values
+    def _scalar(self, other):
+        if type(other) is int and self.dtype.kind in "iu":
+            return np.array(other).astype(self.dtype)
+        return other
+
+    def __eq__(self, other):
+        return np.ndarray.__eq__(self, self._scalar(other))
+
+    def __ne__(self, other):
+        return np.ndarray.__ne__(self, self._scalar(other))
+
+    def __lt__(self, other):
+        return np.ndarray.__lt__(self, self._scalar(other))
+
+    def __le__(self, other):
+        return np.ndarray.__le__(self, self._scalar(other))
+
+    def __gt__(self, other):
+        return np.ndarray.__gt__(self, self._scalar(other))
+
+    def __ge__(self, other):
+        return np.ndarray.__ge__(self, self._scalar(other))
+
+    def isfinite(self):
+        return np.isfinite(self)
+
+    @property
+    def mT(self):                                 # torch's batched transpose: a view
+        return np.swapaxes(self, -1, -2)
 
     def expand(self, *sizes):
         # a view as in torch, writeable like torch's (numpy's broadcast_to is read-only)
@@ -359,8 +397,8 @@ def make_module() -> types.ModuleType:
     torch.zeros = factory(np.zeros)
     torch.ones = factory(np.ones)
     torch.empty = factory(np.zeros)
-    torch.full = lambda size, v, dtype=None, device=None, **_: _t(
-        np.full(tuple(size), v, _dtype(dtype) or np.asarray(v).dtype))
+    torch.full = lambda size, fill_value, dtype=None, device=None, **_: _t(
+        np.full(tuple(size), fill_value, _dtype(dtype) or np.asarray(fill_value).dtype))
     torch.zeros_like = lambda x, dtype=None, **_: _t(np.zeros_like(x, dtype=_dtype(dtype)))
     torch.ones_like = lambda x, dtype=None, **_: _t(np.ones_like(x, dtype=_dtype(dtype)))
     torch.empty_like = lambda x, dtype=None, **_: _t(np.zeros_like(x, dtype=_dtype(dtype)))
@@ -379,6 +417,8 @@ def make_module() -> types.ModuleType:
         state["rng"].random_sample(_shape(size)), dtype or np.float32)
 
     def randint(low, high=None, size=None, dtype=None, device=None, **_):
+        if size is None:         # torch.randint(high, size): two positional arguments
+            high, size = (high, None) if high is None else (None, high)
         if high is None:
             low, high = 0, low
         return _t(state["rng"].randint(low, high, tuple(size)), dtype or np.int64)

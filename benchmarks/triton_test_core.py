@@ -105,6 +105,14 @@ class _Missing:
         raise AttributeError(f"npujit has no attribute '{self._name.split('.')[-1]}' "
                              f"(triton.language.{self._name})")
 
+    def _used(self, *args):
+        # arithmetic on a missing name (tl.float8e4b15.fp_mantissa_width ** 2): say which
+        root = self._name.split(".")[0]
+        raise AttributeError(f"npujit has no attribute '{root}' (triton.language.{root})")
+
+    __sub__ = __rsub__ = __mul__ = __rmul__ = __pow__ = __rpow__ = __truediv__ = _used
+    __rtruediv__ = __lshift__ = __rlshift__ = __and__ = __rand__ = __int__ = _used
+
     def __repr__(self):
         return f"<missing triton.language.{self._name}>"
 
@@ -225,8 +233,7 @@ def _to_numpy_dtype(name: str):
         return ml_dtypes.bfloat16
     if name.startswith("float8"):
         return {"float8e4nv": ml_dtypes.float8_e4m3fn, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-                "float8e5": ml_dtypes.float8_e5m2, "float8_e5m2": ml_dtypes.float8_e5m2,
-                }.get(name, ml_dtypes.float8_e4m3fn)
+                "float8e5": ml_dtypes.float8_e5m2, "float8_e5m2": ml_dtypes.float8_e5m2}[name]
     return np.dtype(name)
 
 
@@ -262,7 +269,9 @@ def _testing_module(tl):
             return x
         if dtype_str == "bool":
             return rs.randint(0, 2, shape).astype(bool)
-        if dtype_str == "bfloat16" or dtype_str.startswith("float8"):
+        if dtype_str.startswith("float8"):        # fp8 bit patterns, as Triton's helper
+            return rs.randint(20, 40, shape, dtype=np.int8)
+        if dtype_str == "bfloat16":
             x = rs.normal(0, 1, shape).astype(_to_numpy_dtype(dtype_str)).astype(np.float32)
             return x
         if dtype_str in FLOAT_DTYPES:
@@ -271,6 +280,9 @@ def _testing_module(tl):
     m.numpy_random = numpy_random
 
     def to_triton(x, device=None, dst_type=None):
+        if dst_type is not None and dst_type.startswith("float8"):   # the bits, reinterpreted
+            return sys.modules["triton"].reinterpret(np.array(x).view(_tensor_class()),
+                                                     getattr(tl, dst_type))
         dtype = None if dst_type is None else _to_numpy_dtype(dst_type)
         # a copy (as torch.tensor makes) that keeps the layout: empty_like(x.T) is strided
         return np.array(x, dtype=dtype, order="K", copy=True).view(_tensor_class())
@@ -313,6 +325,9 @@ def install_shim(names_only: bool = False):
             "max_shared_mem": 192 * 1024, "multiprocessor_count": 24})))
     triton.runtime = runtime
     testing = _testing_module(tl)
+    # test_core imports a few internals from triton.language.core: those it shares with
+    # triton.language are found, the others are missing names
+    sys.modules["triton.language.core"] = tl
     sys.modules.update({"triton": triton, "triton.language": tl, "triton.runtime": runtime,
                         "triton.runtime.errors": errors, "triton._internal_testing": testing})
     return torch_note

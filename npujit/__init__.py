@@ -16,7 +16,9 @@ from npujit.errors import (ArgumentOverflowError, CompilationError, DeviceAssert
 from npujit.jit.kernel import NPUKernel, npu_kernel
 from npujit.lazy import lazy_exports
 
-from .host import cdiv, next_power_of_2, reinterpret
+from npujit.jit.binder import reinterpret
+
+from .host import cdiv, next_power_of_2
 
 __version__ = "0.1.0"
 

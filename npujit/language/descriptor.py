@@ -108,9 +108,13 @@ def make_tensor_descriptor(base, shape, strides, block_shape,
         if isinstance(b, bool) or not isinstance(b, int) or b <= 0:
             raise sem.error(f"make_tensor_descriptor: block_shape entries must be positive "
                             f"constant ints, got {b!r}")
-    return tensor_descriptor(base, shape, strides,
-                             [b.value if isinstance(b, constexpr) else b for b in block_shape],
-                             padding_option)
+    block_shape = [b.value if isinstance(b, constexpr) else b for b in block_shape]
+    row = block_shape[-1] * base.element_ty.itemsize
+    if row < 16:        # Triton's rule (a ValueError, the compile error's cause, as there)
+        raise ValueError(f"Descriptor block shape must have at least 16 bytes in the last "
+                         f"dimension: block_shape {block_shape} of {base.element_ty!r} has "
+                         f"{row} B rows; widen the last block dimension")
+    return tensor_descriptor(base, shape, strides, block_shape, padding_option)
 
 
 @builtin

@@ -176,9 +176,11 @@ def interleave(a, b) -> tensor:
 
     Example::
 
-        z = nl.interleave(evens, odds)   # (N,), (N,) -> (2N,)
+        z = nl.interleave(evens, odds)   # (N,), (N,) -> (2N,); two scalars -> (2,)
     """
     j = join(a, b)
+    if j.ndim == 1:                      # two scalars: their join is already [a, b]
+        return j
     return sem.reshape(j, j.shape[:-2] + (j.shape[-2] * 2,))
 
 

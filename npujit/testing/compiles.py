@@ -13,8 +13,8 @@ Example::
     >>> x = np.ones(8, np.float32)
     >>> k = add_kernel.with_options(backend="reference")
     >>> with fresh_cache(k), count_compiles() as c:
-    ...     k[(1,)](x, x, np.empty_like(x), 8, BLOCK=8)
-    ...     k[(1,)](x, x, np.empty_like(x), 8, BLOCK=8)
+    ...     first = k[(1,)](x, x, np.empty_like(x), 8, BLOCK=8)   # a launch returns the
+    ...     again = k[(1,)](x, x, np.empty_like(x), 8, BLOCK=8)   # CompiledKernel that ran
     >>> c.count, c.kernels
     (1, ['add_kernel'])
 """

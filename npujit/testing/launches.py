@@ -14,8 +14,8 @@ Example::
     >>> from npujit.kernels.elementwise import add_kernel
     >>> x = np.ones(64, np.float32)
     >>> with simulate_launches() as reports:
-    ...     add_kernel.with_options(backend="reference")[(1,)](x, x, np.empty_like(x), 64,
-    ...                                                      BLOCK=64)
+    ...     ran = add_kernel.with_options(backend="reference")[(1,)](x, x, np.empty_like(x),
+    ...                                                            64, BLOCK=64)
     >>> len(reports), reports[0].races
     (1, [])
 """

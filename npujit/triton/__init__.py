@@ -22,7 +22,8 @@ kernel ``fn(specialization)`` (npujit/triton/specialization.py).
 from __future__ import annotations
 
 from npujit.errors import CompilationError, NPUJitError, OutOfResources
-from npujit.host import cdiv, next_power_of_2, reinterpret
+from npujit.host import cdiv, next_power_of_2
+from npujit.jit.binder import reinterpret
 from npujit.jit.kernel import NPUKernel
 from npujit.language.inline import inline
 from npujit.language.tracing import active
@@ -85,7 +86,12 @@ class JITFunction(NPUKernel):
     def _launch_kwargs(self, kwargs: dict) -> dict:
         """``kwargs`` without the GPU launch options the NPU ignores, but for those the
         kernel has a parameter of that name (Triton's softmax tutorial takes
-        ``num_stages: tl.constexpr``): they bind the parameter."""
+        ``num_stages: tl.constexpr``): they bind the parameter.  ``num_warps`` is checked
+        as Triton checks it (a power of 2), so a launch that Triton refuses is refused here."""
+        warps = kwargs.get("num_warps")
+        if warps is not None and "num_warps" not in self.params:
+            assert isinstance(warps, int) and warps > 0 and not warps & (warps - 1), \
+                f"num_warps must be a power of 2, got {warps!r}"
         if kwargs and not IGNORED_LAUNCH_OPTIONS.isdisjoint(kwargs):
             return {k: v for k, v in kwargs.items()
                     if k not in IGNORED_LAUNCH_OPTIONS or k in self.params}

@@ -191,3 +191,23 @@ def test_a_const_pointer_reads_and_refuses_stores():
         k[(1,)](x, out, N=8, WRITE_IN=True)
     assert e.value.error_message.startswith("store: Cannot store to a constant pointer: "
                                             "argument 'in_ptr' is annotated nl.const")
+
+
+@triton.jit
+def _interleave_scalars(x, y, z_ptr):
+    z = tl.interleave(x, y)
+    tl.static_assert(z.shape == [2])
+    tl.store(z_ptr + tl.arange(0, 2), z)
+
+
+def test_interleaving_two_scalars_gives_a_pair():
+    z = np.zeros(2, np.float32)
+    _interleave_scalars.with_options(backend="reference")[(1,)](10.0, 20.5, z)
+    np.testing.assert_array_equal(z, [10.0, 20.5])
+
+
+def test_num_warps_is_checked_as_triton_checks_it():
+    out = np.zeros(2, np.float32)
+    with pytest.raises(AssertionError, match="num_warps must be a power of 2, got 3"):
+        _interleave_scalars.warmup(1.0, 2.0, out, grid=(1,), num_warps=3)
+    _interleave_scalars.warmup(1.0, 2.0, out, grid=(1,), num_warps=4)

@@ -98,3 +98,18 @@ def _atomic_on_descriptor(in_ptr, N):
 def test_bad_descriptors_are_refused_with_the_reason(kern, message):
     with pytest.raises(CompilationError, match=message):
         kern.with_options(backend="reference")[(1,)](np.zeros((8, 8), np.float32), 8)
+
+
+@triton.jit
+def _narrow_block(x_ptr):
+    desc = tl.make_tensor_descriptor(x_ptr, [64, 64], [64, 1], [4, 2])
+    desc.load([0, 0])
+
+
+def test_a_block_row_under_16_bytes_is_refused_with_triton_s_words():
+    x = np.zeros((64, 64), np.int32)
+    with pytest.raises(CompilationError) as e:
+        _narrow_block.with_options(backend="reference")[(1,)](x)
+    assert isinstance(e.value.__cause__, ValueError)
+    assert ("Descriptor block shape must have at least 16 bytes in the last dimension: "
+            "block_shape [4, 2] of nl.int32 has 8 B rows") in str(e.value.__cause__)
