@@ -90,6 +90,7 @@ class Kind(enum.Enum):
     SCAN = "npu.scan"               # {kind: sum, axis} inclusive prefix
     SORT = "npu.sort"               # {axis, descending} -> values
     TOPK = "npu.topk"               # {k, axis} -> (values, indices: i32), largest first
+    GATHER = "npu.gather"           # (src, index: int) {axis} -> src[.., index[..], ..]
     # a user combine function (tl.reduce / tl.associative_scan) as the op's region: block
     # args (*acc, *next) scalars of the inputs' dtypes, scf.yield gives the new *acc
     REDUCE_COMBINE = "npu.reduce_combine"  # (*inputs) {axis} -> one tile per input
@@ -361,6 +362,17 @@ def _rule_topk(ts, attrs):
     return (tensor(shape, a.dtype), tensor(shape, int32))
 
 
+def _rule_gather(ts, attrs):
+    src, index = _tensor(ts[0], "src"), _tensor(ts[1], "index")
+    axis = _axis(src, attrs)
+    _need(index.dtype.is_int, f"gather index must be an int tile, got {index.dtype}")
+    _need(index.rank == src.rank and all(
+        a == b for d, (a, b) in enumerate(zip(index.shape, src.shape)) if d != axis),
+        f"gather index shape {list(index.shape)} must equal the source's "
+        f"{list(src.shape)} on every axis but {axis}")
+    return (tensor(index.shape, src.dtype),)
+
+
 def dot_result_dtype(d: DType) -> DType:
     """i8 -> i32; f64 -> f64 (CPU tiers only: the NPU presets' Cube has no f64); else f32."""
     return int32 if d.is_int else (d if d.name == "f64" else float32)
@@ -558,6 +570,7 @@ _TABLE = {
     Kind.SCAN: ("reduce", _UN, ("kind", "axis"), ANY, "cumsum"),
     Kind.SORT: ("reduce", _UN, ("axis",), ANY, "sort"),
     Kind.TOPK: ("reduce", _UN, ("k", "axis"), ANY, "topk"),
+    Kind.GATHER: ("reduce", ("src", "index"), ("axis",), ANY, "gather"),
     # costed as one Vector pass over the tiles (the combine body's ops are not costed)
     Kind.REDUCE_COMBINE: ("reduce", ("*inputs",), ("axis",), ANY, "sum"),
     Kind.SCAN_COMBINE: ("reduce", ("*inputs",), ("axis", "reverse"), ANY, "cumsum"),
@@ -584,7 +597,7 @@ _RULES = {
     Kind.CMP: _rule_cmp, Kind.SELECT: _rule_select, Kind.CAST: _rule_cast, Kind.BITCAST: _rule_bitcast,
     Kind.SPLAT: _rule_splat, Kind.BROADCAST: _rule_broadcast, Kind.RESHAPE: _rule_reshape,
     Kind.TRANS: _rule_trans, Kind.REDUCE: _rule_reduce, Kind.SCAN: _rule_scan,
-    Kind.SORT: _rule_sort, Kind.TOPK: _rule_topk, Kind.DOT: _rule_dot,
+    Kind.SORT: _rule_sort, Kind.TOPK: _rule_topk, Kind.GATHER: _rule_gather, Kind.DOT: _rule_dot,
     Kind.LOAD: _rule_load, Kind.STORE: _rule_store, Kind.BLOCK_LOAD: _rule_block_load,
     Kind.BLOCK_STORE: _rule_block_store, Kind.ATOMIC_RMW: _rule_atomic_rmw,
     Kind.PRINT: _rule_none, Kind.ASSERT: _rule_assert,

@@ -84,6 +84,7 @@ NOT_LOWERED = {
     Kind.SCAN_COMBINE: "an associative_scan with a user combine function is not emitted yet",
     Kind.SORT: "sort is not emitted yet",
     Kind.TOPK: "topk is not emitted yet",
+    Kind.GATHER: "gather (a tile indexed by a tile) is not emitted yet",
     Kind.ATOMIC_RMW: "atomics (SetAtomicAdd) are not emitted yet",
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",

@@ -94,6 +94,31 @@ def lower_topk(cg, op) -> None:
     cg.bind(op.results[1], idx)
 
 
+def lower_gather(cg, op) -> None:
+    """``out[o, j, i] = src[o, index[o, j, i], i]`` around the axis; an index outside
+    ``[0, n)`` raises ``OutOfBoundsError`` naming the op, its line and the program (the
+    reference's message)."""
+    src, index = _operand(cg, op, 0), _operand(cg, op, 1)
+    axis = op.attrs["axis"]
+    outer, n, inner = _split(op.operands[0].type.shape, axis)
+    _, m, _ = _split(op.operands[1].type.shape, axis)
+    out = cg.new_array("gather", op.result.type.shape, op.result.type.dtype)
+    w = cg.w
+    where = str(op.loc).replace("\\", "/").replace('"', "'")
+    template = (f"kernel '{cg.fn.name}', {op.kind.value} at {where}, program (%d, %d, %d): "
+                f"gather index %d is outside [0, {n}) on axis {axis} of the source tile")
+    o, j, i, ix = (w.fresh(s) for s in ("go", "gj", "gi", "gix"))
+    with w.block(f"for {o} in range(u64({outer})):"):
+        with w.block(f"for {j} in range(u64({m})):"):
+            with w.block(f"for {i} in range(u64({inner})):"):
+                w.line(f"{ix} = i64({index.name}[({o} * u64({m}) + {j}) * u64({inner}) + {i}])")
+                with w.block(f"if {ix} < 0 or {ix} >= {n}:"):
+                    w.line(f'raise OutOfBoundsError("{template}", pid0, pid1, pid2, {ix})')
+                w.line(f"{out.name}[({o} * u64({m}) + {j}) * u64({inner}) + {i}] = "
+                       f"{src.name}[({o} * u64({n}) + u64({ix})) * u64({inner}) + {i}]")
+    cg.bind(op.result, out)
+
+
 def _accumulates_in_place(cg, op, a, b) -> bool:
     """May ``dot`` add into its ``acc`` operand's own tile?  Yes when ``acc`` is a loop-
     carried tile (a slot only that block argument names) whose one use is this dot, and
@@ -149,4 +174,4 @@ def lower_dot(cg, op) -> None:
 
 
 LOWERINGS = {Kind.REDUCE: lower_reduce, Kind.SCAN: lower_scan, Kind.SORT: lower_sort,
-             Kind.TOPK: lower_topk, Kind.DOT: lower_dot}
+             Kind.TOPK: lower_topk, Kind.GATHER: lower_gather, Kind.DOT: lower_dot}

@@ -1,4 +1,4 @@
-"""Reference semantics of reductions, scans, sort and topk (docs/semantics.md,
+"""Reference semantics of reductions, scans, sort, topk and gather (docs/semantics.md,
 "Reductions, scans, selection").
 
 Accumulation rules: floats accumulate in f32 (f64 in f64) and round once to the input dtype; i1, i8
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npujit.errors import OutOfBoundsError
 from npujit.ir import Kind
 from npujit.ir.ops import reduce_result_dtype
 from npujit.ir.types import dtype_of_numpy
@@ -100,6 +101,21 @@ def topk(ctx, op, x):
     return np.moveaxis(values, -1, axis), np.moveaxis(order.astype(I32), -1, axis)
 
 
+def gather(ctx, op, src, index):
+    """``out[..., j, ...] = src[..., index[..., j, ...], ...]`` along ``axis`` (numpy's
+    ``take_along_axis``); an index outside ``[0, src.shape[axis])`` is an error."""
+    axis = op.attrs["axis"]
+    n = src.shape[axis]
+    ix = index.astype(np.int64)
+    bad = (ix < 0) | (ix >= n)
+    if bad.any():
+        lane = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise OutOfBoundsError(f"kernel '{ctx.kernel}', {op.kind.value} at {op.loc}, program "
+                               f"{ctx.pid}: gather index {int(ix[lane])} at lane {lane} is "
+                               f"outside [0, {n}) on axis {axis} of the source tile")
+    return np.take_along_axis(src, ix, axis=axis)
+
+
 def _lanes(xs, axis: int) -> list:
     """Each input with ``axis`` last, as a (lanes, n) array."""
     return [np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis]) for x in xs]
@@ -147,6 +163,7 @@ SEMANTICS_REDUCE = {
     Kind.SCAN: scan,
     Kind.SORT: sort,
     Kind.TOPK: topk,
+    Kind.GATHER: gather,
     Kind.REDUCE_COMBINE: reduce_combine,
     Kind.SCAN_COMBINE: scan_combine,
 }

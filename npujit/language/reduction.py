@@ -192,6 +192,33 @@ def topk(x, k: int, axis: int = -1):
 
 
 @builtin
+def gather(src, index, axis: int) -> tensor:
+    """Elements of ``src`` picked along ``axis`` by the int tile ``index`` (Triton's
+    ``tl.gather``, numpy's ``take_along_axis``): ``out[i][j] = src[index[i][j]][j]`` for
+    ``axis=0``.  ``index`` has ``src``'s rank and its sizes on every other axis; the result
+    has ``index``'s shape and ``src``'s dtype.  An index outside ``[0, src.shape[axis])``
+    is an ``OutOfBoundsError`` naming the line.
+
+    Example::
+
+        picked = nl.gather(scores, ids, axis=1)      # [T, E], [T, K] -> [T, K]
+    """
+    src, index = sem.to_tensor(src), sem.to_tensor(index)
+    if isinstance(axis, constexpr):
+        axis = axis.value
+    if src.ndim == 0:
+        raise sem.error("gather needs a source tile, got a scalar")
+    if not index.dtype.is_int:
+        raise sem.error(f"gather: index must be an int tile, got {index.dtype!r}")
+    axis = sem.normalize_axis(src, axis, "gather")
+    if index.ndim != src.ndim or any(a != b for d, (a, b) in
+                                     enumerate(zip(index.shape, src.shape)) if d != axis):
+        raise sem.error(f"gather: index shape {list(index.shape)} must have the source's rank "
+                        f"and its sizes {list(src.shape)} on every axis but {axis}")
+    return sem.emit(Kind.GATHER, [src, index], {"axis": axis})
+
+
+@builtin
 def histogram(x, num_bins, mask=None) -> tensor:
     """How many lanes of the 1-D int tile ``x`` hold each value ``0 .. num_bins - 1`` (bins
     of width 1 from 0, as Triton's ``tl.histogram``): an i32 tile ``[num_bins]``.  Values

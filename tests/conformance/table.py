@@ -288,6 +288,15 @@ def _sort_oracle(desc):
     return oracle
 
 
+def _gather_index():
+    """A fixed (4, 32) index into axis 0 of a (4, 32) tile (repeats and every row)."""
+    return (np.arange(4)[:, None] * 7 + np.arange(32)[None, :] * 3) % 4
+
+
+def _gather_index_tile():      # the same index built in the kernel
+    return (nl.arange(0, 4)[:, None] * 7 + nl.arange(0, 32)[None, :] * 3) % 4
+
+
 SCAN_SORT = [
     Case("cumsum_axis0", lambda x, y: nl.cumsum(x, axis=0), _cumsum_oracle(0), FLOATS + ("i32",),
          "any", 1e-5),
@@ -297,6 +306,8 @@ SCAN_SORT = [
     Case("sort_desc", lambda x, y: nl.sort(x, axis=1, descending=True), _sort_oracle(True),
          FLOATS + ("i32",)),
     Case("topk3", lambda x, y: nl.topk(x, 3, axis=1), _topk_oracle(3), FLOATS + ("i32",)),
+    Case("gather", lambda x, y: nl.gather(x, _gather_index_tile(), axis=0),
+         lambda x, y: np.take_along_axis(x, _gather_index(), axis=0), FLOATS + INTS),
     Case("softmax", lambda x, y: nl.softmax(x, axis=1),
          lambda x, y: rnd(np.exp(f32(x) - f32(x).max(1, keepdims=True)) /
                           np.exp(f32(x) - f32(x).max(1, keepdims=True)).sum(1, keepdims=True), x),

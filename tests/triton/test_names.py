@@ -211,3 +211,42 @@ def test_num_warps_is_checked_as_triton_checks_it():
     with pytest.raises(AssertionError, match="num_warps must be a power of 2, got 3"):
         _interleave_scalars.warmup(1.0, 2.0, out, grid=(1,), num_warps=3)
     _interleave_scalars.warmup(1.0, 2.0, out, grid=(1,), num_warps=4)
+
+
+@triton.jit
+def _gather(src_ptr, idx_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, M: tl.constexpr):
+    src = tl.load(src_ptr + tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :])
+    idx = tl.load(idx_ptr + tl.arange(0, R)[:, None] * M + tl.arange(0, M)[None, :])
+    tl.store(out_ptr + tl.arange(0, R)[:, None] * M + tl.arange(0, M)[None, :],
+             tl.gather(src, idx, axis=1))
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_gather_picks_along_the_axis_and_refuses_an_index_outside_it(backend):
+    rng = np.random.default_rng(4)
+    src = rng.standard_normal((4, 16)).astype(np.float32)
+    idx = rng.integers(0, 16, (4, 8)).astype(np.int32)
+    out = np.zeros((4, 8), np.float32)
+    k = _gather.with_options(backend=backend)
+    k[(1,)](src, idx, out, R=4, C=16, M=8)
+    np.testing.assert_array_equal(out, np.take_along_axis(src, idx, axis=1))
+    idx[2, 3] = 16
+    with pytest.raises(IndexError, match=r"npu.gather at .*test_names.py:\d+.*gather index 16 "
+                                         r".*outside \[0, 16\) on axis 1"):
+        k[(1,)](src, idx, out, R=4, C=16, M=8)
+
+
+@triton.jit
+def _gather_rows(src_ptr, idx_ptr, out_ptr):
+    src = tl.load(src_ptr + tl.arange(0, 2)[:, None] * 16 + tl.arange(0, 16)[None, :])
+    idx = tl.load(idx_ptr + tl.arange(0, 2)[:, None] * 8 + tl.arange(0, 8)[None, :])
+    tl.store(out_ptr + tl.arange(0, 2)[:, None] * 8 + tl.arange(0, 8)[None, :],
+             tl.gather(src, idx, axis=0))
+
+
+def test_gather_says_what_shape_the_index_must_have():
+    with pytest.raises(triton.CompilationError, match=r"index shape \[2, 8\] must have the "
+                                                      r"source's rank and its sizes \[2, 16\] "
+                                                      r"on every axis but 0"):
+        _gather_rows.with_options(backend="reference")[(1,)](
+            np.zeros((2, 16), np.float32), np.zeros((2, 8), np.int32), np.zeros((2, 8), np.float32))
