@@ -95,6 +95,7 @@ class Kind(enum.Enum):
     # args (*acc, *next) scalars of the inputs' dtypes, scf.yield gives the new *acc
     REDUCE_COMBINE = "npu.reduce_combine"  # (*inputs) {axis} -> one tile per input
     SCAN_COMBINE = "npu.scan_combine"      # (*inputs) {axis, reverse} -> inclusive scans
+    MAP_ELEMENTWISE = "npu.map_elementwise"  # (*inputs) {dtypes} region(*scalars) -> tiles
 
     # --- Cube ------------------------------------------------------------------------------
     DOT = "npu.dot"                 # (a: MxK, b: KxN, acc?: MxN) -> MxN f32 (i32 for i8);
@@ -346,6 +347,18 @@ def _rule_combine(kind):
     return rule
 
 
+def _rule_map(ts, attrs):
+    _need(len(ts) >= 1, "npu.map_elementwise takes one or more tiles")
+    tiles = [_tensor(t, f"input #{i}") for i, t in enumerate(ts)]
+    _need(all(t.shape == tiles[0].shape for t in tiles),
+          f"npu.map_elementwise inputs must have one shape, got {', '.join(map(str, tiles))}")
+    dtypes = attrs.get("dtypes")
+    _need(isinstance(dtypes, (tuple, list)) and dtypes and
+          all(isinstance(d, DType) for d in dtypes),
+          "npu.map_elementwise needs 'dtypes', the dtype of each result")
+    return tuple(tensor(tiles[0].shape, d) for d in dtypes)
+
+
 def _rule_sort(ts, attrs):
     a = _tensor(ts[0], "operand")
     _axis(a, attrs)
@@ -574,6 +587,8 @@ _TABLE = {
     # costed as one Vector pass over the tiles (the combine body's ops are not costed)
     Kind.REDUCE_COMBINE: ("reduce", ("*inputs",), ("axis",), ANY, "sum"),
     Kind.SCAN_COMBINE: ("reduce", ("*inputs",), ("axis", "reverse"), ANY, "cumsum"),
+    # costed as one elementwise Vector pass over the result (the function's ops are not)
+    Kind.MAP_ELEMENTWISE: ("reduce", ("*inputs",), ("dtypes",), ANY, "copy"),
     Kind.DOT: ("cube", ("a", "b", "acc?"), (), ANY, None),
     Kind.LOAD: ("memory", ("ptr", "offsets", "mask?", "other?"), (), ANY, None),
     Kind.STORE: ("memory", ("ptr", "offsets", "value", "mask?"), (), ANY, None),
@@ -603,6 +618,7 @@ _RULES = {
     Kind.PRINT: _rule_none, Kind.ASSERT: _rule_assert,
     Kind.REDUCE_COMBINE: _rule_combine(Kind.REDUCE_COMBINE),
     Kind.SCAN_COMBINE: _rule_combine(Kind.SCAN_COMBINE),
+    Kind.MAP_ELEMENTWISE: _rule_map,
 }
 for _k, (_family, *_) in _TABLE.items():
     if _family == "binary":
@@ -615,7 +631,7 @@ _IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.IF, Kind.WHILE, Kind.LOAD, Ki
 # Loads only read; they are kept impure so DCE/CSE never move them across stores.
 
 _REGIONS = {Kind.FOR: 1, Kind.FUSED: 1, Kind.WHILE: 1, Kind.IF: 2, Kind.REDUCE_COMBINE: 1,
-            Kind.SCAN_COMBINE: 1}
+            Kind.SCAN_COMBINE: 1, Kind.MAP_ELEMENTWISE: 1}
 INFO = {k: OpInfo(k, family=family, operands=operands, attrs=attrs, domain=domain,
                   swappable=k in _SWAPPABLE, vec_op=vec_op, pure=k not in _IMPURE,
                   terminator=k in (Kind.RETURN, Kind.YIELD),
@@ -628,7 +644,8 @@ LOOPS = frozenset({Kind.FOR, Kind.WHILE})
 CONTROL = LOOPS | {Kind.IF}
 # Ops whose region runs as part of the op (the schedule, the simulator and timing-only
 # runs see one op): a fused loop nest, a combine function.
-OWN_REGION = frozenset({Kind.FUSED, Kind.REDUCE_COMBINE, Kind.SCAN_COMBINE})
+OWN_REGION = frozenset({Kind.FUSED, Kind.REDUCE_COMBINE, Kind.SCAN_COMBINE,
+                        Kind.MAP_ELEMENTWISE})
 COMBINE = frozenset({Kind.REDUCE_COMBINE, Kind.SCAN_COMBINE})
 
 BINARY = frozenset(k for k, i in INFO.items() if i.family == "binary")

@@ -231,10 +231,25 @@ def rule_combine_region(op: Op, ctx: Context) -> str | None:
         f"scf.yield gives ({{}}) but the combine function must give ({_listed(want)})")
 
 
+def rule_map_region(op: Op, ctx: Context) -> str | None:
+    """npu.map_elementwise: the function's region takes ``pack`` scalars of each input, of
+    its dtype, and yields ``pack`` scalars of each result, of the result's dtype."""
+    if op.kind is not Kind.MAP_ELEMENTWISE or len(op.regions) != 1:
+        return None
+    p = op.attrs.get("pack", 1)
+    args = [T.tensor((), v.type.dtype) for v in op.operands if hasattr(v.type, "dtype")
+            for _ in range(p)]
+    outs = [T.tensor((), r.type.dtype) for r in op.results for _ in range(p)]
+    return _region_mismatch(
+        op.regions[0], args, outs,
+        f"region arguments ({{}}) must be one scalar per input ({_listed(args)})",
+        f"scf.yield gives ({{}}) but the results are ({_listed(outs)})")
+
+
 OP_RULES = [rule_parent_links, rule_operands_dominate, rule_region_count, rule_required_attrs,
             rule_result_types, rule_terminator_last, rule_return_operands,
             rule_region_terminators, rule_for_body, rule_if_regions, rule_while_body,
-            rule_fused_region, rule_combine_region]
+            rule_fused_region, rule_combine_region, rule_map_region]
 
 
 # --- function rules ------------------------------------------------------------------------

@@ -82,6 +82,7 @@ NOT_LOWERED = {
     Kind.BITCAST: "bitcasts are not emitted yet",
     Kind.REDUCE_COMBINE: "a reduce with a user combine function is not emitted yet",
     Kind.SCAN_COMBINE: "an associative_scan with a user combine function is not emitted yet",
+    Kind.MAP_ELEMENTWISE: "map_elementwise (a scalar function per element) is not emitted yet",
     Kind.SORT: "sort is not emitted yet",
     Kind.TOPK: "topk is not emitted yet",
     Kind.GATHER: "gather (a tile indexed by a tile) is not emitted yet",

@@ -73,4 +73,34 @@ def lower_combine(cg, op) -> None:
             cg.bind(r, out)
 
 
-LOWERINGS = {Kind.REDUCE_COMBINE: lower_combine, Kind.SCAN_COMBINE: lower_combine}
+def lower_map(cg, op) -> None:
+    """``npu.map_elementwise``: the function's region as scalar code in one loop over the
+    groups of ``pack`` consecutive elements (the inputs made row-major contiguous)."""
+    p = op.attrs.get("pack", 1)
+    srcs = [_operand(cg, op, i) for i in range(len(op.operands))]
+    outs = [cg.new_array("mapped", r.type.shape, r.type.dtype) for r in op.results]
+    w = cg.w
+    g = w.fresh("g")
+    body = op.body
+    names = [w.fresh("arg") for _ in body.args]
+    for arg, name in zip(body.args, names):
+        cg.bind(arg, Val.scalar(name, arg.type.dtype))
+    total = 1
+    for s in op.results[0].type.shape:
+        total *= s
+    reads = [f"{s.name}[{g} + {k}]" for s in srcs for k in range(p)]
+    with w.block(f"for {g} in range(0, {total}, {p}):"):
+        w.line(f"{', '.join(names)} = {', '.join(reads)}")
+        with cg.region():
+            for inner_op in body.ops:
+                cg.lower_op(inner_op)
+        ys = body.terminator.operands
+        for r, out in enumerate(outs):
+            for k in range(p):
+                w.line(f"{out.name}[{g} + {k}] = {cg.val(ys[r * p + k]).name}")
+    for r, out in zip(op.results, outs):
+        cg.bind(r, out)
+
+
+LOWERINGS = {Kind.REDUCE_COMBINE: lower_combine, Kind.SCAN_COMBINE: lower_combine,
+             Kind.MAP_ELEMENTWISE: lower_map}

@@ -158,6 +158,21 @@ def scan_combine(ctx, op, *xs):
     return tuple(np.moveaxis(out.reshape(moved), -1, axis) for out in outs)
 
 
+def map_elementwise(ctx, op, *xs):
+    """The function's region run on each group of ``pack`` consecutive elements (row-major)
+    of the inputs in turn: the group's scalars of each input, then it yields ``pack``
+    scalars of each result."""
+    p = op.attrs.get("pack", 1)
+    flat = [x.reshape(-1) for x in xs]
+    outs = [np.empty(flat[0].size, r.type.dtype.np) for r in op.results]
+    for g in range(0, flat[0].size, p):
+        ys = ctx.run_block(op.body, tuple(np.asarray(x[g + k]) for x in flat for k in range(p)))
+        for r, out in enumerate(outs):
+            for k in range(p):
+                out[g + k] = ys[r * p + k]
+    return tuple(out.reshape(xs[0].shape) for out in outs)
+
+
 SEMANTICS_REDUCE = {
     Kind.REDUCE: reduce,
     Kind.SCAN: scan,
@@ -166,4 +181,5 @@ SEMANTICS_REDUCE = {
     Kind.GATHER: gather,
     Kind.REDUCE_COMBINE: reduce_combine,
     Kind.SCAN_COMBINE: scan_combine,
+    Kind.MAP_ELEMENTWISE: map_elementwise,
 }

@@ -22,7 +22,7 @@ from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min
 from .memory import advance, load, make_block_ptr, store
 from .descriptor import (load_tensor_descriptor, make_tensor_descriptor, store_tensor_descriptor,
                          tensor_descriptor)
-from .combine import associative_scan, cumprod, reduce, reduce_or, xor_sum
+from .combine import associative_scan, cumprod, map_elementwise, reduce, reduce_or, xor_sum
 from .reduction import (argmax, argmin, cumsum, gather, histogram, max, min, prod, softmax, sort,
                         sum, topk)
 from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, ravel,
@@ -47,7 +47,8 @@ __all__ = [
     "where",
     # reductions and selection
     "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",
-    "histogram", "gather", "reduce", "associative_scan", "cumprod", "xor_sum", "reduce_or",
+    "histogram", "gather", "reduce", "associative_scan", "cumprod", "map_elementwise",
+    "xor_sum", "reduce_or",
     # shape
     "reshape", "view", "ravel", "expand_dims", "trans", "permute", "broadcast_to", "broadcast", "join",
     "split", "interleave", "cat",

@@ -151,6 +151,75 @@ def associative_scan(input, axis, combine_fn, reverse: bool = False):
     return tuple(outs) if many else outs[0]
 
 
+@builtin
+def map_elementwise(scalar_fn, *args, pack: int = 1):
+    """``scalar_fn`` applied to each element of the tiles ``args`` (broadcast to one
+    shape), as Triton's ``tl.map_elementwise``: the function takes scalars and may branch
+    on them (``if x < y: return -1``); it returns one value or a tuple, and each becomes a
+    tile of the common shape.  With ``pack=p`` it takes ``p`` consecutive elements of each
+    tile (all of the first tile's, then the second's) and returns ``p`` values per result.
+
+    Example::
+
+        @nl.inline
+        def clipped_ratio(a, b):
+            if b == 0:
+                return 0.0
+            return min(a / b, 1.0)
+
+        r = nl.map_elementwise(clipped_ratio, x, y)
+    """
+    if isinstance(pack, constexpr):
+        pack = pack.value
+    if not callable(scalar_fn):
+        raise sem.error(f"map_elementwise: scalar_fn must be a function, got {scalar_fn!r}")
+    if not args:
+        raise sem.error("map_elementwise needs at least one tile")
+    tiles = [sem.to_tensor(a) for a in args]
+    shape = tiles[0].shape
+    for t in tiles[1:]:
+        shape = sem.broadcast_shapes(shape, t.shape)
+    n = 1
+    for s in shape:
+        n *= s
+    if isinstance(pack, bool) or not isinstance(pack, int) or pack < 1 or n % pack:
+        raise sem.error(f"map_elementwise: pack must be a positive int dividing the "
+                        f"{n} elements, got {pack!r}")
+    tiles = [sem.broadcast_to(t, shape) for t in tiles]
+    if not _takes(scalar_fn, pack * len(tiles)):
+        raise sem.error(f"map_elementwise: the function must take {pack * len(tiles)} "
+                        f"arguments ({pack} element(s) of each of the {len(tiles)} tiles)")
+    builder = current().builder
+    block = Block([T.tensor((), t.dtype) for t in tiles for _ in range(pack)])
+    with builder.at(block):
+        out = scalar_fn(*[tensor(a) for a in block.args])
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if len(outs) % pack:
+            raise sem.error(f"map_elementwise: with pack={pack} the function must return a "
+                            f"multiple of {pack} values, got {len(outs)}")
+        vals = [sem.to_tensor(o) for o in outs]
+        for i, v in enumerate(vals):
+            if v.shape != ():
+                raise sem.error(f"map_elementwise: the function's result #{i} is a tile "
+                                f"{list(v.shape)}; it works on single elements (scalars)")
+        # the p values of one result share a dtype: the promoted one
+        dtypes = []
+        for r in range(len(vals) // pack):
+            group = vals[r * pack:(r + 1) * pack]
+            d = group[0].dtype
+            for v in group[1:]:
+                d = T.promote(d, v.dtype)
+            dtypes.append(d)
+        vals = [sem.cast(v, dtypes[i // pack]) for i, v in enumerate(vals)]
+        builder.create(Kind.YIELD, [v.handle for v in vals], {})
+    ctx = current()
+    op = ctx.builder.create(Kind.MAP_ELEMENTWISE, [t.handle for t in tiles],
+                            {"dtypes": tuple(dtypes), "pack": pack}, regions=[block],
+                            loc=ctx.loc())
+    outs = [tensor(r) for r in op.results]
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
 def _add(a, b):
     return a + b
 
@@ -167,7 +236,7 @@ def reverse_cumsum(x: tensor, axis: int) -> tensor:
     """``cumsum(x, axis, reverse=True)`` with ``nl.cumsum``'s dtypes: small ints sum in
     i32, 16-bit floats in f32 rounded once at the end."""
     acc = reduce_result_dtype("sum", x.dtype)
-    wide = sem.cast(x, T.float32 if x.dtype.is_half else acc)
+    wide = sem.cast(x, T.float32 if x.dtype.is_narrow_float else acc)
     (out,) = combine_op(Kind.SCAN_COMBINE, [wide], axis, _add, "cumsum", {"reverse": True})
     return sem.cast(out, acc)
 

@@ -166,3 +166,71 @@ def _bad_combine(x_ptr, WHAT: tl.constexpr):
 def test_bad_combine_functions_name_the_problem(what, message):
     with pytest.raises(CompilationError, match=message):
         _bad_combine.with_options(backend="reference")[(1,)](np.zeros(8, np.float32), WHAT=what)
+
+
+@triton.jit
+def _sign_of_difference(x, y):         # branches on the scalars
+    if x < y:
+        return -1
+    elif x == y:
+        return 0
+    else:
+        return 1
+
+
+@triton.jit
+def _magnitude(x):                      # an early return, then the fall-through
+    if x < 0:
+        return -x
+    return x
+
+
+@triton.jit
+def _divmod_pairs(a0, a1, b0, b1):     # pack=2: two elements of each tile
+    return a0 // b0, a1 // b1, a0 % b0, a1 % b1
+
+
+@triton.jit
+def _mapped(x_ptr, y_ptr, s_ptr, q_ptr, r_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.store(s_ptr + offs, tl.map_elementwise(_sign_of_difference, x, y) * 100 +
+             tl.map_elementwise(_magnitude, x))
+    q, r = tl.map_elementwise(_divmod_pairs, x, y, pack=2)
+    tl.store(q_ptr + offs, q)
+    tl.store(r_ptr + offs, r)
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_map_elementwise_runs_a_branching_scalar_function_on_each_element(backend):
+    rng = np.random.default_rng(8)
+    x = rng.integers(-20, 20, 32).astype(np.int32)
+    y = rng.integers(1, 20, 32).astype(np.int32)
+    y[::5] = x[::5].clip(1)                              # some equal pairs
+    s, q, r = (np.zeros(32, np.int32) for _ in range(3))
+    k = _mapped.with_options(backend=backend)
+    k[(1,)](x, y, s, q, r, N=32)
+    np.testing.assert_array_equal(s, np.sign(x - y) * 100 + np.abs(x))
+    np.testing.assert_array_equal(q, np.trunc(x / y).astype(np.int32))   # C division
+    np.testing.assert_array_equal(r, np.fmod(x, y))
+    ir = k.warmup(x, y, s, q, r, N=32, grid=(1,)).asm["ir"]
+    assert print_function(parse_function(ir)) == ir        # the region round-trips
+    if backend == "reference":
+        assert k.simulate(x, y, s, q, r, N=32, grid=(1,)).cycles > 0
+
+
+@triton.jit
+def _bad_pack(x_ptr, N: tl.constexpr, P: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(x_ptr + tl.arange(0, N), tl.map_elementwise(_first, x, x, pack=P))
+
+
+def test_map_elementwise_says_what_pack_and_arity_must_be():
+    x = np.zeros(6, np.float32)
+    with pytest.raises(CompilationError, match=r"pack must be a positive int dividing the 6 "
+                                               r"elements, got 4"):
+        _bad_pack.with_options(backend="reference")[(1,)](x, N=6, P=4)
+    with pytest.raises(CompilationError, match=r"the function must take 4 arguments \(2 "
+                                               r"element\(s\) of each of the 2 tiles\)"):
+        _bad_pack.with_options(backend="reference")[(1,)](x, N=6, P=2)
