@@ -39,6 +39,7 @@ import keyword
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 
 from npujit.ir.types import DType
 
@@ -178,7 +179,7 @@ class Val:
         if self.shape == shape:
             return self
         if self.kind == "expr":
-            return Val.expr(self.name, self.args, self.dtype, shape, self.op)
+            return self._map_exprs(lambda a: a.broadcast_to(shape), shape, {})
         if self.shape == ():
             if self.kind == "scalar":
                 return Val.scalar(self.name, self.dtype, shape)
@@ -192,21 +193,38 @@ class Val:
         """The transpose: output dim d walks this value's dim ``perm[d]``."""
         shape = tuple(self.shape[p] for p in perm)
         if self.kind == "expr":
-            return Val("expr", self.name, shape, self.dtype, (0,) * len(shape),
-                       tuple(a.permuted(perm) for a in self.args), self.op)
+            return self._map_exprs(lambda a: a.permuted(perm), shape, {})
         return self.with_layout(shape, [self.strides[p] for p in perm])
 
-    def leaves(self):
-        """The non-expr Vals this value reads (itself unless it is an expr)."""
+    def _map_exprs(self, leaf_fn, shape, memo: dict) -> "Val":
+        """This expr with every leaf replaced by ``leaf_fn(leaf)``, at ``shape``.  An expr
+        is a DAG (``x`` read three times by ``where(x > 0, exp(x), x)``), so each node is
+        rebuilt once (``memo``, by identity): walking it as a tree is exponential in the
+        depth of a chain of such ops."""
         if self.kind != "expr":
-            yield self
-            return
-        for a in self.args:
-            yield from a.leaves()
+            return leaf_fn(self)
+        out = memo.get(id(self))
+        if out is None:
+            out = Val("expr", self.name, shape, self.dtype, (0,) * len(shape),
+                      tuple(a._map_exprs(leaf_fn, shape, memo) for a in self.args), self.op)
+            memo[id(self)] = out
+        return out
 
-    @property
+    def leaves(self) -> tuple:
+        """The distinct non-expr Vals this value reads (itself unless it is an expr)."""
+        return self._leaves
+
+    @cached_property
+    def _leaves(self) -> tuple:
+        if self.kind != "expr":
+            return (self,)
+        return tuple(dict.fromkeys(leaf for a in self.args for leaf in a._leaves))
+
+    @cached_property
     def size(self) -> int:
-        """Number of expr nodes (how much work one element costs, roughly)."""
+        """Number of expr nodes counted as a tree (how much text, and roughly how much
+        work, one element costs when it is inlined); each node's count is kept, so a DAG
+        is walked once."""
         return 1 + sum(a.size for a in self.args) if self.kind == "expr" else 0
 
     def element(self, index) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import npujit.language as nl
+from npujit import npu_kernel
 from npujit.ir import Block, Kind
 from npujit.ir import types as T
 
@@ -301,6 +303,30 @@ def test_unfused_elementwise_and_fused_give_the_same_bits():
         run_numba(build(fuse), (1, 1, 1), [x, out])
         outs.append(out)
     same(outs[0], outs[1])
+
+
+@npu_kernel
+def _where_chain(x_ptr, y_ptr, DEPTH: nl.constexpr):
+    offs = nl.arange(0, 16)
+    x = nl.load(x_ptr + offs)
+    acc = x
+    for _ in nl.static_range(DEPTH):    # each step reads acc three times
+        acc = nl.where(acc > 0.5, nl.exp(acc * 0.01) + x, acc * 1.001 - 0.1)
+    nl.store(y_ptr + offs, acc)
+
+
+def test_a_deep_chain_reading_each_value_several_times_compiles_in_linear_time():
+    """40 fused steps, each reading the previous three times: the region's values form a
+    DAG whose tree has 3**40 nodes.  Code generation walked it as a tree (leaves, sizes,
+    broadcasts), which never finished past ~20 steps; each value is now visited once."""
+    x = np.random.default_rng(4).uniform(-1, 2, 16).astype(F32)
+    y = np.zeros(16, F32)
+    _where_chain.with_options(backend="numba")[(1,)](x, y, DEPTH=40)
+    want = x.copy()
+    for _ in range(40):
+        want = np.where(want > 0.5, np.exp(want * F32(0.01)) + x,
+                        want * F32(1.001) - F32(0.1)).astype(F32)
+    np.testing.assert_allclose(y, want, rtol=1e-5)
 
 
 # --- the Cube, selection --------------------------------------------------------------
