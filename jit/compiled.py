@@ -212,6 +212,12 @@ def _describe(sig) -> str:
     return repr(sig[1])
 
 
+# Triton's GPU compile stages, named in the error when a Triton test reads one
+_GPU_STAGES = {"ttir": "Triton IR", "ttgir": "Triton GPU IR", "llir": "LLVM IR for the GPU",
+               "ptx": "NVIDIA PTX", "cubin": "NVIDIA binary", "amdgcn": "AMD GCN assembly",
+               "hsaco": "AMD binary", "spv": "SPIR-V", "source": "Triton's MLIR source"}
+
+
 class Asm(Mapping):
     """``CompiledKernel.asm``: read-only stage name -> text.
 
@@ -242,6 +248,10 @@ class Asm(Mapping):
                 raise KeyError(f"no Ascend C for kernel '{self._c.name}': {e}") from None
             self._stages[stage] = files[f"{info.entry}.cpp"]
             return self._stages[stage]
+        if stage in _GPU_STAGES:
+            raise KeyError(f"no compile stage {stage!r}: it is a stage of Triton's GPU "
+                           f"compiler ({_GPU_STAGES[stage]}); npujit compiles for an NPU, its "
+                           f"stages are: {', '.join(self)}")
         raise KeyError(f"no compile stage {stage!r}; stages: {', '.join(self)}")
 
     def __iter__(self):
