@@ -30,6 +30,33 @@ def out_of_bounds(site, pid0, pid1, pid2, lo, hi, extent):
 
 
 @njit(cache=True, nogil=True)
+def block_span(site, pid0, pid1, pid2, extent, offs, sizes, strides, shapes, clip):
+    """Raise through :func:`out_of_bounds` when the box of a block-pointer access leaves
+    its argument of ``extent`` elements: on axis ``d`` the coordinates
+    ``offs[d] .. offs[d] + sizes[d] - 1``, clipped to ``[0, shapes[d])`` where bit ``d``
+    of ``clip`` is set (a boundary-checked axis: the rest is padding, never addressed);
+    an empty box addresses nothing.  The extremes of an affine map over a box lie at its
+    corners, so the range is exact.  One call per access (inline, it was ~10 lines and
+    one branch per axis in every kernel, which numba's compile time pays for)."""
+    lo = 0
+    hi = 0
+    for d in range(len(offs)):
+        c0 = offs[d]
+        c1 = offs[d] + sizes[d] - 1
+        if (clip >> d) & 1:
+            c0 = max(c0, 0)
+            c1 = min(c1, shapes[d] - 1)
+        if c0 > c1:
+            return
+        a = c0 * strides[d]
+        b = c1 * strides[d]
+        lo += min(a, b)
+        hi += max(a, b)
+    if lo < 0 or hi >= extent:
+        out_of_bounds(site, pid0, pid1, pid2, lo, hi, extent)
+
+
+@njit(cache=True, nogil=True)
 def index_overflow(site, pid0, pid1, pid2, a, b, exact, wrapped):
     """Raise ``IndexOverflowError(site, ...)``: program ``(pid0, pid1, pid2)``'s scalar
     int32 index arithmetic on ``a`` and ``b`` gave ``wrapped`` instead of ``exact``."""

@@ -34,7 +34,7 @@ from npujit.ir.slice import stream_slice
 from npujit.ir.types import PtrType
 
 from . import (lower_combine, lower_control, lower_elementwise, lower_memory, lower_shape,
-               lower_tile, range_check, record)
+               lower_tile, outline, range_check, record)
 from .lower_scalar import result
 from .values import Nest, Val, Writer, np_type, numel
 from .runtime import KernelSource   # (defined there: a cache hit loads no code generator)
@@ -258,7 +258,11 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
     setup_lines = conversions + cg.tiles
     decorator = f'@njit(cache={bool(options.get("cache", True))}, nogil=True, error_model="numpy")'
     setup = "".join(f"    {line}\n" for line in setup_lines)
-    body_text = cg.w.text() or "        pass"
+    body = cg.w.text().split("\n") if cg.w.text() else []
+    defined = {*loop_names, *params, *outline.bound_names(setup_lines)}
+    body, segments = outline.outline(entry, body, defined, {"rec", "rec_n"} if recording
+                                     else set(), decorator)
+    body_text = "\n".join(body) or "        pass"
     if recording:
         body_text = "        rec, rec_n = rc.put(rec, rec_n, -1, p, 0, 0)\n" + body_text
         body_text += "\n    return rec, rec_n"
@@ -271,7 +275,7 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
 OOB_SITES = (
 {sites})
 
-{decorator}
+{segments}{decorator}
 def {entry}(nprog0, nprog1, nprog2, first, last{sep}{", ".join(params)}):
     """Programs first..last-1 of the grid (linear ids, axis 0 fastest)."""
 {setup}    for p in range(first, last):

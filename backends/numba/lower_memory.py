@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 
 from npujit.ir.ops import Kind
+from npujit.ir.passes.fold import constant_value
 
 from . import lower_scalar as ls
 from . import range_check
@@ -352,22 +353,38 @@ def _block_loops(cg, op, bs, names, body) -> None:
     row = w.fresh("row")
     outer = "".join(f"{c} * {names['stride', d_]} + " for d_, c in enumerate(coords))
     w.line(f"{row} = {outer}{off} * {stride}")
-    fast = [f"{stride} == 1"] + oks
+    # a stride known at compile time decides the path here: one loop, not two (each
+    # branch and loop the kernel carries costs numba's compile time)
+    known = constant_value(op.operands[1 + r + last])
+    unit = isinstance(known, int) and not isinstance(known, bool) and known == 1
+    fast = ([] if unit else [f"{stride} == 1"]) + oks
     if last in checked or debug:
         fast.append(f"{off} >= 0 and {off} + {bs[last]} <= {extent}")
     i = w.fresh(f"b{last}")
-    with w.block(f"if {' and '.join(fast)}:"):
+
+    def contiguous():
         start = w.fresh("start")
         w.line(f"{start} = u64({row})")
         with w.block(f"for {i} in range(u64({bs[last]})):"):
             body(idx + [i], None, f"{start} + {i}")
-    with w.block("else:"):
+
+    def general():
         with w.block(f"for {i} in range(u64({bs[last]})):"):
             coordinate(last, i)
             ok = " and ".join(oks) or None
             body(idx + [i], ok, f"u64({row} + i64({i}) * {stride})")
             if last in checked:
                 oks.pop()
+
+    if not fast:
+        contiguous()
+    elif isinstance(known, int) and not unit:
+        general()
+    else:
+        with w.block(f"if {' and '.join(fast)}:"):
+            contiguous()
+        with w.block("else:"):
+            general()
     w.depth -= opened
 
 

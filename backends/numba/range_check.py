@@ -186,24 +186,15 @@ def block(cg, op, bs, names, checked) -> None:
     """A block-pointer access: the address range of the box of coordinates it touches
     (axes in ``checked`` clipped to the declared shape; elements outside are padding and
     never addressed).  ``names`` are lower_memory._block_prologue's int64 copies."""
-    w = cg.w
-    lo, hi, empty = w.fresh("blo"), w.fresh("bhi"), w.fresh("bempty")
-    w.line(f"{lo} = i64(0)")
-    w.line(f"{hi} = i64(0)")
-    w.line(f"{empty} = False")
-    for d, n in enumerate(bs):
-        c0, c1, a, b = (w.fresh(f"{x}{d}") for x in ("clo", "chi", "alo", "ahi"))
-        off, stride = names["off", d], names["stride", d]
-        w.line(f"{c0} = {off}")
-        w.line(f"{c1} = {off} + {n - 1}")
-        if d in checked:
-            w.line(f"{c0} = max({c0}, i64(0))")
-            w.line(f"{c1} = min({c1}, {names['shape', d]} - 1)")
-        with w.block(f"if {c0} > {c1}:"):
-            w.line(f"{empty} = True")
-        w.line(f"{a} = {c0} * {stride}")
-        w.line(f"{b} = {c1} * {stride}")
-        w.line(f"{lo} += min({a}, {b})")
-        w.line(f"{hi} += max({a}, {b})")
-    with w.block(f"if not {empty}:"):
-        _raise_if_outside(cg, op, cg.val(op.operands[0]).name, lo, hi, "block addresses span")
+    ptr = cg.val(op.operands[0]).name
+    r = len(bs)
+
+    def tup(xs):
+        return "(" + ", ".join(xs) + ("," if len(xs) == 1 else "") + ")"
+    clip = sum(1 << d for d in checked)
+    cg.oob_sites.append(_template(cg, op, "block addresses span"))
+    cg.w.line(f"ck.block_span({len(cg.oob_sites) - 1}, pid0, pid1, pid2, "
+              f"i64({ptr}.shape[0]), {tup([names['off', d] for d in range(r)])}, "
+              f"{tup([f'i64({n})' for n in bs])}, "
+              f"{tup([names['stride', d] for d in range(r)])}, "
+              f"{tup([names['shape', d] for d in range(r)])}, {clip})")
