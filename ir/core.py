@@ -92,6 +92,23 @@ class Op:
         i = INFO[self.kind].operand_index(name, len(self.operands))
         return None if i is None else self.operands[i]
 
+    def block_layout(self, values=None) -> tuple[list, list, list]:
+        """A block access's ``*layout`` operands as (shape, strides, offsets), one entry
+        per block axis; ``values``: the operands' values in operand order (an
+        interpreter's), instead of the operands.
+
+        Example::
+
+            >>> shape, strides, offsets = block_load.block_layout()     # doctest: +SKIP
+        """
+        if self.kind not in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE):
+            raise TypeError(f"{self.kind.value} is not a block access")
+        r = len(self.attrs["block_shape"])
+        vals = self.operands if values is None else list(values)
+        first = self.info.operand_index("layout", len(vals))
+        layout = vals[first:first + 3 * r]
+        return layout[:r], layout[r:2 * r], layout[2 * r:]
+
     @property
     def body(self) -> "Block":
         return self.regions[0]

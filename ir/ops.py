@@ -170,7 +170,7 @@ class OpInfo:
             >>> INFO[Kind.LOAD].operand_index("mask", 3), INFO[Kind.LOAD].operand_index("other", 3)
             (2, None)
         """
-        names = [n.rstrip("?") for n in self.operands]
+        names = [n.rstrip("?").lstrip("*") for n in self.operands]   # a variadic: its first
         if name not in names:
             raise KeyError(f"{self.kind.value} has no operand {name!r}; it has "
                            f"{', '.join(self.operands)}")

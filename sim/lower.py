@@ -351,10 +351,9 @@ class StreamRecorder:
         access = self._access(op)
         if access.lanes:
             return access.offsets_place(_active_offsets(op, operands))
-        r = len(access.block)
-        return access.block_place([int(x) for x in operands[1:1 + r]],
-                                  [int(x) for x in operands[1 + 2 * r:1 + 3 * r]],
-                                  [int(x) for x in operands[1 + r:1 + 2 * r]])
+        shape, strides, offsets = op.block_layout(operands)
+        return access.block_place([int(x) for x in shape], [int(x) for x in offsets],
+                                  [int(x) for x in strides])
 
     def _mark(self, program, op, nbytes: int) -> None:
         """The next instruction is a GM copy whose region and bursts a repeat recomputes."""
@@ -550,9 +549,8 @@ def gm_region(op, operands) -> tuple | None:
     access = _Access(op, True, 0)
     if access.lanes:
         return access.offsets_place(_active_offsets(op, operands))[0]
-    r = len(access.block)
-    return access.block_place([int(x) for x in operands[1:1 + r]],
-                              [int(x) for x in operands[1 + 2 * r:1 + 3 * r]], ())[0]
+    shape, _, offsets = op.block_layout(operands)
+    return access.block_place([int(x) for x in shape], [int(x) for x in offsets], ())[0]
 
 
 def _active_offsets(op, operands) -> np.ndarray:
@@ -575,8 +573,7 @@ def _moved(op, operands) -> int:
         return int(np.asarray(operands[op.info.operand_index("offsets", len(operands))]).size)
     block = tuple(op.attrs["block_shape"])
     r = len(block)
-    shape = [int(x) for x in operands[1:1 + r]]
-    offsets = [int(x) for x in operands[1 + 2 * r:1 + 3 * r]]
+    shape, _, offsets = ([int(x) for x in part] for part in op.block_layout(operands))
     checked = set(op.attrs.get("boundary_check", ()))
     n = 1
     for d in range(r):

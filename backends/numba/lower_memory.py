@@ -147,16 +147,17 @@ class _Index:
         return f"i64({nest.at(self.offs)})"
 
 
-def _operands(cg, op, names):
-    return {n: cg.val(v) for n, v in zip(names, op.operands)}
+def _operand(cg, op, name: str) -> Val | None:
+    """The Val of ``op``'s operand ``name`` (its kind's record in ir/ops.py), or None for
+    an optional operand the op does not have."""
+    v = op.operand(name)
+    return None if v is None else cg.val(v)
 
 
 def lower_load(cg, op) -> None:
-    ptr_v = op.operands[0]
-    d = ptr_v.type.dtype
-    ptr = cg.val(ptr_v).name
-    vals = _operands(cg, op, ("ptr", "offs", "mask", "other"))
-    offs, mask, other = vals["offs"], vals.get("mask"), vals.get("other")
+    d = op.operand("ptr").type.dtype
+    ptr = _operand(cg, op, "ptr").name
+    offs, mask, other = (_operand(cg, op, n) for n in ("offsets", "mask", "other"))
     shape = tuple(op.result.type.shape)
     w = cg.w
     if shape == ():
@@ -212,11 +213,10 @@ def _versioned(w, guard: str | None, access) -> None:
 
 
 def lower_store(cg, op) -> None:
-    d = op.operands[0].type.dtype
-    ptr = cg.val(op.operands[0]).name
-    vals = _operands(cg, op, ("ptr", "offs", "value", "mask"))
-    offs, value, mask = vals["offs"], vals["value"], vals.get("mask")
-    shape = tuple(op.operands[1].type.shape)
+    d = op.operand("ptr").type.dtype
+    ptr = _operand(cg, op, "ptr").name
+    offs, value, mask = (_operand(cg, op, n) for n in ("offsets", "value", "mask"))
+    shape = tuple(op.operand("offsets").type.shape)
     w = cg.w
     if shape == ():
         range_check.scalar(cg, op, ptr, offs, mask)
@@ -240,10 +240,10 @@ def lower_store(cg, op) -> None:
 def lower_atomic_rmw(cg, op) -> None:
     """Lanes in row-major order: ``old = mem[o]; mem[o] = combine(old, v)`` (rounded/wrapped).
     Kernels with atomics run their programs one at a time (see runtime.py)."""
-    d = op.operands[0].type.dtype
-    ptr = cg.val(op.operands[0]).name
-    vals = _operands(cg, op, ("ptr", "offs", "value", "mask", "cmp"))
-    offs, value, mask, cmp = vals["offs"], vals["value"], vals.get("mask"), vals.get("cmp")
+    d = op.operand("ptr").type.dtype
+    ptr = _operand(cg, op, "ptr").name
+    offs, value, mask, cmp = (_operand(cg, op, n)
+                              for n in ("offsets", "value", "mask", "cmp"))
     shape = tuple(op.result.type.shape)
     w = cg.w
     if shape == ():
@@ -299,13 +299,12 @@ def _combined(op, d, old: str, value: str, cmp: str | None) -> str:
 def _block_prologue(cg, op):
     """int64 copies of the block pointer's shape/strides/offsets, and its loops' names."""
     bs = tuple(op.attrs["block_shape"])
-    r = len(bs)
     w = cg.w
     names = {}
-    for part, first in (("shape", 1), ("stride", 1 + r), ("off", 1 + 2 * r)):
-        for d_ in range(r):
+    for part, values in zip(("shape", "stride", "off"), op.block_layout()):
+        for d_, v in enumerate(values):
             n = w.fresh(f"blk_{part}{d_}")
-            w.line(f"{n} = i64({cg.val(op.operands[first + d_]).name})")
+            w.line(f"{n} = i64({cg.val(v).name})")
             names[part, d_] = n
     return bs, names
 
@@ -355,7 +354,7 @@ def _block_loops(cg, op, bs, names, body) -> None:
     w.line(f"{row} = {outer}{off} * {stride}")
     # a stride known at compile time decides the path here: one loop, not two (each
     # branch and loop the kernel carries costs numba's compile time)
-    known = constant_value(op.operands[1 + r + last])
+    known = constant_value(op.block_layout()[1][last])
     unit = isinstance(known, int) and not isinstance(known, bool) and known == 1
     fast = ([] if unit else [f"{stride} == 1"]) + oks
     if last in checked or debug:
@@ -389,8 +388,8 @@ def _block_loops(cg, op, bs, names, body) -> None:
 
 
 def lower_block_load(cg, op) -> None:
-    d = op.operands[0].type.dtype
-    ptr = cg.val(op.operands[0]).name
+    d = op.operand("ptr").type.dtype
+    ptr = _operand(cg, op, "ptr").name
     bs, names = _block_prologue(cg, op)
     out = cg.new_array(cg.hint(op.result), bs, d)
     pad = ls.fconst(float("nan"), d) if (op.attrs.get("padding", "zero") == "nan"
@@ -411,9 +410,9 @@ def lower_block_load(cg, op) -> None:
 
 
 def lower_block_store(cg, op) -> None:
-    d = op.operands[0].type.dtype
-    ptr = cg.val(op.operands[0]).name
-    value = cg.val(op.operands[-1])
+    d = op.operand("ptr").type.dtype
+    ptr = _operand(cg, op, "ptr").name
+    value = _operand(cg, op, "value")
     bs, names = _block_prologue(cg, op)
     w = cg.w
 

@@ -70,9 +70,8 @@ _COMBINE = {"add": _add, "max": lambda a, b: arith(fmax_num, a, b),
 def _block(ctx, op, mem, scalars) -> memory.BlockAccess:
     """Unpack (shape[r], strides[r], offsets[r]) and address the block."""
     block_shape = tuple(op.attrs["block_shape"])
-    r = len(block_shape)
-    dims = [int(s) for s in scalars]
-    shape, strides, offsets = dims[:r], dims[r:2 * r], dims[2 * r:3 * r]
+    shape, strides, offsets = ([int(s) for s in part]
+                               for part in op.block_layout([mem, *scalars]))
     return memory.block_access(shape, strides, offsets, block_shape,
                                tuple(op.attrs.get("boundary_check", ())), mem.shape[0],
                                _site(ctx, op))

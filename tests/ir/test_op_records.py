@@ -66,3 +66,21 @@ def test_operands_by_name():
 def test_block_store_value_counts_from_the_end():
     info = INFO[Kind.BLOCK_STORE]
     assert info.operand_index("ptr", 8) == 0 and info.operand_index("value", 8) == 7
+
+
+def test_block_layout_splits_the_variadic_operands_per_axis():
+    """A rank-2 block store: ptr, shape[2], strides[2], offsets[2], value."""
+    from npujit.ir import Builder, Function
+    from npujit.ir import types as T
+    fn = Function("k", [T.PtrType(T.float32)] + [T.scalar(T.int64)] * 6,
+                  ["p", "m", "n", "sm", "sn", "om", "on"])
+    b = Builder(fn.body)
+    ptr, *layout = fn.args
+    tile = b.op(Kind.SPLAT, [b.constant(1.0, T.float32)], {"shape": (2, 4)})
+    store = b.create(Kind.BLOCK_STORE, [ptr, *layout, tile], {"block_shape": (2, 4)})
+    assert store.block_layout() == (layout[0:2], layout[2:4], layout[4:6])
+    assert store.operand("value") is tile
+    # an interpreter's evaluated operands, without the stored value
+    assert store.block_layout(["mem", 10, 20, 30, 40, 50, 60]) == ([10, 20], [30, 40], [50, 60])
+    with pytest.raises(TypeError, match="npu.splat is not a block access"):
+        tile.op.block_layout()
