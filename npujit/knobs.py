@@ -18,6 +18,8 @@
 ``NPUJIT_BOUNDS_CHECK``   0 = skip the default range check of every GM access (numba
                           backend; for benchmarks only: a bad offset then corrupts memory)
 ``NPUJIT_NUM_THREADS``    threads for the numba backend's grid loop (0 = numba's default)
+``NPUJIT_WIDE_VECTORS``   0 = leave numba's vector width alone (default: 512-bit vectors
+                          on AVX-512 hosts; backends/numba/vector_width.py)
 ``NPUJIT_AUTOTUNE_PROGRESS`` 0 = no progress bar while an autotuning sweep runs (it shows
                           only when stderr is a terminal anyway)
 ``NPUJIT_AUTOTUNE_WORKERS`` processes of the autotuner's default pool (default: the CPU
@@ -128,6 +130,11 @@ def launch_env() -> tuple:
 
 def num_threads() -> int:
     return env_int("NPUJIT_NUM_THREADS", 0)
+
+
+def wide_vectors() -> bool:
+    """Ask numba for 512-bit vectors on AVX-512 hosts (``NPUJIT_WIDE_VECTORS``, on)."""
+    return env_bool("NPUJIT_WIDE_VECTORS", True)
 
 
 def one_bit_flags() -> bool:
