@@ -3,7 +3,8 @@ installed) on the same problem, timed in interleaved rounds at one thread count.
 
 Each row is a problem with one callable per implementation; every round times each
 implementation once (best of ``inner`` calls, after a warm-up that also compiles), in
-turn, so a slow minute of the machine hits all of them alike.  The result of each
+turn, so a slow minute of the machine hits all of them alike; each turn starts after a
+pause (``SETTLE_S``) so that one implementation's threads do not run into the next.  The result of each
 implementation is checked against numpy's before any timing.
 
     python benchmarks/cpu_rows.py [--quick] [--rounds 5]      # one thread count: the env's
@@ -118,6 +119,13 @@ def _check(name: str, impl: str, got, want, tol: float) -> None:
                                rtol=tol, atol=tol * scale, err_msg=f"{name}: {impl}")
 
 
+# A pause before each implementation's turn.  The BLAS's worker threads keep spinning on
+# the cores for a while after numpy's call returns, so whatever runs next on threads
+# finds the other core taken: the 512^3 matmul on 2 threads took 3.86 ms right after a
+# numpy matmul against 2.16 ms alone (medians of 30 launches each on this machine).
+SETTLE_S = 0.2
+
+
 def measure(quick: bool, rounds: int, inner: int) -> list[dict]:
     """One dict per row: the problem, and per implementation its per-round times (s)."""
     out = []
@@ -128,6 +136,7 @@ def measure(quick: bool, rounds: int, inner: int) -> list[dict]:
         times: dict = {impl: [] for impl in impls}
         for _ in range(rounds):
             for impl, fn in impls.items():
+                time.sleep(SETTLE_S)
                 best = float("inf")
                 for _ in range(inner):
                     t0 = time.perf_counter()

@@ -170,6 +170,9 @@ def _converter(t, name: str, kernel: str):
 PARALLEL_AFTER_S = 5e-4
 # Grid pieces per thread in a threaded launch (each costs one dispatcher call, ~2 us).
 CHUNKS_PER_THREAD = 8
+# Launches of each way (serial, threaded) in a probe, and launches between probes.
+PROBE_ROUNDS = 3
+REPROBE_AFTER = 200
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -187,10 +190,12 @@ class Launcher:
     """``run(grid, args)`` for one compiled kernel; ``source`` is the generated module.
 
     Programs run serially in the calling thread until the best of two launches takes
-    longer than ``PARALLEL_AFTER_S``; later launches split the grid into contiguous chunks
-    run by threads (the compiled function releases the GIL), and stay threaded only if
-    the best of two threaded launches beat the best serial one.  Kernels with atomics, and
-    ``parallel=False``, always run serially; ``parallel=True`` uses threads at once.
+    longer than ``PARALLEL_AFTER_S``.  Then a probe alternates threaded launches (the grid
+    cut into chunks that threads take in turn; the compiled function releases the GIL)
+    with serial ones, ``PROBE_ROUNDS`` of each, and the faster way by its best time is
+    kept -- for ``REPROBE_AFTER`` launches, when a new probe decides again from fresh
+    times.  Kernels with atomics, and ``parallel=False``, always run serially;
+    ``parallel=True`` uses threads at once.
     """
 
     def __init__(self, module, ksrc, options: dict):
@@ -214,10 +219,15 @@ class Launcher:
         self.parallel = ((par is None or bool(par)) and not ksrc.has_atomics and self.jit
                          and self.threads > 1)
         self._threaded = bool(par) and self.parallel
-        # The serial/threaded choice (``_launch``): best times seen, and whether it is made.
-        self._serial_best = self._threaded_best = float("inf")
-        self._serial_runs = self._threaded_runs = 0
+        # The serial/threaded choice (``_launch``): serial launches before the first probe,
+        # the ways left to run in the current probe, each way's best time in it, and
+        # launches until the next probe (None: the choice is fixed by the options).
+        self._serial_best = float("inf")
+        self._serial_runs = 0
+        self._probe: list = []
+        self._best = {True: float("inf"), False: float("inf")}
         self._decided = bool(par) or not self.parallel
+        self._until_probe = None
         self._sig = (nt.int64,) * 5 + tuple(_numba_arg_type(t) for t in self._arg_types)
         self.recording = bool(options.get("record"))
         if self.recording:          # the growing event array (backends/numba/record.py)
@@ -272,31 +282,44 @@ class Launcher:
         return OutOfBoundsError(self._oob_sites[e.site], *e.values)
 
     def _launch(self, g0, g1, g2, total, args) -> None:
-        # Serial until the best of two serial launches took longer than PARALLEL_AFTER_S;
-        # then threaded, kept only if the best of two threaded launches beats the best
-        # serial one (a first launch's page faults alone made small kernels go threaded,
-        # and a 256 K-element add ran 2.3x slower on 2 threads than on 1).
-        threaded = self._threaded and total > 1
-        if self._decided or total == 1:          # the warm path: no timing
+        # Why a probe of alternating launches: the first launches of a kernel are slow
+        # (page faults of fresh outputs, cold caches, thread start-up) and this machine's
+        # other load comes and goes, so best-of-two serial then best-of-two threaded
+        # compared a warm way with a cold one; the 512^3 matmul settled on serial in one
+        # process (3.4-3.9 ms) and on threads in another (2.2-2.5 ms).
+        if self._decided:
+            if self._until_probe is None or self._until_probe > 0:
+                if self._until_probe is not None:
+                    self._until_probe -= 1
+                if self._threaded:
+                    self._launch_threads(g0, g1, g2, total, args)
+                else:
+                    self._entry(g0, g1, g2, 0, total, *args)
+                return
+            self._start_probe()
+        t0 = time.perf_counter()
+        if self._probe:
+            threaded = self._probe.pop()
             if threaded:
                 self._launch_threads(g0, g1, g2, total, args)
             else:
                 self._entry(g0, g1, g2, 0, total, *args)
-            return
-        t0 = time.perf_counter()
-        if threaded:
-            self._launch_threads(g0, g1, g2, total, args)
-            self._threaded_best = min(self._threaded_best, time.perf_counter() - t0)
-            self._threaded_runs += 1
-            if self._threaded_runs >= 2:
-                self._decided = True
-                self._threaded = self._threaded_best < self._serial_best
+            self._best[threaded] = min(self._best[threaded], time.perf_counter() - t0)
+            if not self._probe:
+                self._threaded = self._best[True] < self._best[False]
+                self._decided, self._until_probe = True, REPROBE_AFTER
             return
         self._entry(g0, g1, g2, 0, total, *args)
         self._serial_best = min(self._serial_best, time.perf_counter() - t0)
         self._serial_runs += 1
         if self._serial_runs >= 2 and self._serial_best > PARALLEL_AFTER_S:
-            self._threaded = True
+            self._start_probe()
+
+    def _start_probe(self) -> None:
+        """Time the two ways afresh: PROBE_ROUNDS of each, alternating, threaded first."""
+        self._decided = False
+        self._best = {True: float("inf"), False: float("inf")}
+        self._probe = [False, True] * PROBE_ROUNDS          # popped from the end
 
     def _launch_threads(self, g0, g1, g2, total, args) -> None:
         # Dynamic chunks: the grid is cut into CHUNKS_PER_THREAD pieces per thread and

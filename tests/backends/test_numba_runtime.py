@@ -36,23 +36,38 @@ def test_parallel_launch_matches_serial_and_handles_strided_arrays():
     assert not big[1::2].any()
 
 
-def test_the_default_launch_tries_threads_and_keeps_them_only_if_faster(monkeypatch):
+def test_the_default_launch_probes_both_ways_keeps_the_faster_and_probes_again(monkeypatch):
     from npujit.backends.numba import runtime
     monkeypatch.setattr(runtime, "PARALLEL_AFTER_S", 0.0)     # every launch is "slow"
+    monkeypatch.setattr(runtime, "PROBE_ROUNDS", 2)
+    monkeypatch.setattr(runtime, "REPROBE_AFTER", 3)
     n = 5000
     x = np.arange(n, dtype=F16) % 64
     grid = ((n + 127) // 128, 1, 1)
     run = NumbaBackend().compile(_vadd(), {"num_threads": 2})     # a Launcher
-    phases = []
-    for _ in range(5):
+    ways = []                                   # True: this launch ran on threads
+    threads = run._launch_threads
+
+    def on_threads(*a):
+        ways[-1] = True
+        threads(*a)
+    run._launch_threads = on_threads
+    chosen = []
+    for _ in range(13):
+        ways.append(False)
         out = np.zeros(n, F16)
         run(grid, [x, x, out, n])
         same(out, (2 * x.astype(F32)).astype(F16))
-        phases.append((run._threaded, run._decided))
-    # two serial launches, then threaded for two, then decided by the best times
-    assert phases[:3] == [(False, False), (True, False), (True, False)]
-    assert phases[3][1] and phases[4] == phases[3]
-    assert phases[3][0] == (run._threaded_best < run._serial_best)
+        chosen.append((run._decided, run._threaded, dict(run._best)))
+    # two serial launches, then a probe alternating threaded and serial (2 rounds), then
+    # the faster way by its best probe time for 3 launches, then a new probe
+    assert ways[:6] == [False, False, True, False, True, False]
+    first = chosen[5]
+    assert first[0] and first[1] == (first[2][True] < first[2][False])
+    assert ways[6:9] == [first[1]] * 3 and all(c[0] for c in chosen[5:9])
+    assert ways[9:13] == [True, False, True, False] and not chosen[9][0]
+    again = chosen[12]
+    assert again[0] and again[1] == (again[2][True] < again[2][False])
 
 
 def test_wrong_argument_dtype_is_named():
