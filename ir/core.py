@@ -3,7 +3,9 @@
 An op is a kind (``ir.ops.Kind``), operands, results, attributes, regions and a source
 location.  A region is a single ``Block`` whose arguments are its entry values (a loop's
 induction variable and carried values).  ``Function`` is a kernel: typed arguments and a
-body block ending in ``func.return``.
+body block ending in ``func.return``.  Every value keeps its use list (``Value.uses``):
+passes change operands through ``Op.set_operand`` / ``Value.replace_all_uses_with`` and take
+ops out with ``Op.erase`` (or ``drop_uses``), and the verifier checks the lists.
 
 Example::
 
@@ -36,33 +38,84 @@ UNKNOWN_LOC = Loc("<unknown>", 0)
 
 
 class Value:
-    """An SSA value: the result of an op or an argument of a block."""
+    """An SSA value: the result of an op or an argument of a block.
 
-    __slots__ = ("type", "owner", "index", "name")
+    ``uses`` lists the ``(op, operand number)`` pairs that read it, kept up to date by
+    ``Op``: an op registers its operands when it is made and when they are set, and drops
+    them when it is erased.
+    """
+
+    __slots__ = ("type", "owner", "index", "name", "_uses")
 
     def __init__(self, type, owner, index: int, name: str | None = None):
         self.type = type
         self.owner = owner      # the defining Op, or the Block for a block argument
         self.index = index      # result number, or argument number
         self.name = name        # optional hint for printing (kernel argument names)
+        self._uses: list[tuple[Op, int]] = []
 
     @property
     def op(self) -> "Op | None":
         """The defining op, or None for a block argument."""
         return self.owner if isinstance(self.owner, Op) else None
 
+    @property
+    def uses(self) -> list[tuple["Op", int]]:
+        """``(op, operand number)`` for every read of this value, in the order the reads
+        were made (a copy: rewriting the uses while looping over them is safe).
+
+        Example::
+
+            >>> from npujit.ir import Builder, Function, Kind, types as T
+            >>> fn = Function("k", [T.scalar(T.int32)], ["n"])
+            >>> n = fn.args[0]
+            >>> add = Builder(fn.body).create(Kind.ADD, [n, n], {})
+            >>> [(u.kind.value, i) for u, i in n.uses]
+            [('npu.add', 0), ('npu.add', 1)]
+        """
+        return list(self._uses)
+
+    @property
+    def users(self) -> list["Op"]:
+        """The ops that read this value, each once, in the order of ``uses``."""
+        return list({id(u): u for u, _ in self._uses}.values())
+
+    def replace_all_uses_with(self, new: "Value") -> None:
+        """Every op that reads this value reads ``new`` instead.
+
+        Example::
+
+            >>> from npujit.ir import Builder, Function, Kind, types as T
+            >>> fn = Function("k", [T.scalar(T.int32)] * 2, ["n", "m"])
+            >>> n, m = fn.args
+            >>> add = Builder(fn.body).create(Kind.ADD, [n, n], {})
+            >>> n.replace_all_uses_with(m)
+            >>> add.operands == (m, m), n.uses
+            (True, [])
+        """
+        if new is self:
+            return
+        for user, i in list(self._uses):
+            user.set_operand(i, new)
+
     def __repr__(self) -> str:
         return f"<Value {self.type} #{self.index} of {getattr(self.owner, 'kind', 'block')}>"
 
 
 class Op:
-    """One operation.  ``kind`` says what it is; tables in ``ir.ops`` say what that means."""
+    """One operation.  ``kind`` says what it is; tables in ``ir.ops`` say what that means.
 
-    __slots__ = ("kind", "operands", "results", "attrs", "regions", "loc", "parent")
+    ``operands`` is a tuple: change it with ``set_operand`` or by assigning a new sequence,
+    so the values' use lists (``Value.uses``) follow; ``erase`` takes the op out of its
+    block and drops its uses (and those of the ops in its regions).
+    """
+
+    __slots__ = ("kind", "_operands", "results", "attrs", "regions", "loc", "parent")
 
     def __init__(self, kind: Kind, operands, result_types, attrs=None, regions=(), loc=None):
         self.kind = kind
-        self.operands = list(operands)
+        self._operands: tuple = ()
+        self.operands = operands
         self.results = [Value(t, self, i) for i, t in enumerate(result_types)]
         self.attrs = dict(attrs or {})
         self.regions = list(regions)
@@ -70,6 +123,55 @@ class Op:
         self.parent: Block | None = None
         for r in self.regions:
             r.parent_op = self
+
+    @property
+    def operands(self) -> tuple:
+        return self._operands
+
+    @operands.setter
+    def operands(self, values) -> None:
+        self._drop_uses()
+        self._operands = tuple(values)
+        for i, v in enumerate(self._operands):
+            v._uses.append((self, i))
+
+    def set_operand(self, i: int, value: Value) -> None:
+        """Operand ``i`` becomes ``value`` (the old value loses this use)."""
+        old = self._operands[i]
+        if old is value:
+            return
+        self._forget(old, i)
+        self._operands = (*self._operands[:i], value, *self._operands[i + 1:])
+        value._uses.append((self, i))
+
+    def _forget(self, value: Value, i: int) -> None:
+        uses = value._uses
+        for k, (user, j) in enumerate(uses):
+            if user is self and j == i:
+                del uses[k]
+                return
+
+    def _drop_uses(self) -> None:
+        for i, v in enumerate(self._operands):
+            self._forget(v, i)
+
+    def drop_uses(self) -> None:
+        """Forget this op's reads, and those of every op in its regions (it is going
+        away; its operands stay readable)."""
+        for op in self.walk():
+            op._drop_uses()
+
+    def erase(self) -> None:
+        """Take this op out of its block and drop its uses (see ``drop_uses``); its
+        results must have no uses left."""
+        for r in self.results:
+            if r._uses:
+                raise ValueError(f"cannot erase {self.kind.value} at {self.loc}: its result "
+                                 f"#{r.index} is still read by {r._uses[0][0].kind.value}")
+        if self.parent is not None and self in self.parent.ops:
+            self.parent.ops.remove(self)
+        self.parent = None
+        self.drop_uses()
 
     @property
     def result(self) -> Value:
@@ -104,7 +206,7 @@ class Op:
         if self.kind not in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE):
             raise TypeError(f"{self.kind.value} is not a block access")
         r = len(self.attrs["block_shape"])
-        vals = self.operands if values is None else list(values)
+        vals = list(self.operands if values is None else values)
         first = self.info.operand_index("layout", len(vals))
         layout = vals[first:first + 3 * r]
         return layout[:r], layout[r:2 * r], layout[2 * r:]
@@ -190,6 +292,16 @@ class Block:
     def walk(self) -> Iterator[Op]:
         for op in list(self.ops):
             yield from op.walk()
+
+
+def ancestor_in(op: Op, block: Block) -> Op | None:
+    """The op of ``block`` that is ``op`` or contains it, or None."""
+    while op is not None:
+        if op.parent is block:
+            return op
+        parent = op.parent.parent_op if op.parent is not None else None
+        op = parent
+    return None
 
 
 class Function:

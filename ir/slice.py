@@ -99,8 +99,8 @@ def backward_slice(roots, stop=frozenset(), seen: set | None = None
         if op.kind in LOOPS:
             stack.extend(_loop_sources(op, v.index))
         elif op.kind is Kind.IF:    # what a branch yields, and which branch runs
-            stack.extend([r.terminator.operands[v.index] for r in op.regions if r.terminator]
-                         + op.operands)
+            stack.extend([*(r.terminator.operands[v.index] for r in op.regions
+                            if r.terminator), *op.operands])
         else:
             stack.extend(op.operands)
     return list(ops.values()), list(args.values())

@@ -59,6 +59,14 @@ def rule_parent_links(op: Op, ctx: Context) -> str | None:
     return None
 
 
+def rule_operand_uses(op: Op, ctx: Context) -> str | None:
+    """Each operand's use list holds this op's read of it (``Value.uses``)."""
+    for i, v in enumerate(op.operands):
+        if not any(u is op and j == i for u, j in v._uses):
+            return f"operand #{i} ({v.type}) does not list this op among its uses"
+    return None
+
+
 def rule_operands_dominate(op: Op, ctx: Context) -> str | None:
     """Every operand is defined before its use, in this block or an enclosing one."""
     for i, v in enumerate(op.operands):
@@ -246,7 +254,7 @@ def rule_map_region(op: Op, ctx: Context) -> str | None:
         f"scf.yield gives ({{}}) but the results are ({_listed(outs)})")
 
 
-OP_RULES = [rule_parent_links, rule_operands_dominate, rule_region_count, rule_required_attrs,
+OP_RULES = [rule_parent_links, rule_operand_uses, rule_operands_dominate, rule_region_count, rule_required_attrs,
             rule_result_types, rule_terminator_last, rule_return_operands,
             rule_region_terminators, rule_for_body, rule_if_regions, rule_while_body,
             rule_fused_region, rule_combine_region, rule_map_region]
@@ -268,7 +276,31 @@ def rule_body_is_top_level(fn: Function) -> str | None:
     return None
 
 
-FUNCTION_RULES = [rule_body_is_top_level, rule_body_returns]
+def rule_uses_are_reads(fn: Function) -> str | None:
+    """Every use a value of the function lists is a read by an op of the function (an
+    op taken out without ``Op.erase``/``drop_uses`` leaves one behind)."""
+    ops = {id(op) for op in fn.walk()}
+    for block in _blocks(fn.body):
+        values = [*block.args, *(r for op in block.ops for r in op.results)]
+        for v in values:
+            for u, i in v._uses:
+                if id(u) not in ops:
+                    return (f"a value of type {v.type} lists a use by {u.kind.value} at "
+                            f"{u.loc}, which is not in the function")
+                if i >= len(u.operands) or u.operands[i] is not v:
+                    return (f"a value of type {v.type} lists operand #{i} of "
+                            f"{u.kind.value} at {u.loc}, which reads another value")
+    return None
+
+
+def _blocks(block: Block):
+    yield block
+    for op in block.ops:
+        for region in op.regions:
+            yield from _blocks(region)
+
+
+FUNCTION_RULES = [rule_body_is_top_level, rule_body_returns, rule_uses_are_reads]
 
 
 def _fail(op: Op, rule, message: str) -> VerifyError:

@@ -255,6 +255,8 @@ def trace_carried(names, inits, lead: list, run, what: str, head=None):
                 builder.create(Kind.YIELD, [o.handle for o in list(first) + out_leaves], {})
         if not promote:
             return blk, leaves, specs, outs, inits
+        for op in blk.ops:          # this attempt is thrown away: its reads go with it
+            op.drop_uses()
         for n, path, out in promote:
             i = names.index(n)
             inits[i] = _promote_init(inits[i], path, out)

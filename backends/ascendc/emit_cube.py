@@ -133,7 +133,7 @@ class CubeLowering:
         if op.attrs.get("padding", "zero") != "zero":
             raise not_lowered(op, "block loads that pad with anything but zero")
         self.unit_stride(op, op.operands[4])
-        users = self.uses.get(id(op.result), [])
+        users = op.result.users
         side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result for u in users) else "B1"
         buf = sv.buffers(op)[0]
         hint = self.user_name(op, "a" if side == "A1" else "b")

@@ -80,7 +80,7 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
         self.last_comment = None
         self.helpers: set[str] = set()
         self.info = KernelInfo(fn.name, self.class_name, core=sv.core(fn))
-        self.uses = _use_map(fn)
+        self.stores_emitted: dict[int, set] = {}   # id(tile in a VECOUT queue) -> its stores so far
 
     # --- output ------------------------------------------------------------------------
     def line(self, text: str = "") -> None:
@@ -453,14 +453,6 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
 # UB-side events the TQue protocol sets and waits (EnQue/DeQue, Free/Alloc;
 # docs/npu-facts.md §A7).
 _QUEUE_EVENTS = {"MTE2_V", "V_MTE2", "V_MTE3", "MTE3_V"}
-
-
-def _use_map(fn) -> dict:
-    uses: dict[int, list] = {}
-    for op in fn.walk():
-        for v in op.operands:
-            uses.setdefault(id(v), []).append(op)
-    return uses
 
 
 def _defined_in(block) -> list:

@@ -54,7 +54,7 @@ class MemoryLowering:
         else the schedule's buffer as a TBuf."""
         dt, n = value.type.dtype, value.type.numel
         t = cpp_type(dt)
-        users = self.uses.get(id(value), [])
+        users = value.users
         if users and all(u.kind is Kind.STORE and u.operands[2] is value for u in users):
             name = self.fresh(hint)
             m = self.member(buf, "TQue", "VECOUT", name)
@@ -125,7 +125,7 @@ class MemoryLowering:
         n = offs.length
         count = mask.count if mask is not None else str(n)
         whole = mask is None and n * dt.itemsize % 32 == 0
-        if load and not self.uses.get(id(op.result)):
+        if load and not op.result.uses:
             return None                  # a load nobody reads moves nothing
         if load:
             if other is not None and not isinstance(other, Splat):
@@ -182,9 +182,10 @@ class MemoryLowering:
                 self.line("    " + copy)
                 self.line("}")
         if queued_out:
-            later = [u for u in self.uses.get(id(op.operands[2]), []) if u is not op]
-            self.uses[id(op.operands[2])] = later
-            if not later:
+            stored = op.operands[2]
+            done = self.stores_emitted.setdefault(id(stored), set())
+            done.add(id(op))
+            if all(id(u) in done for u in stored.users):
                 self.line(f"{home.name}.FreeTensor({value.var});")
                 self.queue_state[value.var] = "freed"
         elif not from_load:

@@ -294,7 +294,7 @@ class VectorLowering:
         elif isinstance(cond, Bits):
             # a compare read by this select only is freed here; one read by more (merged by
             # cse, as maximum(..., propagate_nan=ALL) makes) at its last use (``release``)
-            if len(self.uses.get(id(op.operands[0]), ())) == 1:
+            if len(op.operands[0].uses) == 1:
                 scratch_bits = getattr(cond, "home", None)
         else:
             raise not_lowered(op, "nl.where on a condition the emitter cannot build")

@@ -137,12 +137,8 @@ def raw_name(op, default: str) -> str:
 
 
 def _users(op):
-    """The ops of ``op``'s block (and their regions) that read its results."""
-    block = op.parent
-    if block is None:
-        return []
-    ids = {id(r) for r in op.results}
-    return [u for o in block.ops for u in o.walk() if any(id(v) in ids for v in u.operands)]
+    """The ops that read ``op``'s results."""
+    return [u for r in op.results for u in r.users]
 
 
 # Storage types of tile elements in Ascend C.

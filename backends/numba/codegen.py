@@ -78,22 +78,12 @@ class Codegen:
         self.env: dict[int, Val] = {}
         self._copies: list[dict] = [{}]
         self._last_line = None
-        self._def_block: dict[int, object] = {}
-        self._use_blocks: dict[int, list] = {}
         self._op_ids: dict | None = None    # op numbers for recorded events, on demand
         self.oob_sites: list[str] = []      # range-check message templates (range_check.py)
         self.wrap_checks = range_check.wrapping_ops(self)   # scalar index ops checked
         # Timing-only recording (options["numerics"] False): only the ops that decide the
         # stream run (ir/slice.py stream_slice); other memory ops just record their event.
         self.needed = stream_slice(fn) if options.get("numerics") is False else None
-        for block in _blocks(fn.body):
-            for a in block.args:
-                self._def_block[id(a)] = block
-            for op in block.ops:
-                for r in op.results:
-                    self._def_block[id(r)] = block
-                for v in op.operands:
-                    self._use_blocks.setdefault(id(v), []).append(block)
 
     # --- values -----------------------------------------------------------------------
     def val(self, v: Value) -> Val:
@@ -130,8 +120,9 @@ class Codegen:
         recomputation would repeat every iteration)."""
         if cheap:
             return True
-        uses = self._use_blocks.get(id(v), [])
-        return len(uses) == 1 and uses[0] is self._def_block.get(id(v))
+        uses = v.uses
+        home = v.op.parent if v.op is not None else v.owner
+        return len(uses) == 1 and uses[0][0].parent is home
 
     def op_id(self, op: Op) -> int:
         """The op's number in recorded events (its position in ``fn.walk()``)."""
@@ -141,7 +132,7 @@ class Codegen:
 
     def num_uses(self, v: Value) -> int:
         """How many operands (terminators included) read ``v``."""
-        return len(self._use_blocks.get(id(v), []))
+        return len(v.uses)
 
     def hint(self, v: Value, default: str = "v") -> str:
         """A readable variable name for an op result."""
@@ -203,14 +194,6 @@ class Codegen:
         if len(self.w.lines) > mark:  # ops that only make views get no comment
             pad = "    " * depth
             self.w.lines[mark:mark] = [pad + c for c in self._comment(op)]
-
-
-def _blocks(block):
-    """``block`` and every block nested in its ops' regions."""
-    yield block
-    for op in block.ops:
-        for region in op.regions:
-            yield from _blocks(region)
 
 
 def _arguments(cg: Codegen) -> tuple[list[str], list[str]]:

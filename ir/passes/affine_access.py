@@ -233,11 +233,9 @@ def _rewrite(fn: Function, op: Op, plan, forms: AffineForms) -> None:
     at = block.ops.index(op)
     for i, inner in enumerate(scratch.block.ops):
         block.insert(at + i, inner)
-    block.ops.remove(op)
     if op.results:
-        old, res = op.result, new.result
-        for user in fn.walk():
-            user.operands = [res if v is old else v for v in user.operands]
+        op.result.replace_all_uses_with(new.result)
+    op.erase()
 
 
 class _Materialise:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 
-from ..core import Block, Function, Op, Value
+from ..core import Block, Function, Op
 from ..ops import Kind
 
 
@@ -66,20 +66,16 @@ class CSE:
     name = "cse"
 
     def run(self, fn: Function, ctx=None) -> bool:
-        replaced: dict[int, tuple[Value, Value]] = {}  # id(old) -> (old, new)
-        keep: list[Op] = []  # dropped ops stay alive so the ids in keys stay unique
-        return self._cse_block(fn.body, [{}], replaced, keep)
+        return self._cse_block(fn.body, [{}])
 
-    def _cse_block(self, block: Block, scopes: list[dict], replaced: dict, keep: list) -> bool:
+    def _cse_block(self, block: Block, scopes: list[dict]) -> bool:
         changed = False
         scopes = scopes + [{}]
         new_ops: list[Op] = []
         for op in block.ops:
-            op.operands = [replaced.get(id(v), (v, v))[1] for v in op.operands]
             for region in op.regions:
                 # A fused region is isolated from above: it may not use outer values.
-                changed |= self._cse_block(region, [] if op.kind is Kind.FUSED else scopes,
-                                           replaced, keep)
+                changed |= self._cse_block(region, [] if op.kind is Kind.FUSED else scopes)
             if not op.info.pure or op.regions or not op.results:
                 new_ops.append(op)
                 continue
@@ -90,8 +86,9 @@ class CSE:
                 new_ops.append(op)
                 continue
             for old, new in zip(op.results, earlier.results):
-                replaced[id(old)] = (old, new)
-            keep.append(op)
+                old.replace_all_uses_with(new)
+            op.drop_uses()
+            op.parent = None
             changed = True
         block.ops = new_ops
         return changed

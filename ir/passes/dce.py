@@ -37,55 +37,51 @@ class DCE:
     def run(self, fn: Function, ctx=None) -> bool:
         changed = False
         while True:
-            uses: dict[int, int] = {}
-            for op in fn.walk():
-                for v in op.operands:
-                    uses[id(v)] = uses.get(id(v), 0) + 1
-            swept = self._sweep(fn.body, uses)
-            carried = self._drop_dead_carried(fn.body, uses)
+            swept = self._sweep(fn.body)
+            carried = self._drop_dead_carried(fn.body)
             changed |= swept or carried
             if not carried:  # dropping a carried value can kill more ops: sweep again
                 return changed
 
-    def _sweep(self, block: Block, uses: dict) -> bool:
+    def _sweep(self, block: Block) -> bool:
         # Backwards: when an op is reached, every user of its results (later in the block
-        # or inside a later op's region) has already been removed if it was dead.
+        # or inside a later op's region) has already been removed if it was dead, and a
+        # removed op's reads are gone from its operands' use lists.
         changed = False
         kept: list[Op] = []
         for op in reversed(block.ops):
             for region in op.regions:
-                changed |= self._sweep(region, uses)
-            if op.info.pure and not any(uses.get(id(v), 0) for v in op.results):
-                for inner in op.walk():
-                    for v in inner.operands:
-                        uses[id(v)] -= 1
+                changed |= self._sweep(region)
+            if op.info.pure and not any(v.uses for v in op.results):
+                op.drop_uses()
+                op.parent = None
                 changed = True
                 continue
             kept.append(op)
         block.ops = kept[::-1]
         return changed
 
-    def _drop_dead_carried(self, block: Block, uses: dict) -> bool:
+    def _drop_dead_carried(self, block: Block) -> bool:
         changed = False
         for op in block.ops:
             for region in op.regions:
-                changed |= self._drop_dead_carried(region, uses)
+                changed |= self._drop_dead_carried(region)
             if op.kind is Kind.FOR:
-                changed |= self._drop_loop_values(op, uses)
+                changed |= self._drop_loop_values(op)
         return changed
 
-    def _drop_loop_values(self, loop: Op, uses: dict) -> bool:
+    def _drop_loop_values(self, loop: Op) -> bool:
         body = loop.regions[0]
         if not body.ops or body.ops[-1].kind is not Kind.YIELD:
             return False  # malformed; the verifier says so
         yield_op = body.ops[-1]
         dead = [j for j in range(len(loop.results))
-                if not uses.get(id(loop.results[j]), 0)
+                if not loop.results[j].uses
                 and _only_feeds_own_yield(body, body.args[1 + j], yield_op, j)]
         if not dead:
             return False
         keep = [j for j in range(len(loop.results)) if j not in dead]
-        loop.operands = loop.operands[:3] + [loop.operands[3 + j] for j in keep]
+        loop.operands = [*loop.operands[:3], *(loop.operands[3 + j] for j in keep)]
         loop.results = [loop.results[j] for j in keep]
         body.args = body.args[:1] + [body.args[1 + j] for j in keep]
         yield_op.operands = [yield_op.operands[j] for j in keep]

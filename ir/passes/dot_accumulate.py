@@ -20,14 +20,6 @@ from ..core import Block, Function, Op
 from ..ops import Kind
 
 
-def _uses(fn: Function) -> dict[int, int]:
-    uses: dict[int, int] = {}
-    for op in fn.walk():
-        for v in op.operands:
-            uses[id(v)] = uses.get(id(v), 0) + 1
-    return uses
-
-
 class DotAccumulate:
     """Folds ``add(acc, dot(a, b))`` (either operand order) into ``dot(a, b, acc)``.
 
@@ -49,29 +41,23 @@ class DotAccumulate:
     name = "dot-accumulate"
 
     def run(self, fn: Function, ctx=None) -> bool:
-        uses = _uses(fn)
-        replaced: dict[int, object] = {}
-        changed = self._block(fn.body, uses, replaced)
-        if changed:
-            for op in fn.walk():
-                op.operands = [replaced.get(id(v), v) for v in op.operands]
-        return changed
+        return self._block(fn.body)
 
-    def _block(self, block: Block, uses: dict, replaced: dict) -> bool:
+    def _block(self, block: Block) -> bool:
         changed = False
         for op in list(block.ops):
             for region in op.regions:
-                changed |= self._block(region, uses, replaced)
+                changed |= self._block(region)
             if op.kind is Kind.ADD:
-                changed |= self._fold(block, op, uses, replaced)
+                changed |= self._fold(block, op)
         return changed
 
     @staticmethod
-    def _fold(block: Block, add: Op, uses: dict, replaced: dict) -> bool:
+    def _fold(block: Block, add: Op) -> bool:
         for i, d in enumerate(add.operands):
             dot = d.op
             if (dot is None or dot.kind is not Kind.DOT or dot.parent is not block
-                    or len(dot.operands) != 2 or uses.get(id(d), 0) != 1):
+                    or len(dot.operands) != 2 or len(d.uses) != 1):
                 continue
             acc = add.operands[1 - i]
             if acc.type != d.type or add.result.type != d.type:
@@ -80,7 +66,9 @@ class DotAccumulate:
             # the accumulator before the add, so both are defined there.
             block.ops.remove(dot)
             block.ops[block.ops.index(add)] = dot
-            dot.operands.append(acc)
-            replaced[id(add.result)] = dot.result
+            dot.operands = (*dot.operands, acc)
+            add.result.replace_all_uses_with(dot.result)
+            add.drop_uses()
+            add.parent = None
             return True
         return False

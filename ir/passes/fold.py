@@ -373,16 +373,14 @@ class Fold:
     name = "fold"
 
     def run(self, fn: Function, ctx=None) -> bool:
-        replaced: dict[int, tuple[Value, Value]] = {}  # id(old) -> (old, new)
-        return self._fold_block(fn.body, replaced)
+        return self._fold_block(fn.body)
 
-    def _fold_block(self, block: Block, replaced: dict) -> bool:
+    def _fold_block(self, block: Block) -> bool:
         changed = False
         new_ops: list[Op] = []
         for op in block.ops:
-            op.operands = [replaced.get(id(v), (v, v))[1] for v in op.operands]
             for region in op.regions:
-                changed |= self._fold_block(region, replaced)
+                changed |= self._fold_block(region)
             replacement = self._rewrite(op)
             if replacement is None:
                 new_ops.append(op)
@@ -391,7 +389,9 @@ class Fold:
                 replacement.parent = block
                 new_ops.append(replacement)
                 replacement = replacement.result
-            replaced[id(op.result)] = (op.result, replacement)
+            op.result.replace_all_uses_with(replacement)
+            op.drop_uses()
+            op.parent = None
             changed = True
         block.ops = new_ops
         return changed

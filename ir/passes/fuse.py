@@ -23,7 +23,7 @@ Example::
 """
 from __future__ import annotations
 
-from ..core import Block, Function, Op, Value
+from ..core import Block, Function, Op, Value, ancestor_in
 from ..ops import ELEMENTWISE, Kind
 from ..types import TensorType
 
@@ -93,18 +93,9 @@ def find_groups(block: Block) -> list[_Group]:
     return [g for g in groups if g.fusible]
 
 
-def _users(block: Block) -> dict[int, list[Op]]:
-    """id(value) -> the ops of ``block`` that use it (directly or inside their regions)."""
-    users: dict[int, list[Op]] = {}
-    for op in block.ops:
-        for inner in op.walk():
-            for v in inner.operands:
-                users.setdefault(id(v), []).append(op)
-    return users
-
-
-def _build_fused(group: _Group, users: dict[int, list[Op]], remap: dict) -> Op | None:
-    """Move the group's ops into a new ``npu.fused`` op; record result replacements."""
+def _build_fused(group: _Group, block: Block) -> Op | None:
+    """Move the group's ops into a new ``npu.fused`` op whose results replace theirs
+    outside it."""
     members = {id(op) for op in group.ops}
     defined = {id(v) for op in group.ops for v in op.results}
     inputs: list[Value] = []
@@ -113,7 +104,7 @@ def _build_fused(group: _Group, users: dict[int, list[Op]], remap: dict) -> Op |
             if id(v) not in defined and all(v is not w for w in inputs):
                 inputs.append(v)
     outputs = [v for op in group.ops for v in op.results
-               if any(id(u) not in members for u in users.get(id(v), ()))]
+               if any(id(ancestor_in(u, block)) not in members for u in v.users)]
     if not outputs:
         return None  # nothing outside reads the group: dce's business, not ours
     region = Block([v.type for v in inputs])
@@ -124,7 +115,10 @@ def _build_fused(group: _Group, users: dict[int, list[Op]], remap: dict) -> Op |
     region.append(Op(Kind.YIELD, outputs, []))
     fused = Op(Kind.FUSED, inputs, [v.type for v in outputs], {}, [region], loc=group.ops[-1].loc)
     for old, new in zip(outputs, fused.results):
-        remap[id(old)] = (old, new)
+        # Outside reads take the fused result; the region keeps its own internal values.
+        for user, i in old.uses:
+            if ancestor_in(user, region) is None:
+                user.set_operand(i, new)
     return fused
 
 
@@ -161,12 +155,10 @@ class FuseElementwise:
         groups = find_groups(block)
         if not groups:
             return changed
-        users = _users(block)
-        remap: dict[int, tuple[Value, Value]] = {}
         placed: dict[int, Op] = {}   # id(last op of a group) -> the fused op
         moved: set[int] = set()
         for g in groups:
-            fused = _build_fused(g, users, remap)
+            fused = _build_fused(g, block)
             if fused is None:
                 continue
             placed[id(g.ops[-1])] = fused
@@ -183,9 +175,4 @@ class FuseElementwise:
         block.ops = []
         for op in new_ops:
             block.append(op)
-            # Point outside uses at the fused results; a fused op's region keeps its
-            # own internal values.
-            targets = [op] if op.kind is Kind.FUSED else list(op.walk())
-            for t in targets:
-                t.operands = [remap.get(id(v), (v, v))[1] for v in t.operands]
         return True

@@ -55,7 +55,7 @@ def own_branch_buffers(fn: Function) -> bool:
                     v = region.terminator.operands[i]
                     copy = _copy(v, op.loc)
                     region.insert(len(region.ops) - 1, copy)
-                    region.terminator.operands[i] = copy.result
+                    region.terminator.set_operand(i, copy.result)
                     changed = True
     return changed
 

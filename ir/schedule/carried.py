@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from npujit.target import Pipe, Scope
 
-from ..core import (Function, Op, Value, loop_arg_index, loop_carried, loop_init_index,
-                    loop_yield_index)
+from ..core import (Function, Op, Value, ancestor_in, loop_arg_index, loop_carried,
+                    loop_init_index, loop_yield_index)
 from ..ops import LOOPS, Kind
-from .model import Positions, ancestor_in, is_tile
+from .model import Positions, is_tile
 
 
 def _carried(fn: Function):
@@ -70,19 +70,10 @@ def _scope(v: Value, seen=None):
     return op.attrs.get("scope")
 
 
-def _uses(fn: Function) -> dict[int, list[tuple[Op, int]]]:
-    out: dict[int, list] = {}
-    for op in fn.walk():
-        for i, v in enumerate(op.operands):
-            out.setdefault(id(v), []).append((op, i))
-    return out
-
-
 def _problems(fn: Function):
     """(loop, j, what) for each carried UB variable whose buffer would hold two live values
     or start unwritten; ``what`` is ``"init"`` or ``"next"`` (the side that needs a copy)."""
     pos = Positions(fn)
-    uses = _uses(fn)
     for loop, j, init, arg, nxt, res in _carried(fn):
         scope = _scope(nxt) or _scope(init)
         if scope not in (Scope.UB, Scope.L0C):
@@ -93,7 +84,7 @@ def _problems(fn: Function):
             if scope is Scope.UB:
                 yield loop, j, "init", "starts from a value that writes no buffer"
         else:
-            for user, i in uses.get(id(init), ()):
+            for user, i in init.uses:
                 if user is loop and i == loop_init_index(loop) + j:
                     continue
                 carried_use = user.kind in LOOPS or user.kind is Kind.YIELD
@@ -108,7 +99,7 @@ def _problems(fn: Function):
         if maker is None or sum(v is nxt for v in term.operands[loop_yield_index(loop):]) > 1:
             yield loop, j, "next", "yields a value made outside the loop body or yielded twice"
             continue
-        for user, _ in uses.get(id(arg), ()):
+        for user, _ in arg.uses:
             at = ancestor_in(user, body)
             if at is not None and at is not term and pos.start[id(at)] > pos.start[id(maker)]:
                 yield loop, j, "next", "reads the carried value after the next one is made"
@@ -145,10 +136,9 @@ def _unstrand_l0c_splats(fn: Function) -> None:
     have their own, feeds only Vector work (``maximum(acc + bias, 0.0)`` after CSE) goes
     back into the fused regions that read it (a scalar operand, as the fuser makes it) or
     becomes a Vector splat in UB: no L0C buffer to hand to the Vector unit."""
-    uses = _uses(fn)
     for op in list(fn.walk()):
         if op.kind is Kind.SPLAT and op.attrs.get("scope") == Scope.L0C:
-            users = uses.get(id(op.result), ())
+            users = op.result.uses
             if not users or any((u.kind in LOOPS and i >= loop_init_index(u)) or (u.kind is Kind.DOT
                                                                    and i == 2)
                                 for u, i in users):
@@ -159,7 +149,7 @@ def _unstrand_l0c_splats(fn: Function) -> None:
                     _splat_inside(u, i, op)
             op.attrs["pipe"], op.attrs["scope"] = Pipe.VECTOR, Scope.UB
             if not rest:
-                op.parent.ops.remove(op)
+                op.erase()
 
 
 def _splat_inside(fused: Op, i: int, splat: Op) -> None:
@@ -167,12 +157,13 @@ def _splat_inside(fused: Op, i: int, splat: Op) -> None:
     the fuser puts its feeders)."""
     arg = fused.body.args[i]
     scalar = splat.operands[0]
-    fused.operands[i] = scalar
+    fused.set_operand(i, scalar)
     arg.type = scalar.type
     inner = Op(Kind.SPLAT, [arg], [splat.result.type], {"shape": splat.attrs["shape"]},
                loc=splat.loc)
-    for op in fused.body.walk():
-        op.operands = [inner.result if v is arg else v for v in op.operands]
+    for user, j in arg.uses:
+        if user is not inner:
+            user.set_operand(j, inner.result)
     fused.body.insert(0, inner)
 
 
@@ -192,12 +183,12 @@ def own_carried_buffers(fn: Function) -> bool:
                 else _copy(init, loop.loc)
             block = loop.parent
             block.insert(block.ops.index(loop), op)
-            loop.operands[loop_init_index(loop) + j] = op.result
+            loop.set_operand(loop_init_index(loop) + j, op.result)
         else:
             term = loop.body.terminator
             j += loop_yield_index(loop)
             nxt = term.operands[j]
             op = _copy(nxt, nxt.op.loc if nxt.op is not None else loop.loc)
             loop.body.insert(len(loop.body.ops) - 1, op)
-            term.operands[j] = op.result
+            term.set_operand(j, op.result)
         changed = True

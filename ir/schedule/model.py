@@ -238,16 +238,6 @@ def blocks_of(op: Op) -> list[Block]:
     return out
 
 
-def ancestor_in(op: Op, block: Block) -> Op | None:
-    """The op of ``block`` that is ``op`` or contains it, or None."""
-    while op is not None:
-        if op.parent is block:
-            return op
-        parent = op.parent.parent_op if op.parent is not None else None
-        op = parent
-    return None
-
-
 def common_block(a: Op, b: Op) -> Block:
     """The innermost block holding both ops (a flag between them is placed in it)."""
     mine = {id(x) for x in blocks_of(a)}

@@ -102,14 +102,6 @@ def _address_ops(ops: list[Op]) -> set:
     work with no tile in UB and the loads do not wait for the Vector unit."""
     scalar_ok: set = set()
     affine: set = set()
-    users: dict[int, list] = {}
-    for op in ops:
-        for i, v in enumerate(op.operands):
-            users.setdefault(id(v), []).append((op, i))
-        if op.kind in CONTROL:
-            for region in op.regions:
-                for v in region.terminator.operands:
-                    users.setdefault(id(v), []).append((region.terminator, -1))
 
     def scalar(v) -> bool:
         return is_tile(v) and v.type.rank == 0 and (v.op is None or id(v) in scalar_ok)
@@ -128,7 +120,7 @@ def _address_ops(ops: list[Op]) -> set:
         results = [r for r in op.results if is_tile(r) and r.type.rank > 0]
         if results and all(id(r) in affine for r in results) and all(
                 (u.kind, i) in _ADDRESS_USES or id(u) in addresses
-                for r in results for u, i in users.get(id(r), [(None, -1)])):
+                for r in results for u, i in (r.uses or [(None, -1)])):
             addresses.add(id(op))
     return addresses
 
@@ -137,15 +129,6 @@ def _cube_values(ops: list[Op]) -> tuple[set, set]:
     """Ids of values that live in L1 (dot operands) and in L0C (dot results, accumulators,
     their loop-carried aliases, zero inits and casts on the way out)."""
     l1, l0c = set(), set()
-    users: dict[int, list[Op]] = {}
-    for op in ops:
-        for v in op.operands:
-            users.setdefault(id(v), []).append(op)
-        if op.kind in CONTROL:
-            for region in op.regions:
-                term = region.terminator
-                for v in term.operands:
-                    users.setdefault(id(v), []).append(term)
     for op in ops:
         if op.kind is Kind.DOT:
             l1.update(id(v) for v in op.operands[:2])
@@ -163,7 +146,7 @@ def _cube_values(ops: list[Op]) -> tuple[set, set]:
                         changed = True
             elif (op.kind is Kind.CAST and id(op.operands[0]) in l0c
                   and id(op.result) not in l0c
-                  and all(u.kind in _STORES for u in users.get(id(op.result), []))):
+                  and all(u.kind in _STORES for u in op.result.users)):
                 l0c.add(id(op.result))
                 changed = True
     return l1, l0c

@@ -50,10 +50,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import Function, Op, loop_carried, loop_init_index
+from ..core import Function, Op, ancestor_in, loop_carried, loop_init_index
 from ..ops import LOOPS, Kind
 from .event_ids import EventIds, PlannedFlag
-from .model import (Positions, ancestor_in, common_block, home_block, is_folded_cast, is_tile,
+from .model import (Positions, common_block, home_block, is_folded_cast, is_tile,
                     loop_stages, scheduled_ops)
 
 

@@ -85,3 +85,25 @@ def loop_kernel(nested: bool = False) -> Function:
     b.create(Kind.PRINT, [loop.results[1]], {"prefix": "count"})
     b.create(Kind.RETURN, [])
     return fn
+
+
+def project_launches() -> dict:
+    """name -> (bundled kernel, small launch arguments, constexprs)."""
+    import numpy as np
+
+    from npujit.kernels.elementwise import add_kernel
+    from npujit.kernels.layernorm import layernorm_kernel, rmsnorm_kernel
+    from npujit.kernels.matmul import matmul_kernel
+    from npujit.kernels.softmax import softmax_kernel
+    x = np.ones(100, np.float32)
+    m = np.ones((4, 48), np.float16)
+    w = np.ones(48, np.float16)
+    a, b, c = np.ones((32, 16), np.float16), np.ones((16, 32), np.float16), np.zeros((32, 32), np.float32)
+    return {
+        "add": (add_kernel, (x, x, x.copy(), 100), {"BLOCK": 64}),
+        "layernorm": (layernorm_kernel, (m, w, w, m.copy(), 48, 1e-5), {"BLOCK": 64}),
+        "rmsnorm": (rmsnorm_kernel, (m, w, m.copy(), 48, 1e-6), {"BLOCK": 64}),
+        "softmax": (softmax_kernel, (m, m.copy(), 48, 48, 48), {"BLOCK": 64}),
+        "matmul": (matmul_kernel, (a, b, c, 32, 32, 16, 16, 1, 32, 1, 32, 1),
+                   {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "NUM_STAGES": 2}),
+    }

@@ -155,14 +155,14 @@ def test_use_of_inner_region_value_outside():
     loop = next(op for op in fn.body.ops if op.kind is Kind.FOR)
     inner_value = loop.body.ops[0].result  # the load inside the loop
     store = next(op for op in fn.body.ops if op.kind is Kind.STORE)
-    store.operands[2] = inner_value
+    store.set_operand(2, inner_value)
     fails(fn, "npu.store at", "operands dominate")
 
 
 def test_use_of_value_from_another_function():
     other = add_kernel()
     fn = add_kernel()
-    fn.body.ops[2].operands[0] = other.body.ops[0].result
+    fn.body.ops[2].set_operand(0, other.body.ops[0].result)
     fails(fn, "operands dominate")
 
 

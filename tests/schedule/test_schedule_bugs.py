@@ -246,7 +246,7 @@ def test_verify_schedule_refuses_a_carried_buffer_holding_two_live_values(stages
     (loop,) = [op for op in fn.body.ops if op.kind is Kind.FOR]
     copy = loop.operands[3].op               # the accumulator's own zero splat ...
     load = next(op for op in loop.body.ops if op.kind is Kind.LOAD)
-    loop.operands[3] = load.operand("other")  # ... replaced by the load's `other` again
+    loop.set_operand(3, load.operand("other"))  # ... replaced by the load's `other` again
     with pytest.raises(ScheduleError, match="two live values"):
         VerifySchedule().run(fn, CompileContext(spec=ASCEND_910B_LIKE))
     assert copy.kind is Kind.SPLAT
