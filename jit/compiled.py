@@ -126,9 +126,10 @@ class CompiledKernel:
     @property
     def asm(self) -> "Asm":
         """Triton's ``compiled.asm``: every stage's artifact (as ``artifacts``), plus the
-        backend's source under its own name (``numba``, which is also ``python``) and the
-        emitted Ascend C kernel (``ascendc``, made when first read; absent when an op of
-        the kernel cannot be emitted yet)."""
+        backend's source under its own name (``numba``, which is also ``python``), the
+        numba backend's LLVM IR and host assembly (``llir``, ``native``) and the emitted
+        Ascend C kernel (``ascendc``); the last three are made when first read, and the
+        Ascend C is absent when an op of the kernel cannot be emitted yet."""
         return Asm(self)
 
     def artifact(self, stage: str) -> str | None:
@@ -213,9 +214,12 @@ def _describe(sig) -> str:
 
 
 # Triton's GPU compile stages, named in the error when a Triton test reads one
-_GPU_STAGES = {"ttir": "Triton IR", "ttgir": "Triton GPU IR", "llir": "LLVM IR for the GPU",
-               "ptx": "NVIDIA PTX", "cubin": "NVIDIA binary", "amdgcn": "AMD GCN assembly",
+_GPU_STAGES = {"ttir": "Triton IR", "ttgir": "Triton GPU IR", "ptx": "NVIDIA PTX", "cubin": "NVIDIA binary", "amdgcn": "AMD GCN assembly",
                "hsaco": "AMD binary", "spv": "SPIR-V", "source": "Triton's MLIR source"}
+
+
+# the numba backend's own stages (backends/numba/native.py), named when another backend ran
+_NUMBA_STAGES = ("llir", "native")
 
 
 class Asm(Mapping):
@@ -225,7 +229,7 @@ class Asm(Mapping):
 
         >>> c = add.warmup(x, y, out, n, BLOCK=1024, grid=(4,))       # doctest: +SKIP
         >>> sorted(c.asm)                                              # doctest: +SKIP
-        ['ascendc', 'backend', 'buffers', 'ir', 'numba', 'python', 'schedule', 'trace']
+        ['ascendc', 'backend', 'buffers', 'ir', 'llir', 'native', 'numba', 'python', 'schedule', 'trace']
     """
 
     def __init__(self, compiled: CompiledKernel):
@@ -248,14 +252,27 @@ class Asm(Mapping):
                 raise KeyError(f"no Ascend C for kernel '{self._c.name}': {e}") from None
             self._stages[stage] = files[f"{info.entry}.cpp"]
             return self._stages[stage]
+        if stage in self._backend_stages():
+            self._stages[stage] = self._c.runnable().stage(stage)
+            return self._stages[stage]
+        if stage in _NUMBA_STAGES:
+            raise KeyError(f"no compile stage {stage!r} for kernel '{self._c.name}' on the "
+                           f"{self._c.backend} backend: it is a stage of the numba backend "
+                           "(kernel.with_options(backend='numba') makes it)")
         if stage in _GPU_STAGES:
             raise KeyError(f"no compile stage {stage!r}: it is a stage of Triton's GPU "
                            f"compiler ({_GPU_STAGES[stage]}); npujit compiles for an NPU, its "
                            f"stages are: {', '.join(self)}")
         raise KeyError(f"no compile stage {stage!r}; stages: {', '.join(self)}")
 
+    def _backend_stages(self) -> tuple:
+        """The backend's own stages beyond its source, made when read (numba: ``llir``,
+        ``native``)."""
+        return tuple(getattr(type(self._c.runnable()), "STAGES", ()))
+
     def __iter__(self):
-        return iter([*self._stages, *(("ascendc",) if "ascendc" not in self._stages else ())])
+        lazy = [s for s in ("ascendc", *self._backend_stages()) if s not in self._stages]
+        return iter([*self._stages, *lazy])
 
     def __len__(self) -> int:
         return len(list(iter(self)))

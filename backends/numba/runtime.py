@@ -48,7 +48,7 @@ from npujit.errors import IndexOverflowError, OutOfBoundsError
 from npujit.ir.types import PtrType
 from npujit import cache_dir, knobs
 
-from . import disk_cache
+from . import disk_cache, native
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -198,6 +198,9 @@ class Launcher:
     ``parallel=True`` uses threads at once.
     """
 
+    # the stages ``stage`` makes, beyond the generated source (jit/compiled.py Asm)
+    STAGES = native.STAGES
+
     def __init__(self, module, ksrc, options: dict):
         self.source = ksrc.text
         self.artifact = ksrc             # data: NumbaBackend.load rebuilds this launcher
@@ -229,11 +232,24 @@ class Launcher:
         self._decided = bool(par) or not self.parallel
         self._until_probe = None
         self._sig = (nt.int64,) * 5 + tuple(_numba_arg_type(t) for t in self._arg_types)
+        self._native = None           # the llir / native stages, when read
         self.recording = bool(options.get("record"))
         if self.recording:          # the growing event array (backends/numba/record.py)
             self._sig += (nt.int64[::1],)
         if self.jit:
             disk_cache.compile_signature(module, self._entry, self._sig)
+
+    @property
+    def signature(self) -> tuple:
+        """The numba argument types the entry function is compiled for."""
+        return self._sig
+
+    def stage(self, name: str) -> str:
+        """A numba stage's text (``llir``, ``native``: backends/numba/native.py), made
+        the first time one is read."""
+        if self._native is None:
+            self._native = native.native_stages(self)
+        return self._native[name]
 
     def __call__(self, grid, args):
         g0, g1, g2 = grid

@@ -87,6 +87,28 @@ def test_pickled_compiled_kernel_rebuilds_and_runs(backend):
         assert "def " in c.asm["backend"]
 
 
+def test_the_numba_stages_are_its_llvm_ir_and_host_assembly():
+    k = npu_kernel(_axpy, backend="numba")
+    x, y, out = _data()
+    c = k.compile(x, y, out, x.size, 2.0, BLOCK=128)
+    assert {"llir", "native"} <= set(c.asm)
+    llir = c.asm["llir"]
+    entry = c.runnable().artifact.entry
+    defines = [line for line in llir.splitlines() if line.startswith("define")]
+    assert any(entry in line for line in defines)        # the kernel's entry function
+    assert "fmul" in llir and "fadd" in llir             # a * x + y
+    native = c.asm["native"]
+    assert entry in native and "ret" in native
+    assert c.asm["llir"] is llir                         # made once
+    c[(3,)](x, y, out, x.size, 2.0)                      # and the kernel still runs
+    np.testing.assert_allclose(out, _want(x, y, 2.0), rtol=1e-6)
+    ref = npu_kernel(_axpy, backend="reference").compile(x, y, out, x.size, 2.0, BLOCK=128)
+    assert "llir" not in set(ref.asm)
+    with pytest.raises(KeyError, match="'llir' .* on the reference backend: it is a stage "
+                                       "of the numba backend"):
+        ref.asm["llir"]
+
+
 _CHILD = r"""
 import pickle, sys
 import numpy as np
