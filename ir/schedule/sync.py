@@ -13,8 +13,10 @@ the destination pipe).  From the buffers each op reads and writes on its pipe(s)
   readers on C set ``C_P`` after their last read; the writer on P waits ``C_P`` before
   writing.  The loop pre-sets one flag per slot and drains them after the loop, so
   iteration i waits for the reads of iteration i - N (TQue's FreeTensor/AllocTensor, §A7).
-  Two buffers the allocator placed on the same bytes get the same kind of flag from the
-  last access of the first to the writer of the second.  An accumulator carried by an
+  A dot split into L0 K-chunks (``L0_BLOCK_K``) cycles its L0 slots chunk by chunk inside
+  the op, so the flag releasing its slots is its own (set and waited by it), not merged
+  with another dot's.  Two buffers the allocator placed on the same bytes get the same
+  kind of flag from the last access of the first to the writer of the second.  An accumulator carried by an
   inner loop and re-initialised in an outer loop's body (a persistent matmul's L0C) is
   such a buffer of the outer loop: its init waits for the previous tile's FixPipe read.
 * **carried across iterations**: a loop-carried tile touched by two pipes (software
@@ -285,18 +287,29 @@ def _slot_reuse(by_buffer, stages, home, pos):
         n = stages.get(name, 1)
         for w in (a for a in list_ if a.write):
             wa = ancestor_in(w.op, block)
+            # A dot split into L0 K-chunks cycles its L0 slots chunk by chunk inside one
+            # op (sim/lower.py _emit_chunked_dot): its slot flag is its own, set and waited
+            # by it, never merged with another op's.
+            own = id(w.op) if _chunked_operand(w.op, name) else None
             for r in (a for a in list_ if a.pipe != w.pipe):
                 ra = ancestor_in(r.op, block)
                 if ra is None or wa is None:
                     continue
-                _merge(merged, loop, ra, wa, r.pipe, w.pipe, n, pos)
+                _merge(merged, loop, ra, wa, r.pipe, w.pipe, n, pos, own)
     return _loop_flags(merged, pos)
 
 
-def _merge(merged: dict, loop, setter, waiter, src, dst, n, pos) -> None:
+def _chunked_operand(op: Op, buffer: str) -> bool:
+    """Whether ``buffer`` is an L0 operand buffer of a dot that ``L0_BLOCK_K`` chunks."""
+    return (op.kind is Kind.DOT and "k_chunk" in op.attrs
+            and buffer in op.attrs.get("operand_buffers", ()))
+
+
+def _merge(merged: dict, loop, setter, waiter, src, dst, n, pos, own=None) -> None:
     """One loop flag per (loop, pipes, slots): the latest setter, the earliest waiter
-    (pipes are in order, so they cover the others)."""
-    slot = merged.setdefault((id(loop), src, dst, n), [loop, setter, waiter, src, dst, n])
+    (pipes are in order, so they cover the others); ``own``: a flag kept apart for one
+    op (a chunked dot's L0 slots)."""
+    slot = merged.setdefault((id(loop), src, dst, n, own), [loop, setter, waiter, src, dst, n])
     if pos.start[id(setter)] > pos.start[id(slot[1])]:
         slot[1] = setter
     if pos.start[id(waiter)] < pos.start[id(slot[2])]:
@@ -305,7 +318,7 @@ def _merge(merged: dict, loop, setter, waiter, src, dst, n, pos) -> None:
 
 def _loop_flags(merged: dict, pos) -> list[tuple]:
     return [tuple(v) for _, v in sorted(merged.items(), key=lambda kv: (
-        pos.start[id(kv[1][0])], kv[0][1:]))]
+        pos.start[id(kv[1][0])], kv[0][1:4], pos.start[id(kv[1][1])]))]
 
 
 def _carriers(fn: Function, buffers: dict[int, str]) -> tuple[dict, list]:

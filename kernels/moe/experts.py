@@ -24,6 +24,7 @@ import numpy as np
 
 import npujit.language as nl
 from npujit import cdiv, next_power_of_2, npu_kernel
+from npujit.target import ASCEND_910B_LIKE
 
 from .launch import KernelLaunch, run_all
 
@@ -87,7 +88,7 @@ def fused_experts_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gat
 def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, gate_up_ptr, act_ptr, S, H, I,
                        stride_xt, TOP_K: nl.constexpr, GELU: nl.constexpr,
                        BLOCK_M: nl.constexpr, BLOCK_K: nl.constexpr, BLOCK_I: nl.constexpr,
-                       NUM_STAGES: nl.constexpr):
+                       NUM_STAGES: nl.constexpr, L0_BLOCK_K: nl.constexpr = 0):
     """First half of the workspace form: gathered rows, gate and up in one pass,
     ``act(gate) * up`` into the ``[rows, I]`` workspace (rows in the padded order)."""
     pid_m = nl.program_id(0)
@@ -122,7 +123,7 @@ def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, gate_up_ptr, act_p
 def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, down_ptr,
                         out_ptr, S, H, I, TOP_K: nl.constexpr, BLOCK_M: nl.constexpr,
                         BLOCK_H: nl.constexpr, BLOCK_I: nl.constexpr,
-                        NUM_STAGES: nl.constexpr):
+                        NUM_STAGES: nl.constexpr, L0_BLOCK_K: nl.constexpr = 0):
     """Second half of the workspace form: the down GEMM over the workspace rows, scaled
     by the routing weight and added into the token's fp32 output row."""
     pid_m = nl.program_id(0)
@@ -153,7 +154,7 @@ def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, do
 @npu_kernel
 def grouped_gemm_kernel(a_ptr, expert_ids_ptr, w_ptr, c_ptr, N, K,
                         BLOCK_M: nl.constexpr, BLOCK_N: nl.constexpr, BLOCK_K: nl.constexpr,
-                        NUM_STAGES: nl.constexpr):
+                        NUM_STAGES: nl.constexpr, L0_BLOCK_K: nl.constexpr = 0):
     pid_m = nl.program_id(0)
     pid_n = nl.program_id(1)
     e = nl.load(expert_ids_ptr + pid_m)
@@ -212,17 +213,21 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     AIC/AIV split yet, sim/split.py).
 
     ``block_k`` (the K tile of the GEMMs that stream weight rows: gate/up over H, and the
-    workspace form's down over I) defaults, in the workspace form, to one 512 B HBM burst
-    of a weight row: a shorter row still costs a whole burst (sim/bursts.py), so 64 bf16
-    elements would read each weight byte four times over.  On chip it stays 64: the gate,
-    up and down tiles share L0B, and burst-long gate/up tiles do not fit it twice.  ``block_h`` defaults to 128 on chip and to 64 in
-    the workspace form, where the down GEMM's ``[block_k, block_h]`` weight tile must fit
-    L0B twice (double-buffered: 2 x 256 x 64 x 2 B = 64 KiB on the 910B-like part).
-    The workspace form's ``block_i`` defaults to 64 and ``num_stages`` to 1 for gate/up
-    (its gate and up tiles fill L0B once; one stage of 64-wide I tiles beat two of
-    32-wide ones, ``npujit moe-report``: Mixtral 8x7B at 64 tokens, gate/up 1.85 against
-    2.73 ms simulated) and 2 for down + combine (its one weight tile fits L0B twice:
-    1.07 -> 0.89 ms); a ``num_stages`` given applies to both."""
+    workspace form's down over I) defaults, in the workspace form, to whole HBM bursts of
+    a weight row: a shorter row still costs a whole burst (sim/bursts.py).  On chip it
+    stays 64: the gate, up and down tiles share L0B, and burst-long gate/up tiles do not
+    fit it twice.  ``block_h`` defaults to 128, ``block_i`` to 32 on chip and 128 in the
+    workspace form.  ``num_stages`` (a given value applies to every kernel) defaults to 2
+    on chip.
+
+    The workspace form's kernels stream their weights through the AIC's MTE2, which pays
+    a fixed latency per copy, so their tiles are as long as the on-chip buffers allow and
+    reach L0 in ``L0_BLOCK_K`` chunks (``workspace_tiles``): gate/up reads one burst of
+    each weight row per K step into ``[block_k, 128]`` gate and up tiles (one stage: the
+    gathered x tile's addresses fill the AIV's UB at ``block_m`` 64), down + combine two
+    bursts per step, double-buffered.  ``npujit moe-report``, Mixtral 8x7B (bf16) on the
+    910B-like part, expert kernels before -> after: 64 tokens 1479.9 + 775.7 -> 1307.6 +
+    609.1 us, 512 tokens 3322.3 + 1728.7 -> 2783.2 + 986.6 us."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     if form not in FORMS:
@@ -230,17 +235,16 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     H = x.shape[1]
     I = gate_up_proj.shape[1] // 2
     rows, bm, S, k = aligned.sorted_ids.size, aligned.block_m, aligned.num_slots, aligned.top_k
-    if block_k is None:       # on chip, three weight tiles share L0B: keep them short
-        block_k = 64 if form == "onchip" else HBM_BURST // gate_up_proj.itemsize
-    if block_h is None:
-        block_h = 128 if form == "onchip" else 64
-    if block_i is None:       # wider I tiles fit L0B once burst-long K tiles are single
-        block_i = 32 if form == "onchip" else 64
-    down_stages = num_stages
-    if num_stages is None:
-        num_stages = 2 if form == "onchip" else 1
-        down_stages = 2
-    bi, bh, bk = tile(I, block_i), tile(H, block_h), tile(H, block_k)
+    if form == "onchip":      # three weight tiles share L0B: keep them short
+        block_k = 64 if block_k is None else block_k
+        block_i = 32 if block_i is None else block_i
+        num_stages = 2 if num_stages is None else num_stages
+    bh = tile(H, 128 if block_h is None else block_h)
+    if form != "onchip":
+        gate_up, down = workspace_tiles(H, I, bm, gate_up_proj.itemsize, bh, block_k,
+                                        block_i, num_stages)
+    else:
+        bi, bk = tile(I, block_i), tile(H, block_k)
     w = np.ascontiguousarray(topk_weights, dtype=np.float32)
     sx = x.strides[0] // x.itemsize
     gelu = activation == "gelu"
@@ -253,17 +257,66 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
                  NUM_STAGES=num_stages))]
     work = np.empty((rows, I), x.dtype)
     return [
-        KernelLaunch(gate_up_act_kernel, (rows // bm, cdiv(I, bi)),
+        KernelLaunch(gate_up_act_kernel, (rows // bm, cdiv(I, gate_up["BLOCK_I"])),
                      (x, aligned.sorted_ids, aligned.expert_ids, gate_up_proj, work, S, H,
                       I, sx),
-                     dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, BLOCK_K=bk, BLOCK_I=bi,
-                          NUM_STAGES=num_stages)),
+                     dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, **gate_up)),
         KernelLaunch(down_combine_kernel, (rows // bm, cdiv(H, bh)),
                      (work, aligned.sorted_ids, aligned.expert_ids, w, down_proj, out, S, H,
                       I),
-                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, BLOCK_I=tile(I, block_k),
-                          NUM_STAGES=down_stages)),
+                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, **down)),
     ]
+
+
+# On-chip bytes of the 910B-like part's AIC (npujit/target.py) the workspace form's tiles
+# are sized for.
+L0A_BYTES = ASCEND_910B_LIKE.capacity["L0A"]
+L0B_BYTES = ASCEND_910B_LIKE.capacity["L0B"]
+
+
+def _l0_chunk(k: int, fits: int) -> int:
+    """``L0_BLOCK_K`` for a K tile of ``k``: the largest power of two up to ``fits`` (what
+    L0 holds), 0 (no chunks) when the whole tile fits."""
+    chunk = 1 << max(fits, 16).bit_length() - 1
+    return 0 if chunk >= k else max(16, chunk)
+
+
+def workspace_tiles(H: int, I: int, bm: int, itemsize: int, bh: int,
+                    block_k: int | None = None, block_i: int | None = None,
+                    num_stages: int | None = None) -> tuple[dict, dict]:
+    """The constexprs of ``gate_up_act_kernel`` and ``down_combine_kernel`` (without
+    ``BLOCK_M``/``BLOCK_H``): K tiles of whole HBM bursts of a weight row, L0 chunks that
+    fit the weight tiles in L0B (gate and up together) and the row tile in L0A, for each
+    kernel's stages.
+
+    Example::
+
+        >>> gate_up, down = workspace_tiles(4096, 14336, 32, 2, 128)
+        >>> gate_up, down
+        ({'BLOCK_K': 256, 'BLOCK_I': 128, 'NUM_STAGES': 1, 'L0_BLOCK_K': 128}, {'BLOCK_I': 512, 'NUM_STAGES': 2, 'L0_BLOCK_K': 128})
+    """
+    burst = HBM_BURST // itemsize
+    bk = tile(H, burst if block_k is None else block_k)
+    bi = tile(I, 128 if block_i is None else block_i)
+    stages = 1 if num_stages is None else num_stages
+    fits = min(L0B_BYTES // (2 * bi * itemsize * stages),
+               L0A_BYTES // (bm * itemsize * stages))
+    gate_up = dict(BLOCK_K=bk, BLOCK_I=bi, NUM_STAGES=stages,
+                   L0_BLOCK_K=_l0_chunk(bk, fits))
+    d_stages = 2 if num_stages is None else num_stages
+    dk, l0 = streamed_k(I, bm, bh, itemsize, d_stages, block_k)
+    down = dict(BLOCK_I=dk, NUM_STAGES=d_stages, L0_BLOCK_K=l0)
+    return gate_up, down
+
+
+def streamed_k(K: int, bm: int, bn: int, itemsize: int, stages: int,
+               block_k: int | None = None) -> tuple[int, int]:
+    """``(BLOCK_K, L0_BLOCK_K)`` of a GEMM streaming ``[BLOCK_K, bn]`` weight tiles under
+    ``[bm, BLOCK_K]`` row tiles: two HBM bursts of a weight row per step (``block_k``
+    when given), in L0 chunks that fit both tiles ``stages`` times."""
+    bk = tile(K, 2 * HBM_BURST // itemsize if block_k is None else block_k)
+    fits = min(L0B_BYTES // (bn * itemsize * stages), L0A_BYTES // (bm * itemsize * stages))
+    return bk, _l0_chunk(bk, fits)
 
 
 def experts(x, aligned, topk_weights, gate_up_proj, down_proj, out=None,
@@ -284,19 +337,18 @@ def experts(x, aligned, topk_weights, gate_up_proj, down_proj, out=None,
     return out
 
 
-def grouped_gemm_launch(a, expert_ids, w, c, block_m: int, block_n: int = 64,
+def grouped_gemm_launch(a, expert_ids, w, c, block_m: int, block_n: int = 128,
                         block_k: int | None = None, num_stages: int = 2) -> KernelLaunch:
     """The launch of ``grouped_gemm_kernel`` writing ``a @ w[e].T`` per row block into
-    ``c``; ``block_k`` defaults to one HBM burst of a weight row, as in the fused form."""
-    if block_k is None:
-        block_k = HBM_BURST // w.itemsize
+    ``c``; its K tiles as the fused form's down GEMM (``streamed_k``)."""
     R, K = a.shape
     N = w.shape[1]
     bn = tile(N, block_n)
+    bk, l0 = streamed_k(K, block_m, bn, w.itemsize, num_stages, block_k)
     return KernelLaunch(grouped_gemm_kernel, (R // block_m, cdiv(N, bn)),
                         (a, expert_ids, w, c, N, K),
-                        dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=tile(K, block_k),
-                             NUM_STAGES=num_stages))
+                        dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=bk, NUM_STAGES=num_stages,
+                             L0_BLOCK_K=l0))
 
 
 def grouped_gemm(a, expert_ids, w, block_m: int, out_dtype=None,
