@@ -230,6 +230,8 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
         cg.w.fresh(n)
     params, conversions = _arguments(cg)
     conversions += range_check.launch_checks(cg)
+    wraps_before, stop, wraps_after = range_check.hoisted_wraps(cg)
+    conversions += wraps_before
     recording = bool(options.get("record"))
     if recording:       # events for the simulator (record.py): rec grows, rec_n counts
         for n in ("rec", "rec_n"):
@@ -248,6 +250,8 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
     body_text = "\n".join(body) or "        pass"
     if recording:
         body_text = "        rec, rec_n = rc.put(rec, rec_n, -1, p, 0, 0)\n" + body_text
+    body_text += "".join(f"\n    {line}" for line in wraps_after)
+    if recording:
         body_text += "\n    return rec, rec_n"
     sep = ", " if params else ""
     sites = "".join(f"    {t!r},\n" for t in cg.oob_sites)
@@ -261,7 +265,7 @@ OOB_SITES = (
 {segments}{decorator}
 def {entry}(nprog0, nprog1, nprog2, first, last{sep}{", ".join(params)}):
     """Programs first..last-1 of the grid (linear ids, axis 0 fastest)."""
-{setup}    for p in range(first, last):
+{setup}    for p in range(first, {stop}):
         pid0 = p % nprog0
         pid1 = (p // nprog0) % nprog1
         pid2 = p // (nprog0 * nprog1)

@@ -35,6 +35,7 @@ Example (a store of 128 affine lanes under a mask; site 3 of the kernel)::
 """
 from __future__ import annotations
 
+from npujit.ir import Kind
 from npujit.ir.passes.index_checks import SYMBOL, overflow_template, scalar_address_ops
 from npujit.ir.slice import INT32_REACH, narrow_offsets, narrow_offsets_message
 
@@ -99,11 +100,93 @@ def _template(cg, op, what: str) -> str:
 
 def wrapping_ops(cg) -> set:
     """The ids of the scalar int32 add/sub/mul ops feeding an address that the default
-    mode checks for wrapping (``ir/passes/index_checks.py``; debug mode checks every
-    lane through IR asserts instead)."""
+    mode checks for wrapping inside the program loop (``ir/passes/index_checks.py``;
+    debug mode checks every lane through IR asserts instead).  Ops of program ids,
+    constants and scalar arguments alone are checked before the loop instead
+    (``hoisted_wraps``)."""
     if checking(cg) != "range":
         return set()
-    return {id(op) for op in scalar_address_ops(cg.fn)}
+    return {id(op) for op in scalar_address_ops(cg.fn) if not _launch_invariant(cg, op)}
+
+
+def _launch_invariant(cg, op) -> bool:
+    """Whether every operand of ``op`` is a program id, a constant or a scalar argument:
+    then its value over the grid is a polynomial of the program ids, of degree 1 in each
+    axis (or ``pid * pid``, monotone for ids >= 0), so it is extreme at the grid's corners."""
+    for v in op.operands:
+        if v.op is None:
+            if v.owner is not cg.fn.body:
+                return False
+        elif v.op.kind not in (Kind.PROGRAM_ID, Kind.CONSTANT):
+            return False
+    return True
+
+
+def hoisted_wraps(cg) -> tuple[list[str], str, list[str]]:
+    """``(before, stop, after)``: the launch-invariant int32 index ops
+    (``_launch_invariant``) checked once per launch chunk instead of in every program.
+    ``before`` computes them in int64 at the corners of the grid; only when one leaves
+    int32 there are the chunk's programs scanned, in order, for the first whose value
+    wraps.  The program loop runs up to ``stop`` (that program, else ``last``) and
+    ``after`` raises its ``IndexOverflowError``: the programs before it run and the error
+    is the in-loop check's.  A check inside the program loop is a call there, and a call
+    in the loop cost the vector add 15 % (1 M elements, 0.228 -> 0.195 ms).
+    ``([], "last", [])`` when there is nothing to hoist."""
+    if checking(cg) != "range":
+        return [], "last", []
+    ops = [op for op in scalar_address_ops(cg.fn) if _launch_invariant(cg, op)]
+    if not ops:
+        return [], "last", []
+    w = cg.w
+    ok, stop, site, vals = (w.fresh(n) for n in ("int32_ok", "stop", "wrap_site", "wrap"))
+    corners = [{}]
+    axes = sorted({v.op.attrs["axis"] for op in ops for v in op.operands
+                   if v.op is not None and v.op.kind is Kind.PROGRAM_ID})
+    for axis in axes:
+        corners = [{**c, axis: e} for c in corners for e in ("0", f"(nprog{axis} - 1)")]
+    before = [f"{ok} = True"]
+    for op in ops:
+        for corner in corners:
+            a, b = (_operand(cg, v, corner) for v in op.operands)
+            before.append(f"if not (-2147483648 <= i64({a}) {SYMBOL[op.kind]} i64({b}) "
+                          f"<= 2147483647):")
+            before.append(f"    {ok} = False")
+    before += [f"{stop} = last", f"{site} = -1",
+               f"{vals} = (i64(0), i64(0), i64(0), i64(0), i64(0), i64(0), i64(0))",
+               f"if not {ok}:",
+               "    for p in range(first, last):",
+               "        pid0 = p % nprog0",
+               "        pid1 = (p // nprog0) % nprog1",
+               "        pid2 = p // (nprog0 * nprog1)"]
+    for op in ops:
+        a, b = (_operand(cg, v, None) for v in op.operands)
+        exact = w.fresh("exact")
+        cg.oob_sites.append(f"kernel '{cg.fn.name}', index arithmetic at "
+                            f"{_where(op).replace('%', '%%')}, program (%d, %d, %d): "
+                            + overflow_template(op))
+        before += [f"        {exact} = i64({a}) {SYMBOL[op.kind]} i64({b})",
+                   f"        if {site} < 0 and {exact} != i64(i32({exact})):",
+                   f"            {site} = {len(cg.oob_sites) - 1}",
+                   f"            {vals} = (i64(pid0), i64(pid1), i64(pid2), i64({a}), "
+                   f"i64({b}), {exact}, i64(i32({exact})))"]
+    before += [f"        if {site} >= 0:",
+               f"            {stop} = p",
+               "            break"]
+    after = [f"if {site} >= 0:",
+             f"    ck.index_overflow({site}, {vals}[0], {vals}[1], {vals}[2], {vals}[3], "
+             f"{vals}[4], {vals}[5], {vals}[6])"]
+    return before, stop, after
+
+
+def _operand(cg, v, corner) -> str:
+    """An operand of a launch-invariant op as an expression before the program loop:
+    ``corner`` maps axes to program-id expressions (None: the loop's ``pidN``)."""
+    if v.op is None:
+        return cg.val(v).name
+    if v.op.kind is Kind.CONSTANT:
+        return repr(int(v.op.attrs["value"]))
+    axis = v.op.attrs["axis"]
+    return f"pid{axis}" if corner is None else corner[axis]
 
 
 def wrap(cg, op, operands, result: str) -> None:

@@ -220,3 +220,27 @@ def test_a_masked_access_runs_unchecked_when_its_span_is_inside():
     assert len(loops) == 3, src                       # two loads and the store
     assert all("ck.out_of_bounds" not in body for _, _, body in loops)
     assert src.count("ck.out_of_bounds") == 3         # once per access, in its else loop
+
+
+@npu_kernel
+def _scaled_programs(x_ptr, out_ptr, n, SCALE, BLOCK: nl.constexpr):
+    offs = nl.program_id(0) * SCALE + nl.arange(0, BLOCK)    # program id x an argument
+    nl.store(out_ptr + offs, nl.load(x_ptr + nl.arange(0, BLOCK)), mask=offs < n)
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_a_program_id_times_an_argument_that_wraps_names_the_first_wrapping_program(backend):
+    # numba checks pid * SCALE once per launch (at the grid's corners), not per program;
+    # when it wraps somewhere, the programs before the first wrapping one still run and
+    # that one raises, as the per-program check and the reference interpreter do
+    k = _scaled_programs.with_options(backend=backend)
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    k[(2,)](x, out, 16, 8, BLOCK=8)                      # no wrap: both programs store
+    np.testing.assert_array_equal(out, np.concatenate([x, x]))
+    out[:] = 0
+    with pytest.raises(IndexOverflowError, match=r"program \(2, 0, 0\): int32 index "
+                                                 r"arithmetic 2 \* 1073741824 = 2147483648 "
+                                                 r"overflowed \(it wraps to -2147483648"):
+        k[(4,)](x, out, 16, 2**30, BLOCK=8)              # program 1 is masked off
+    np.testing.assert_array_equal(out[:8], x)            # program 0 ran before
