@@ -304,6 +304,27 @@ def ancestor_in(op: Op, block: Block) -> Op | None:
     return None
 
 
+def prune_uses(fn: "Function") -> int:
+    """Forget the uses by ops that are not in ``fn`` -- ops a trace made and did not keep
+    (a loop body traced again, a branch given up) -- so the passes see only real reads;
+    returns how many went.
+
+    Example::
+
+        >>> prune_uses(fn)                  # doctest: +SKIP
+        0
+    """
+    ops = {id(op) for op in fn.walk()}
+    gone = 0
+    blocks = [fn.body] + [r for op in fn.walk() for r in op.regions]
+    for block in blocks:
+        for v in [*block.args, *(r for op in block.ops for r in op.results)]:
+            kept = [(u, i) for u, i in v._uses if id(u) in ops]
+            gone += len(v._uses) - len(kept)
+            v._uses[:] = kept
+    return gone
+
+
 class Function:
     """A kernel in IR form: named, typed arguments and a body that ends in ``func.return``.
 

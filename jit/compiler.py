@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from npujit.errors import CompilationError, NPUJitError
 from npujit.ir import Function, Kind, Loc
+from npujit.ir.core import prune_uses
 from npujit.ir.pipeline import CompileContext, Schedule, run_pipeline
 from npujit.ir.printer import print_function
 from npujit.ir.verifier import VerifyError
@@ -74,6 +75,7 @@ def trace(kernel, sigs: tuple, constexprs: dict, debug: bool = False,
                                    "their results with nl.store and return nothing",
                                    ctx.loc(), kernel.name)
         ctx.builder.create(Kind.RETURN, [], {})
+    prune_uses(fn)          # reads by ops the trace made and did not keep
     return fn
 
 

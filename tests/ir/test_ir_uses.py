@@ -6,7 +6,8 @@ import pytest
 
 import npujit.language as nl
 from npujit import npu_kernel
-from npujit.ir import Builder, Function, Kind, parse_function, verify
+from npujit.ir import Builder, Function, Kind, Op, parse_function, verify
+from npujit.ir.core import prune_uses
 from npujit.ir import types as T
 from npujit.ir.pipeline import CompileContext, pipeline
 from npujit.ir.verifier import VerifyError
@@ -83,6 +84,15 @@ def test_the_verifier_names_a_read_left_by_an_op_taken_out_without_erase():
         verify(fn)
 
 
+def test_prune_uses_forgets_reads_by_ops_outside_the_function():
+    fn, b, n, m = _two_args()
+    kept = b.create(Kind.ADD, [n, m], {})
+    Op(Kind.MUL, [n, n], [n.type])                      # made, never put in a block
+    assert len(n.uses) == 3
+    assert prune_uses(fn) == 2
+    assert n.uses == [(kept, 0)] and m.uses == [(kept, 1)]
+
+
 @npu_kernel(backend="reference")
 def _running_sum(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
     s = 0.0                                  # a number the loop turns into a tile: traced twice
@@ -94,8 +104,9 @@ def _running_sum(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
 
 def test_a_loop_traced_twice_leaves_no_reads_behind(monkeypatch):
     monkeypatch.setenv("NPUJIT_ALWAYS_COMPILE", "1")     # trace now, not from the disk cache
-    # the first trace of the body is thrown away; its reads of x_ptr and n must go with it,
-    # else the pipeline's first verify refuses the function
+    # the first trace of the body is thrown away; its reads of x_ptr and n must go with it
+    # (jit/loops.py drops them, and the trace prunes what any attempt left), else the
+    # pipeline's first verify refuses the function
     x = np.arange(40, dtype=np.float32)
     out = np.zeros(8, np.float32)
     _running_sum[(1,)](x, out, 40, BLOCK=8)
