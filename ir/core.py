@@ -52,7 +52,8 @@ class Value:
         self.owner = owner      # the defining Op, or the Block for a block argument
         self.index = index      # result number, or argument number
         self.name = name        # optional hint for printing (kernel argument names)
-        self._uses: list[tuple[Op, int]] = []
+        # (id(op), operand number) -> (op, operand number), in the order the reads came
+        self._uses: dict[tuple[int, int], tuple[Op, int]] = {}
 
     @property
     def op(self) -> "Op | None":
@@ -73,12 +74,12 @@ class Value:
             >>> [(u.kind.value, i) for u, i in n.uses]
             [('npu.add', 0), ('npu.add', 1)]
         """
-        return list(self._uses)
+        return list(self._uses.values())
 
     @property
     def users(self) -> list["Op"]:
         """The ops that read this value, each once, in the order of ``uses``."""
-        return list({id(u): u for u, _ in self._uses}.values())
+        return list({id(u): u for u, _ in self._uses.values()}.values())
 
     def replace_all_uses_with(self, new: "Value") -> None:
         """Every op that reads this value reads ``new`` instead.
@@ -95,8 +96,10 @@ class Value:
         """
         if new is self:
             return
-        for user, i in list(self._uses):
-            user.set_operand(i, new)
+        for key, (user, i) in self._uses.items():      # one pass: the uses move whole
+            user._operands = (*user._operands[:i], new, *user._operands[i + 1:])
+            new._uses[key] = (user, i)
+        self._uses.clear()
 
     def __repr__(self) -> str:
         return f"<Value {self.type} #{self.index} of {getattr(self.owner, 'kind', 'block')}>"
@@ -133,7 +136,7 @@ class Op:
         self._drop_uses()
         self._operands = tuple(values)
         for i, v in enumerate(self._operands):
-            v._uses.append((self, i))
+            v._uses[(id(self), i)] = (self, i)
 
     def set_operand(self, i: int, value: Value) -> None:
         """Operand ``i`` becomes ``value`` (the old value loses this use)."""
@@ -142,14 +145,10 @@ class Op:
             return
         self._forget(old, i)
         self._operands = (*self._operands[:i], value, *self._operands[i + 1:])
-        value._uses.append((self, i))
+        value._uses[(id(self), i)] = (self, i)
 
     def _forget(self, value: Value, i: int) -> None:
-        uses = value._uses
-        for k, (user, j) in enumerate(uses):
-            if user is self and j == i:
-                del uses[k]
-                return
+        value._uses.pop((id(self), i), None)
 
     def _drop_uses(self) -> None:
         for i, v in enumerate(self._operands):
@@ -167,7 +166,7 @@ class Op:
         for r in self.results:
             if r._uses:
                 raise ValueError(f"cannot erase {self.kind.value} at {self.loc}: its result "
-                                 f"#{r.index} is still read by {r._uses[0][0].kind.value}")
+                                 f"#{r.index} is still read by {r.uses[0][0].kind.value}")
         if self.parent is not None and self in self.parent.ops:
             self.parent.ops.remove(self)
         self.parent = None
@@ -319,9 +318,10 @@ def prune_uses(fn: "Function") -> int:
     blocks = [fn.body] + [r for op in fn.walk() for r in op.regions]
     for block in blocks:
         for v in [*block.args, *(r for op in block.ops for r in op.results)]:
-            kept = [(u, i) for u, i in v._uses if id(u) in ops]
-            gone += len(v._uses) - len(kept)
-            v._uses[:] = kept
+            stale = [key for key in v._uses if key[0] not in ops]
+            for key in stale:
+                del v._uses[key]
+            gone += len(stale)
     return gone
 
 

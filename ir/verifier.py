@@ -62,7 +62,7 @@ def rule_parent_links(op: Op, ctx: Context) -> str | None:
 def rule_operand_uses(op: Op, ctx: Context) -> str | None:
     """Each operand's use list holds this op's read of it (``Value.uses``)."""
     for i, v in enumerate(op.operands):
-        if not any(u is op and j == i for u, j in v._uses):
+        if v._uses.get((id(op), i), (None,))[0] is not op:
             return f"operand #{i} ({v.type}) does not list this op among its uses"
     return None
 
@@ -283,7 +283,7 @@ def rule_uses_are_reads(fn: Function) -> str | None:
     for block in _blocks(fn.body):
         values = [*block.args, *(r for op in block.ops for r in op.results)]
         for v in values:
-            for u, i in v._uses:
+            for u, i in v._uses.values():
                 if id(u) not in ops:
                     return (f"a value of type {v.type} lists a use by {u.kind.value} at "
                             f"{u.loc}, which is not in the function")

@@ -33,21 +33,14 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-import threading
 import types
 
 from npujit.errors import CompilationError
+from npujit.pyast import AST_LOCK
 from npujit.ir import Loc
 
 RT = "__npujit_rt"
 PREFIX = "__npujit_"
-
-# CPython 3.11 keeps the counter that guards converting between C and Python syntax trees in
-# one per-interpreter slot, so two threads in ``ast.parse`` or ``compile(<ast>)`` at once can
-# fail with "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905; seen
-# in tests/runtime/test_threads.py on 3.11.7).  Every such conversion in the compiler holds
-# this lock.
-_AST_LOCK = threading.Lock()
 
 
 def _assigned_names(stmts) -> list[str]:
@@ -263,7 +256,7 @@ def rewrite_function(fn: types.FunctionType, runtime) -> types.FunctionType:
     except (OSError, TypeError) as e:
         raise TypeError(f"npujit needs the source of '{fn.__name__}' to compile it "
                         f"(defined in a file, not typed at an interactive prompt): {e}") from None
-    with _AST_LOCK:
+    with AST_LOCK:
         tree = ast.parse(src)
     fdef = tree.body[0]
     if not isinstance(fdef, (ast.FunctionDef,)):
@@ -288,7 +281,7 @@ def rewrite_function(fn: types.FunctionType, runtime) -> types.FunctionType:
     ast.copy_location(factory, fdef)
     module = ast.Module([factory], type_ignores=[])
     ast.fix_missing_locations(module)
-    with _AST_LOCK:
+    with AST_LOCK:
         code = compile(module, fn.__code__.co_filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     make = types.FunctionType(factory_code, fn.__globals__)

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import ast
 
+from npujit.pyast import parse
+
 SEGMENT_LINES = 150
 _INDENT = "        "        # the program loop's body
 
@@ -73,7 +75,7 @@ def outline(entry: str, body: list[str], defined: set, after: set,
             line.startswith(_INDENT) for line in body if line.strip()):
         return body, ""
     text = "if True:\n" + "\n".join(line[4:] for line in body)
-    stmts = ast.parse(text).body[0].body
+    stmts = parse(text).body[0].body
     if any(_leaves_the_loop(s) for s in stmts):
         return body, ""
     # statements with the comment lines before them, as line ranges of ``body``
@@ -123,5 +125,5 @@ def bound_names(lines: list[str]) -> set:
     if not lines:
         return set()
     pad = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse("\n".join(line[pad:] for line in lines))
+    tree = parse("\n".join(line[pad:] for line in lines))
     return _names(tree.body)[1]
