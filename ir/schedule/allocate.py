@@ -250,20 +250,11 @@ def _interval(values: list[Value], pos: Positions) -> tuple[int, int]:
     for v in values:
         anchor = v.op if v.op is not None else v.owner.parent_op     # block arg: its loop
         lo, hi = _span(anchor, pos)
-        block = anchor.parent if v.op is not None else v.owner
-        for use in _uses(v, block):
+        for use in v.users:      # in SSA, all in the block that defines v or nested in it
             hi = max(hi, _span(use, pos)[1])
         start = lo if start is None else min(start, lo)
         end = hi if end is None else max(end, hi)
     return start, end
-
-
-def _uses(v: Value, block) -> list[Op]:
-    out = []
-    for op in block.walk():
-        if any(o is v for o in op.operands):
-            out.append(op)
-    return out
 
 
 def _stages(op: Op, values: list[Value]) -> int:
@@ -271,8 +262,7 @@ def _stages(op: Op, values: list[Value]) -> int:
     transfer = op.attrs.get("pipe") in TRANSFER_PIPES
     if not transfer:
         for v in values:
-            block = op.parent
-            transfer |= any(u.attrs.get("pipe") in TRANSFER_PIPES for u in _uses(v, block))
+            transfer |= any(u.attrs.get("pipe") in TRANSFER_PIPES for u in v.users)
     return loop_stages(op) if transfer else 1
 
 
