@@ -226,8 +226,8 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     each weight row per K step into ``[block_k, 128]`` gate and up tiles (one stage: the
     gathered x tile's addresses fill the AIV's UB at ``block_m`` 64), down + combine two
     bursts per step, double-buffered.  ``npujit moe-report``, Mixtral 8x7B (bf16) on the
-    910B-like part, expert kernels before -> after: 64 tokens 1479.9 + 775.7 -> 1307.6 +
-    609.1 us, 512 tokens 3322.3 + 1728.7 -> 2783.2 + 986.6 us."""
+    910B-like part, expert kernels before -> after: 64 tokens 1479.9 + 775.7 -> 1291.7 +
+    609.1 us, 512 tokens 3322.3 + 1728.7 -> 2577.3 + 986.6 us (docs/moe.md)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     if form not in FORMS:
