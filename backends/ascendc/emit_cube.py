@@ -161,8 +161,6 @@ class CubeLowering:
         self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1")
 
     def mmad(self, op) -> None:
-        if sv.k_chunk(op) is not None:
-            raise not_lowered(op, "a dot split into L0 K-chunks (L0_BLOCK_K) is not emitted yet")
         a, b = self.sym(op.operands[0]), self.sym(op.operands[1])
         if len(op.operands) < 3:
             raise not_lowered(op, "a dot without an accumulator (write acc = nl.dot(a, b, acc))")
@@ -173,6 +171,8 @@ class CubeLowering:
         (M, K), (_, N) = a.shape, b.shape
         m1, k1, n1 = M // FRACTAL, K // FRACTAL, N // FRACTAL
         l0a, l0b = sv.operand_buffers(op)
+        if sv.k_chunk(op) is not None:
+            return self.chunked_mmad(op, a, b, acc)
         self.emit_flags(op, "wait_flags", pipes={"MTE1"})
         a0 = self.slot_view(self.cube_member(l0a, "A2", "aL0"), a.dtype, a.var + "L0")
         b0 = self.slot_view(self.cube_member(l0b, "B2", "bL0"), b.dtype, b.var + "L0")
@@ -204,6 +204,83 @@ class CubeLowering:
         self.line(f"AscendC::Mmad({acc.var}, {a0}, {b0}, {params});   // f32 accumulate in L0C")
         self.line(f"{acc.fresh_flag} = false;")
         self.emit_flags(op, "set_flags", pipes={"CUBE"})
+        self.syms[id(op.result)] = acc
+
+    def chunked_mmad(self, op, a, b, acc) -> None:
+        """A dot split into L0 K-chunks (``L0_BLOCK_K``): the L1 tiles reach L0A/L0B one
+        chunk of K at a time, each chunk's slot and ``M_MTE1`` / ``MTE1_M`` event ids
+        rotating per chunk (``it * chunks + c``), so MTE1 fills one slot while the Cube
+        works on the other; the other flags wait before the first chunk and are set after
+        the last (the simulator's stream does the same: sim/lower.py
+        ``_emit_chunked_dot``)."""
+        (M, K), (_, N) = a.shape, b.shape
+        k0 = sv.k_chunk(op)
+        m1, k1, n1, kc1 = M // FRACTAL, K // FRACTAL, N // FRACTAL, k0 // FRACTAL
+        chunks = K // k0
+        l0a, l0b = sv.operand_buffers(op)
+        l0_pairs = {"M_MTE1", "MTE1_M"}
+        waits = [f for f in sv.flags_of(op, "wait_flags") if f.event not in l0_pairs]
+        sets = [f for f in sv.flags_of(op, "set_flags") if f.event not in l0_pairs]
+        for f in waits:                 # (the Cube path has no TQue events: every flag is set here)
+            self.line(f"AscendC::WaitFlag<AscendC::HardEvent::{f.event}>({self.flag_id(f)});")
+        ma, mb = self.cube_member(l0a, "A2", "aL0"), self.cube_member(l0b, "B2", "bL0")
+        rotating = ma.depth > 1 or mb.depth > 1 or any(
+            f.count > 1 for which in ("wait_flags", "set_flags")
+            for f in sv.flags_of(op, which) if f.event in l0_pairs)
+        g = self.fresh("chunk") if rotating else None
+        self.line(f"// K in {chunks} chunks of {k0}: L1 -> L0 and Mmad per chunk"
+                  + (", L0 slots rotating" if rotating else ""))
+        self.line(f"for (int32_t c = 0; c < {chunks}; ++c) {{")
+        with self.indented():
+            if rotating:
+                self.line(f"const int32_t {g} = {self.iteration()} * {chunks} + c;")
+
+            def l0_flags(which: str, event: str) -> None:
+                call = "WaitFlag" if which == "wait_flags" else "SetFlag"
+                for f in sv.flags_of(op, which):
+                    if f.event == event:
+                        at = f"{g} % {f.count}" if f.count > 1 else "0"
+                        self.line(f"AscendC::{call}<AscendC::HardEvent::{event}>"
+                                  f"({f.first} + {at});")
+
+            l0_flags("wait_flags", "M_MTE1")
+            views = []
+            for m, dt, hint in ((ma, a.dtype, a.var + "L0"), (mb, b.dtype, b.var + "L0")):
+                name = self.fresh(hint)
+                at = (f"[({g} % {m.depth}) * {m.bytes // dt.itemsize}]" if m.depth > 1 else "")
+                self.line(f"AscendC::LocalTensor<{cpp_type(dt)}> {name} = "
+                          f"{m.name}.Get<{cpp_type(dt)}>(){at};")
+                views.append(name)
+            a0, b0 = views
+            self.line(f"for (uint16_t i = 0; i < {m1}; ++i) {{   // A: this chunk's fractal columns")
+            self.line("    AscendC::LoadData2DParams load;")
+            self.line(f"    load.startIndex = i + c * {kc1 * m1};")
+            self.line(f"    load.repeatTimes = {kc1};")
+            self.line(f"    load.srcStride = {m1};")
+            self.line(f"    AscendC::LoadData({a0}[i * {kc1 * FRACTAL * FRACTAL}], {a.var}, load);")
+            self.line("}")
+            self.line(f"for (uint16_t i = 0; i < {kc1}; ++i) {{   // B: this chunk's fractal rows, transposed")
+            self.line("    AscendC::LoadData2DParams load;")
+            self.line(f"    load.startIndex = c * {kc1} + i;")
+            self.line(f"    load.repeatTimes = {n1};")
+            self.line(f"    load.srcStride = {k1};")
+            self.line("    load.ifTranspose = true;")
+            self.line(f"    AscendC::LoadData({b0}[i * {n1 * FRACTAL * FRACTAL}], {b.var}, load);")
+            self.line("}")
+            l0_flags("set_flags", "MTE1_M")
+            l0_flags("wait_flags", "MTE1_M")
+            params = self.fresh("mmad")
+            self.line(f"AscendC::MmadParams {params};")
+            self.line(f"{params}.m = {M};")
+            self.line(f"{params}.n = {N};")
+            self.line(f"{params}.k = {k0};")
+            self.line(f"{params}.cmatrixInitVal = {acc.fresh_flag};")
+            self.line(f"AscendC::Mmad({acc.var}, {a0}, {b0}, {params});   // f32 accumulate in L0C")
+            self.line(f"{acc.fresh_flag} = false;")
+            l0_flags("set_flags", "M_MTE1")
+        self.line("}")
+        for f in sets:
+            self.line(f"AscendC::SetFlag<AscendC::HardEvent::{f.event}>({self.flag_id(f)});")
         self.syms[id(op.result)] = acc
 
     def zero_unwritten_accumulators(self, loop) -> None:

@@ -428,6 +428,13 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
         self.loop_counter_used[-1] = True
         return f"static_cast<int32_t>({self.loop_slots[-1]} % {count})"
 
+    def iteration(self) -> str:
+        """The innermost loop's iteration number (``0`` outside loops)."""
+        if not self.loop_slots:
+            return "0"
+        self.loop_counter_used[-1] = True
+        return f"static_cast<int32_t>({self.loop_slots[-1]})"
+
     def flag_id(self, flag) -> str:
         s = self.slot(flag.count)
         if s == "0":

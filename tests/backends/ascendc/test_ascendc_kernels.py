@@ -121,3 +121,17 @@ def _cast_kernel(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
     mask = offs < n
     x = nl.load(x_ptr + offs, mask=mask)
     nl.store(out_ptr + offs, x.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_matmul_with_l0_k_chunks(stages):
+    # L0_BLOCK_K: each L1 tile reaches L0A/L0B a chunk of K at a time, the L0 slots and
+    # the M_MTE1 / MTE1_M event ids rotating per chunk (emit_cube.py chunked_mmad)
+    M, N, K = 70, 50, 96
+    a, b = _data((M, K), ml_dtypes.bfloat16), _data((K, N), ml_dtypes.bfloat16)
+    kw = dict(out_dtype=np.float32, block_m=32, block_n=32, block_k=32, num_stages=stages,
+              l0_block_k=16)
+    got = matmul.matmul(a, b, backend=TWIN, **kw)
+    assert_matches(got, matmul.matmul(a, b, backend="reference", **kw), "chunked matmul")
+    f32 = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(got, f32, rtol=1e-2, atol=1e-2 * np.abs(f32).max())
