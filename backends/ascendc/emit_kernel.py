@@ -283,6 +283,8 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
             return None
         if k in (Kind.LOAD, Kind.STORE):
             return self.emit_ub_transfer(op)
+        if k is Kind.ATOMIC_RMW:
+            return self.emit_atomic_add(op)
         if k in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT) or sv.scope(op) in ("L0C", "L1"):
             return self.emit_cube_op(op)
         self.emit_flags(op, "wait_flags")

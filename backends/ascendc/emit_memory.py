@@ -195,6 +195,29 @@ class MemoryLowering:
         self.release(value)
         return None
 
+    def emit_atomic_add(self, op) -> None:
+        """``nl.atomic_add`` of a tile: the store's UB -> GM copy between
+        ``SetAtomicAdd<T>()`` and ``SetAtomicNone()``, which adds into GM."""
+        combine = op.attrs.get("combine", "add")
+        if combine != "add":
+            raise not_lowered(op, f"atomic_{combine} is not emitted (SetAtomicAdd adds only)")
+        if op.operand("cmp") is not None:
+            raise not_lowered(op, "atomic_cas is not emitted")
+        if op.results and op.result.uses:
+            raise not_lowered(op, "the old values an atomic returns are not emitted (the "
+                                  "atomic copy returns nothing): do not read its result")
+        dt = op.operands[0].type.dtype
+        if dt.name not in ("f32", "f16", "bf16", "i32"):
+            raise not_lowered(op, f"an atomic add of {dt} (the device adds f32, f16, bf16, i32)")
+        if not isinstance(self.sym(op.operand("offsets")), Index):
+            raise not_lowered(op, "an atomic add that is not a tile at `scalar + nl.arange` "
+                                  "(a scalar or a scatter) is not emitted yet")
+        self.emit_flags(op, "wait_flags")
+        self.line(f"AscendC::SetAtomicAdd<{cpp_type(dt)}>();   // the copy below adds into GM")
+        self.ub_transfer(op)
+        self.line("AscendC::SetAtomicNone();")
+        self.emit_flags(op, "set_flags")
+
     def scalar_transfer(self, op, gm, t, offs, mask, other):
         """One element: GlobalTensor::GetValue / SetValue on the scalar unit."""
         if mask is not None and not isinstance(mask, Scalar):

@@ -49,7 +49,8 @@ CMP_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne":
 # Kinds handled by dedicated code in the emitter (structure, memory, reductions, Cube).
 STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.IF, Kind.WHILE, Kind.YIELD, Kind.FUSED, Kind.CONSTANT, Kind.PROGRAM_ID,
               Kind.NUM_PROGRAMS, Kind.ARANGE, Kind.CMP, Kind.SELECT, Kind.NEG, Kind.CAST,
-              Kind.SPLAT, Kind.REDUCE, Kind.DOT, Kind.LOAD, Kind.STORE, Kind.BLOCK_LOAD,
+              Kind.SPLAT, Kind.REDUCE, Kind.DOT, Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW,
+              Kind.BLOCK_LOAD,
               Kind.BLOCK_STORE, Kind.IDIV, Kind.REM,
               Kind.AND, Kind.OR, Kind.XOR,   # and/or/xor: scalars, and `&` of two masks
               Kind.RESHAPE}                  # 1-D to 1-D, and a scalar to one lane
@@ -86,7 +87,6 @@ NOT_LOWERED = {
     Kind.SORT: "sort is not emitted yet",
     Kind.TOPK: "topk is not emitted yet",
     Kind.GATHER: "gather (a tile indexed by a tile) is not emitted yet",
-    Kind.ATOMIC_RMW: "atomics (SetAtomicAdd) are not emitted yet",
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",
 }

@@ -135,3 +135,43 @@ def test_matmul_with_l0_k_chunks(stages):
     assert_matches(got, matmul.matmul(a, b, backend="reference", **kw), "chunked matmul")
     f32 = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(got, f32, rtol=1e-2, atol=1e-2 * np.abs(f32).max())
+
+
+@npu_kernel
+def _column_sums(x_ptr, out_ptr, cols, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    x = nl.load(x_ptr + nl.program_id(0) * cols + offs, mask=offs < cols)
+    nl.atomic_add(out_ptr + offs, x * 2, mask=offs < cols)
+
+
+@pytest.mark.parametrize("dtype,cols", [(np.float32, 40), (np.int32, 64), (np.float16, 24)])
+def test_atomic_add_of_a_tile_from_every_program(dtype, cols):
+    # every program adds its row into the same elements: SetAtomicAdd around the copy
+    rows = 5
+    x = (np.arange(rows * cols) % 7 - 3).astype(dtype).reshape(rows, cols)
+    out = np.ones(cols, dtype)
+    _column_sums.with_options(backend=TWIN)[(rows,)](x, out, cols, BLOCK=64)
+    want = (1 + 2 * x.astype(np.float64).sum(axis=0)).astype(dtype)   # small ints: exact
+    np.testing.assert_array_equal(out, want)
+
+
+@npu_kernel
+def _column_max(x_ptr, out_ptr, cols, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    nl.atomic_max(out_ptr + offs, nl.load(x_ptr + offs, mask=offs < cols), mask=offs < cols)
+
+
+@npu_kernel
+def _reads_old_values(x_ptr, out_ptr, old_ptr, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    old = nl.atomic_add(out_ptr + offs, nl.load(x_ptr + offs))
+    nl.store(old_ptr + offs, old)
+
+
+def test_atomics_the_emitter_cannot_lower_name_the_line():
+    x = np.ones(32, np.float32)
+    with pytest.raises(NotImplementedError, match=r"npu.atomic_rmw at .*atomic_max.*SetAtomicAdd "
+                                                  r"adds only"):
+        _column_max.with_options(backend=TWIN)[(1,)](x, x.copy(), 32, BLOCK=32)
+    with pytest.raises(NotImplementedError, match=r"the old values an atomic returns"):
+        _reads_old_values.with_options(backend=TWIN)[(1,)](x, x.copy(), x.copy(), BLOCK=32)

@@ -69,6 +69,32 @@ inline void check_gm(const void* p, size_t bytes, const char* what) {
   twin_fail(s.str());
 }
 
+// SetAtomicAdd<T>() ... SetAtomicNone(): while on, a UB -> GM copy adds its elements into
+// GM (as T) instead of overwriting them; the element size it was set for is kept so a copy
+// of another type is an error, as the device would add garbage.
+struct Atomic {
+  bool add = false;
+  size_t element = 0;
+};
+
+inline Atomic& atomic() {
+  static Atomic a;
+  return a;
+}
+
+// A UB -> GM copy of ``count`` elements: written, or added under SetAtomicAdd.
+template <typename T> inline void write_gm(T* to, const T* from, uint32_t count, const char* what) {
+  if (!atomic().add) {
+    std::memcpy(static_cast<void*>(to), static_cast<const void*>(from), count * sizeof(T));
+    return;
+  }
+  if (atomic().element != sizeof(T)) {
+    twin_fail(std::string(what) + ": SetAtomicAdd was set for " + std::to_string(atomic().element) +
+              "-byte elements, the copy moves " + std::to_string(sizeof(T)) + "-byte ones");
+  }
+  for (uint32_t i = 0; i < count; ++i) to[i] = T(to[i] + from[i]);
+}
+
 struct Block {
   int64_t idx = 0;
   int64_t num = 1;

@@ -65,7 +65,7 @@ template <typename T> inline void DataCopy(const GlobalTensor<T>& dst, const Loc
   npujit_twin::check_ub(src, count, "DataCopy");
   npujit_twin::check_granule<T>(count, "DataCopy");
   npujit_twin::check_gm(dst.GetPhyAddr(), count * sizeof(T), "DataCopy UB->GM");
-  std::memcpy(dst.GetPhyAddr(), &src.at(0), count * sizeof(T));
+  npujit_twin::write_gm(dst.GetPhyAddr(), &src.at(0), count, "DataCopy UB->GM");
 }
 
 // GM -> UB of any byte length: each block lands 32 B aligned in UB; the bytes between the
@@ -109,11 +109,20 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
   uint32_t from = 0;
   for (uint32_t b = 0; b < p.blockCount; ++b) {
     npujit_twin::check_gm(to, p.blockLen, "DataCopyPad UB->GM");
-    std::memcpy(to, &src.at(from), p.blockLen);
+    npujit_twin::write_gm(to, &src.at(from), len, "DataCopyPad UB->GM");
     to += len + p.dstStride / sizeof(T);
     from += padded + p.srcStride * 32 / sizeof(T);
   }
 }
+
+// Atomic accumulation of UB -> GM copies (docs/ascendc.md): on for elements of T until
+// SetAtomicNone.  The device adds f32, f16, bf16 and int32 elements.
+template <typename T> inline void SetAtomicAdd() {
+  npujit_twin::atomic().add = true;
+  npujit_twin::atomic().element = sizeof(T);
+}
+
+inline void SetAtomicNone() { npujit_twin::atomic() = npujit_twin::Atomic(); }
 
 namespace twin_detail {
 
