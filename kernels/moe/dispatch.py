@@ -150,15 +150,24 @@ def max_rows(num_slots: int, num_experts: int, block_m: int) -> int:
     return cdiv(num_slots + num_experts * (block_m - 1), block_m) * block_m
 
 
+# Slots x experts of the count and scatter kernels' one-hot tiles ([BLOCK_S, BLOCK_E]
+# int32 and their prefix sums in UB): 64 slots per program up to 64 experts, fewer beyond
+# (DeepSeek-V3's 256 experts overflowed the 910B-like part's 192 KiB UB at 64 slots).
+ONE_HOT_ELEMS = 64 * 64
+
+
 def align_launches(topk_ids, num_experts: int, block_m: int = 16,
-                   capacity: int | None = None, block_s: int = 64):
+                   capacity: int | None = None, block_s: int | None = None):
     """``(launches, AlignedRouting)``: the three dispatch kernels over ``topk_ids`` (an
     int32 [T, k] array they read when run, so it may be filled by an earlier launch) and
-    the metadata arrays they fill."""
+    the metadata arrays they fill.  ``block_s``: slots per program (default from
+    ``ONE_HOT_ELEMS``)."""
     ids = topk_ids
     S, E = ids.size, num_experts
     cap = S if capacity is None else int(capacity)
     block_e = max(16, next_power_of_2(E))
+    if block_s is None:
+        block_s = max(16, min(64, ONE_HOT_ELEMS // block_e))
     nblk_s = cdiv(max(S, 1), block_s)
     rows = max_rows(S, E, block_m)
     a = AlignedRouting(np.zeros(E, np.int32), np.zeros(E, np.int32),
@@ -180,7 +189,7 @@ def align_launches(topk_ids, num_experts: int, block_m: int = 16,
 
 
 def align(topk_ids, num_experts: int, block_m: int = 16, capacity: int | None = None,
-          backend: str | None = None, block_s: int = 64) -> AlignedRouting:
+          backend: str | None = None, block_s: int | None = None) -> AlignedRouting:
     """Run the three dispatch kernels on ``topk_ids [T, k]`` (int32, in [0, E)).
 
     ``capacity`` limits the slots one expert takes (the first ones in slot order); None

@@ -129,6 +129,7 @@ def select_kernel(scores_ptr, bias_ptr, weights_ptr, ids_ptr, T, E, routed_scali
 ROUTER_CORES = ASCEND_910B_LIKE.aic_cores
 L1_BYTES = ASCEND_910B_LIKE.capacity["L1"]
 L0A_BYTES = ASCEND_910B_LIKE.capacity["L0A"]
+L0B_BYTES = ASCEND_910B_LIKE.capacity["L0B"]
 
 
 def router_meta(T: int, H: int, E: int, block_t: int | None = None,
@@ -152,6 +153,8 @@ def router_meta(T: int, H: int, E: int, block_t: int | None = None,
         >>> grid, meta = router_meta(2048, 4096, 8)
         >>> grid, meta["BLOCK_T"], meta["BLOCK_H"], meta["L0_BLOCK_K"]
         ((64,), 32, 2048, 256)
+        >>> router_meta(512, 7168, 256)[1]          # DeepSeek-V3: 256 experts fill L0B
+        {'BLOCK_T': 16, 'BLOCK_E': 256, 'BLOCK_H': 256, 'L0_BLOCK_K': 64}
     """
     block_e = max(16, next_power_of_2(E))
     if block_t is None:
@@ -161,8 +164,9 @@ def router_meta(T: int, H: int, E: int, block_t: int | None = None,
     if block_h is None:
         fit = (3 * L1_BYTES // 4) // (2 * (block_t + block_e) * itemsize)
         block_h = max(16, min(next_power_of_2(H), 1 << (fit.bit_length() - 1)))
-    l0 = L0A_BYTES // (2 * block_t * itemsize)          # two stages of [BLOCK_T, K] in L0A
-    l0_k = min(block_h, 512 // itemsize, 1 << (l0.bit_length() - 1))
+    # two stages of the [BLOCK_T, K] chunk in L0A and of the [K, BLOCK_E] chunk in L0B
+    l0 = min(L0A_BYTES // (2 * block_t * itemsize), L0B_BYTES // (2 * block_e * itemsize))
+    l0_k = max(16, min(block_h, 512 // itemsize, 1 << (l0.bit_length() - 1)))
     return (cdiv(max(T, 1), block_t),), dict(BLOCK_T=block_t, BLOCK_E=block_e,
                                              BLOCK_H=block_h,
                                              L0_BLOCK_K=l0_k if l0_k < block_h else 0)

@@ -111,3 +111,29 @@ def test_unfused_layer_on_910b_moves_more_hbm_bytes_than_fused():
                         sum(r.cycles for r in reports))
     assert totals["unfused"][0] > totals["fused"][0]
     assert totals["unfused"][1] > totals["fused"][1]
+
+
+def test_routing_256_experts_fits_the_910b():
+    # DeepSeek-V3's 256 experts: the router's [K, BLOCK_E] weight chunk and the dispatch
+    # kernels' [BLOCK_S, BLOCK_E] one-hot tiles are sized to fit L0B and UB (both raised
+    # OutOfResources at 256 experts before)
+    from npujit.kernels.moe.dispatch import align_launches
+    from npujit.sim import DebugOptions
+    T, H, E, k = 40, 1024, 256, 8
+    x, router, *_ = problem(T=T, H=H, E=E, dtype=np.float16, seed=3)
+    router = (router / 32).astype(np.float16)            # logits of a few units
+    launch, (w, ids) = router_launch(x, router, k, "deepseek_v3")
+    assert launch.meta["L0_BLOCK_K"] and launch.meta["L0_BLOCK_K"] < launch.meta["BLOCK_H"]
+    report = launch.simulate(ASCEND_910B_LIKE, debug=DebugOptions.full())
+    assert report.races == [] and report.flag_issues == []
+    want_w, want_ids = ref.route(x, router, k, "deepseek_v3")
+    np.testing.assert_array_equal(ids, want_ids)
+    np.testing.assert_allclose(w, want_w, rtol=1e-5, atol=1e-6)
+    launches, aligned = align_launches(ids, E, block_m=16)
+    assert launches[0].meta["BLOCK_S"] < 64
+    for dispatch in launches:
+        dispatch.simulate(ASCEND_910B_LIKE)
+    sorted_ids, expert_ids, total = ref.align_block_size(ids, E, 16)
+    assert aligned.total == total
+    np.testing.assert_array_equal(aligned.sorted_ids[:total], sorted_ids[:total])
+    np.testing.assert_array_equal(aligned.expert_ids[:total // 16], expert_ids[:total // 16])
