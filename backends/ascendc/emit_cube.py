@@ -177,22 +177,9 @@ class CubeLowering:
         a0 = self.slot_view(self.cube_member(l0a, "A2", "aL0"), a.dtype, a.var + "L0")
         b0 = self.slot_view(self.cube_member(l0b, "B2", "bL0"), b.dtype, b.var + "L0")
         self.line(f"// L1 -> L0A: one row of {k1} fractals per {FRACTAL} rows of the A tile")
-        self.line(f"for (uint16_t i = 0; i < {m1}; ++i) {{")
-        self.line("    AscendC::LoadData2DParams load;")
-        self.line("    load.startIndex = i;")
-        self.line(f"    load.repeatTimes = {k1};")
-        self.line(f"    load.srcStride = {m1};")
-        self.line(f"    AscendC::LoadData({a0}[i * {k1 * FRACTAL * FRACTAL}], {a.var}, load);")
-        self.line("}")
+        self.load_fractals(a0, a.var, m1, "i", k1, m1, False)
         self.line(f"// L1 -> L0B: B's NZ fractals transposed into ZN, {n1} per {FRACTAL} rows of K")
-        self.line(f"for (uint16_t i = 0; i < {k1}; ++i) {{")
-        self.line("    AscendC::LoadData2DParams load;")
-        self.line("    load.startIndex = i;")
-        self.line(f"    load.repeatTimes = {n1};")
-        self.line(f"    load.srcStride = {k1};")
-        self.line("    load.ifTranspose = true;")
-        self.line(f"    AscendC::LoadData({b0}[i * {n1 * FRACTAL * FRACTAL}], {b.var}, load);")
-        self.line("}")
+        self.load_fractals(b0, b.var, k1, "i", n1, k1, True)
         self.emit_flags(op, "set_flags", pipes={"MTE1"})
         self.emit_flags(op, "wait_flags", pipes={"CUBE"})
         params = self.fresh("mmad")
@@ -205,6 +192,20 @@ class CubeLowering:
         self.line(f"{acc.fresh_flag} = false;")
         self.emit_flags(op, "set_flags", pipes={"CUBE"})
         self.syms[id(op.result)] = acc
+
+    def load_fractals(self, dst: str, src: str, rows: int, start: str, repeat: int,
+                      stride: int, transpose: bool) -> None:
+        """``rows`` LoadData calls, L1 -> L0: row ``i`` takes ``repeat`` fractals from
+        source fractal ``start`` on, ``stride`` apart, into ``dst`` row ``i``."""
+        self.line(f"for (uint16_t i = 0; i < {rows}; ++i) {{")
+        self.line("    AscendC::LoadData2DParams load;")
+        self.line(f"    load.startIndex = {start};")
+        self.line(f"    load.repeatTimes = {repeat};")
+        self.line(f"    load.srcStride = {stride};")
+        if transpose:
+            self.line("    load.ifTranspose = true;")
+        self.line(f"    AscendC::LoadData({dst}[i * {repeat * FRACTAL * FRACTAL}], {src}, load);")
+        self.line("}")
 
     def chunked_mmad(self, op, a, b, acc) -> None:
         """A dot split into L0 K-chunks (``L0_BLOCK_K``): the L1 tiles reach L0A/L0B one
@@ -252,21 +253,10 @@ class CubeLowering:
                           f"{m.name}.Get<{cpp_type(dt)}>(){at};")
                 views.append(name)
             a0, b0 = views
-            self.line(f"for (uint16_t i = 0; i < {m1}; ++i) {{   // A: this chunk's fractal columns")
-            self.line("    AscendC::LoadData2DParams load;")
-            self.line(f"    load.startIndex = i + c * {kc1 * m1};")
-            self.line(f"    load.repeatTimes = {kc1};")
-            self.line(f"    load.srcStride = {m1};")
-            self.line(f"    AscendC::LoadData({a0}[i * {kc1 * FRACTAL * FRACTAL}], {a.var}, load);")
-            self.line("}")
-            self.line(f"for (uint16_t i = 0; i < {kc1}; ++i) {{   // B: this chunk's fractal rows, transposed")
-            self.line("    AscendC::LoadData2DParams load;")
-            self.line(f"    load.startIndex = c * {kc1} + i;")
-            self.line(f"    load.repeatTimes = {n1};")
-            self.line(f"    load.srcStride = {k1};")
-            self.line("    load.ifTranspose = true;")
-            self.line(f"    AscendC::LoadData({b0}[i * {n1 * FRACTAL * FRACTAL}], {b.var}, load);")
-            self.line("}")
+            self.line("// A: this chunk's fractal columns")
+            self.load_fractals(a0, a.var, m1, f"i + c * {kc1 * m1}", kc1, m1, False)
+            self.line("// B: this chunk's fractal rows, transposed")
+            self.load_fractals(b0, b.var, kc1, f"c * {kc1} + i", n1, k1, True)
             l0_flags("set_flags", "MTE1_M")
             l0_flags("wait_flags", "MTE1_M")
             params = self.fresh("mmad")
