@@ -4,6 +4,8 @@
 * ``fused_moe(x, router_weight, gate_up_proj, down_proj, top_k, routing=..., ...)``
 * ``fused_experts(x, topk_weights, topk_ids, gate_up_proj, down_proj, ...)``
 * ``unfused_moe(...)``: the baseline, every step its own kernel
+* ``route_and_balance`` -> ``(topk_weights, topk_ids, LoadBalance)``: the routing and its
+  load-balance statistics (per-expert load, aux loss, CV, drops) from the kernels
 * ``align`` / ``permute`` (dispatch), ``Routing`` and its presets, ``reference`` (numpy)
 * ``fused_plan`` / ``unfused_plan`` / ``simulate_all``: the layers' launches, through the
   simulator; ``layer_floor`` / ``router_floor``: the analytic floors to set beside them
@@ -19,6 +21,7 @@ Example::
     assert np.allclose(y, moe.reference.moe(x, router_weight, gate_up_proj, down_proj, 2))
 """
 from npujit.kernels.moe import reference
+from npujit.kernels.moe.balance import LoadBalance, route_and_balance
 from npujit.kernels.moe.dispatch import AlignedRouting, align, permute
 from npujit.kernels.moe.floors import Floor, layer_floor, router_floor
 from npujit.kernels.moe.launch import KernelLaunch, run_all, simulate_all
@@ -27,7 +30,7 @@ from npujit.kernels.moe.layer import (expert_capacity, experts_plan, fused_exper
 from npujit.kernels.moe.router import route, route_unfused
 from npujit.kernels.moe.routing import PRESETS, Routing
 
-__all__ = ["route", "route_unfused", "fused_moe", "fused_experts", "unfused_moe", "align",
-           "permute", "AlignedRouting", "expert_capacity", "Routing", "PRESETS",
+__all__ = ["route", "route_unfused", "route_and_balance", "LoadBalance", "fused_moe",
+           "fused_experts", "unfused_moe", "align", "permute", "AlignedRouting", "expert_capacity", "Routing", "PRESETS",
            "fused_plan", "experts_plan", "unfused_plan", "KernelLaunch", "run_all",
            "simulate_all", "Floor", "layer_floor", "router_floor", "reference"]

@@ -1,6 +1,6 @@
 """The README's first command runs the demo (``python -m npujit demo``, here in a fresh
 process, as a user runs it): it must finish, agree with numpy on every kernel (the demo
-checks each one), show the simulated-NPU section and write the trace it is asked for."""
+checks each one), show the simulated-NPU and MoE sections and write the trace it is asked for."""
 import json
 import os
 import subprocess
@@ -16,4 +16,6 @@ def test_demo_runs_and_every_kernel_matches_numpy(tmp_path):
     assert "all kernels match numpy" in text and "MISMATCH" not in text
     assert "On the simulated NPU" in text and "num_stages=2 is" in text
     assert text.count(" ok ") >= 6          # six kernels checked, each ok
+    assert "router + dispatch + expert FFN + combine: ok" in text     # the MoE section
+    assert "routing load (from the kernels): load [" in text and "fused " in text
     assert json.loads(trace.read_text())["traceEvents"]

@@ -2,11 +2,13 @@
 precomputed routing, as vLLM's ``fused_experts``) and ``unfused_moe`` (the baseline).
 
 Fused: the router kernel (logits stay on chip), the three small dispatch kernels
-(histogram, offsets, slot scatter: int32 metadata only), and one expert kernel that
-gathers token rows by index, runs gate/up, the activation and down on chip and adds the
-weighted result into the fp32 output (``form="workspace"``: two expert kernels with the
-activation in a GM workspace between them, for a separated AIC + AIV part); a cast
-kernel when x is not fp32.  ``fused_plan`` / ``unfused_plan`` give the launches as data
+(histogram, offsets, slot scatter: int32 metadata only), and the expert kernels that
+gather token rows by index, run gate/up and the activation, then down, and add the
+weighted result into the fp32 output: by default (``form="workspace"``) two kernels with
+the activation in a GM workspace between them (what a separated AIC + AIV part needs,
+and the faster form on the CPU); ``form="onchip"`` is one kernel that keeps the
+activation on chip (a coupled part such as the 910-like preset); a cast kernel when x is
+not fp32.  ``fused_plan`` / ``unfused_plan`` give the launches as data
 (``launch.simulate_all`` runs them through the simulator).
 
 Unfused: every step its own kernel, its result in GM: router matmul (fp32 logits), score,
@@ -156,8 +158,8 @@ def fused_experts(x, topk_weights, topk_ids, gate_up_proj, down_proj,
     """Dispatch + expert FFN + combine from precomputed ``topk_weights / topk_ids
     [T, k]``; ``[T, H]`` in x's dtype.  ``shared_expert = (gate_up [2I_s, H],
     down [H, I_s])`` is added unweighted (DeepSeek).  ``tiles``: ``block_m, block_h,
-    block_k, block_i, num_stages`` and ``form`` (``"onchip"``: one expert kernel;
-    ``"workspace"``: two, the activation in GM between them; experts.py).
+    block_k, block_i, num_stages`` and ``form`` (``"workspace"``, the default: two expert
+    kernels, the activation in GM between them; ``"onchip"``: one; experts.py).
 
     Example::
 

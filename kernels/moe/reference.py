@@ -79,6 +79,17 @@ def route(x, router_weight, top_k: int, routing="mixtral") -> tuple[np.ndarray, 
     return w.astype(np.float32), ids.astype(np.int32)
 
 
+def router_probs(x, router_weight, top_k: int, routing="mixtral") -> np.ndarray:
+    """Each token's router probabilities [T, E] for the load-balance loss: the softmax
+    scores, or the sigmoid scores normalised to sum to 1 per token."""
+    E = router_weight.shape[0]
+    logits = router_logits(x, router_weight)
+    if resolve(routing, E, top_k).scoring == "softmax":
+        return softmax(logits)
+    s = sigmoid(logits)
+    return s / s.sum(axis=1, keepdims=True)
+
+
 def route_logits_first(x, router_weight, top_k: int) -> tuple[np.ndarray, np.ndarray]:
     """Mixtral as mistral's reference writes it: top-k of the raw logits, then softmax over
     the k chosen.  Equal to ``route(..., "mixtral")`` in exact arithmetic."""

@@ -61,11 +61,12 @@ def select_experts(scores, bias_ptr, E, routed_scaling_factor, TOP_K, RENORMALIZ
 
 @npu_kernel
 def router_kernel(x_ptr, w_ptr, bias_ptr, weights_ptr, ids_ptr, T, H, E, stride_xt,
-                  routed_scaling_factor,
+                  routed_scaling_factor, prob_sum_ptr,
                   TOP_K: nl.constexpr, SIGMOID: nl.constexpr, RENORMALIZE: nl.constexpr,
                   N_GROUP: nl.constexpr, TOPK_GROUP: nl.constexpr,
                   GROUP_SIZE: nl.constexpr, BLOCK_T: nl.constexpr, BLOCK_E: nl.constexpr,
-                  BLOCK_H: nl.constexpr, L0_BLOCK_K: nl.constexpr = 0):
+                  BLOCK_H: nl.constexpr, L0_BLOCK_K: nl.constexpr = 0,
+                  PROB_SUM: nl.constexpr = False):
     pid = nl.program_id(0)
     x_blk = nl.make_block_ptr(x_ptr, shape=(T, H), strides=(stride_xt, 1),
                               offsets=(pid * BLOCK_T, 0), block_shape=(BLOCK_T, BLOCK_H))
@@ -89,6 +90,15 @@ def router_kernel(x_ptr, w_ptr, bias_ptr, weights_ptr, ids_ptr, T, H, E, stride_
     slots = rows[:, None] * TOP_K + nl.arange(0, TOP_K)[None, :]
     nl.store(weights_ptr + slots, w, mask=rows[:, None] < T)
     nl.store(ids_ptr + slots, ids, mask=rows[:, None] < T)
+    if PROB_SUM:
+        # The load-balance statistics' router probabilities (kernels/moe/balance.py): each
+        # token's scores as a distribution over the real experts, summed over the block's
+        # tokens and added into prob_sum [E].
+        p = nl.where(real & (rows[:, None] < T), scores, 0.0)
+        if SIGMOID:
+            p = p / (nl.sum(p, axis=1)[:, None] + RENORM_EPS)
+        cols = nl.arange(0, BLOCK_E)
+        nl.atomic_add(prob_sum_ptr + cols, nl.sum(p, axis=0), mask=cols < E)
 
 
 @npu_kernel
@@ -172,8 +182,11 @@ def router_meta(T: int, H: int, E: int, block_t: int | None = None,
                                              L0_BLOCK_K=l0_k if l0_k < block_h else 0)
 
 
-def router_args(x, router_weight, top_k: int, scoring="mixtral", block_t: int | None = None):
-    """Validated arguments of ``router_kernel``: (grid, args, constexprs, outputs)."""
+def router_args(x, router_weight, top_k: int, scoring="mixtral", block_t: int | None = None,
+                prob_sum: np.ndarray | None = None):
+    """Validated arguments of ``router_kernel``: (grid, args, constexprs, outputs).
+    ``prob_sum``: an fp32 [E] array the kernel adds the per-expert sums of the tokens'
+    router probabilities into (``PROB_SUM``), or None."""
     x, router_weight = as_array(x, "x"), as_array(router_weight, "router_weight")
     T, H, E = check_router(x, router_weight, top_k)
     r = resolve(scoring, E, top_k)
@@ -185,17 +198,19 @@ def router_args(x, router_weight, top_k: int, scoring="mixtral", block_t: int | 
     weights = np.zeros((T, top_k), np.float32)
     ids = np.zeros((T, top_k), np.int32)
     args = (x, router_weight, r.bias(E), weights, ids, T, H, E, x.strides[0] // x.itemsize,
-            float(r.routed_scaling_factor))
+            float(r.routed_scaling_factor),
+            np.zeros(1, np.float32) if prob_sum is None else prob_sum)
     meta.update(TOP_K=int(top_k), SIGMOID=r.scoring == "sigmoid",
                 RENORMALIZE=bool(r.renormalize), N_GROUP=r.n_group, TOPK_GROUP=r.topk_group,
-                GROUP_SIZE=size)
+                GROUP_SIZE=size, PROB_SUM=prob_sum is not None)
     return grid, args, meta, (weights, ids)
 
 
 def router_launch(x, router_weight, top_k: int, scoring="mixtral",
-                  block_t: int | None = None):
-    """``(KernelLaunch, (topk_weights, topk_ids))``: the fused router as data."""
-    grid, args, meta, out = router_args(x, router_weight, top_k, scoring, block_t)
+                  block_t: int | None = None, prob_sum: np.ndarray | None = None):
+    """``(KernelLaunch, (topk_weights, topk_ids))``: the fused router as data (see
+    ``router_args`` for ``prob_sum``)."""
+    grid, args, meta, out = router_args(x, router_weight, top_k, scoring, block_t, prob_sum)
     return KernelLaunch(router_kernel, grid, args, meta), out
 
 

@@ -5,7 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["routing", "reference", "checks", "dispatch", "combine", "router", "layer", "floors"]
+MODULES = ["routing", "reference", "checks", "dispatch", "combine", "router", "layer", "floors",
+           "balance"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -63,7 +63,7 @@ def test_onchip_experts_on_the_coupled_part():
     T, H, I, E, k = 24, 64, 32, 8, 2
     x, router, gate_up, down, shared = problem(T=T, H=H, I=I, E=E, seed=5, shared_i=16)
     launches, out = fused_plan(x, router, gate_up, down, k, "qwen", shared_expert=shared,
-                               num_stages=1)
+                               num_stages=1, form="onchip")
     reports = simulate_all(launches, ASCEND_910_LIKE)
     names = [n for n, _ in reports]
     assert names.count("fused_experts_kernel") == 2          # routed + shared
