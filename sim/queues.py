@@ -243,6 +243,13 @@ class Compiler:
             return np.array(uids, dtype=np.int64)
         try:
             get, alive = cache.__getitem__, cache.alive
+            if 4 * uids.count(None) > len(uids):
+                # Mostly objects not seen before (a recorder that builds every instruction
+                # afresh): look all of them up by value in one C-level pass.
+                uids = list(map(get, instrs))
+                by_id.update(zip(map(id, instrs), uids))
+                alive.extend(instrs)      # keeps every id(ins) from being reused
+                return np.array(uids, dtype=np.int64)
             for j, u in enumerate(uids):
                 if u is None:
                     ins = instrs[j]
