@@ -6,7 +6,9 @@ Bars:
     ``kernel.simulate(..., numerics=False)``.  Two tables: bundled kernels (softmax,
     matmul, layernorm, add) on the 910B-like preset end to end through ``kernel.simulate``
     timing-only (compile excluded: a first run compiles and caches) and the engine alone
-    on the same recorded launches (``npujit.sim.simulate``: compile, run, report); then
+    on the same recorded launches (``npujit.sim.simulate``: compile, run, report), with the
+    default engine (``auto``: the compiled engine from 20000 instructions) and forced to
+    the compiled and the Python engine (the bar is the engine alone, compiled); then
     synthetic engine-only launches of 24 AIV cores x ~50k instructions of a double-buffered
     GM -> UB -> Vector -> GM stream.  Rates are per second of CPU time (the machine is
     shared) and of wall time;
@@ -81,8 +83,9 @@ def bundled(scale: int) -> None:
     spec = ASCEND_910B_LIKE
     print(f"bundled kernels on {spec.name}, timing-only (numerics=False), best of 3; "
           f"M instr/s per CPU s (wall)")
-    print(f"{'launch':<34} {'instrs':>9} {'end to end':>17} {'engine alone':>17}")
-    total = {"e2e": [0, 0.0, 0.0], "engine": [0, 0.0, 0.0]}
+    print(f"{'launch':<34} {'instrs':>9} {'end to end':>17} {'engine alone':>17} "
+          f"{'compiled':>17} {'python engine':>17}")
+    total = {key: [0, 0.0, 0.0] for key in ("e2e", "engine", "compiled", "python")}
     for label, kernel, grid, args, meta in bundled_cases(scale):
         k = kernel.with_options(spec=spec, backend="numba")
 
@@ -95,21 +98,26 @@ def bundled(scale: int) -> None:
         bound = sig.bind(args, meta)
         launch = lower(c.ir, sig.grid(grid, bound), sig.runtime_args(c.sigs, c.runtime_index,
                        bound), name=label, spec=spec, backend="numba", numerics=False)
-        ecpu, ewall, again = timed(lambda: simulate(launch, spec))
-        assert again.cycles == report.cycles
+        times = {"e2e": (cpu, wall)}
+        for key, engine in (("engine", None), ("compiled", "compiled"), ("python", "python")):
+            ecpu, ewall, again = timed(lambda: simulate(launch, spec, engine=engine))
+            assert (again.cycles, again.programs) == (report.cycles, report.programs)
+            times[key] = (ecpu, ewall)
         n = report.instr_count
-        for key, (c_, w_) in (("e2e", (cpu, wall)), ("engine", (ecpu, ewall))):
+        for key, (c_, w_) in times.items():
             total[key][0] += n
             total[key][1] += c_
             total[key][2] += w_
-        print(f"{label:<34} {n:>9,} {_rates(n, cpu, wall)} {_rates(n, ecpu, ewall)}")
-    print(f"{'all of them':<34} {total['e2e'][0]:>9,} {_rates(*total['e2e'])} "
-          f"{_rates(*total['engine'])}")
-    for key, what in (("e2e", "end to end"), ("engine", "engine alone")):
+        print(f"{label:<34} {n:>9,} " + " ".join(_rates(n, *times[k]) for k in total))
+    print(f"{'all of them':<34} {total['e2e'][0]:>9,} " +
+          " ".join(_rates(*total[k]) for k in total))
+    for key, what in (("e2e", "end to end"), ("engine", "engine alone (auto)"),
+                      ("compiled", "engine alone, compiled (the bar)"),
+                      ("python", "engine alone, Python engine")):
         n, c_, _ = total[key]
-        verdict = "meets" if n / c_ >= SPEED_BAR else "does NOT meet"
-        print(f"  {what}: {n / c_ / 1e6:.2f} M instr/s of CPU {verdict} the "
-              f"{SPEED_BAR / 1e6:g} M/s bar")
+        verdict = "met" if n / c_ >= SPEED_BAR else "NOT met"
+        print(f"  {what}: {n / c_ / 1e6:.2f} M instr/s of CPU; {SPEED_BAR / 1e6:g} M/s bar "
+              f"{verdict}")
     print()
 
 
@@ -166,7 +174,7 @@ def main() -> None:
         gm = sum(1 for p in launch.programs for i in p.instrs
                  if i.kind == "copy" and "GM" in i.path)
         cpu, wall, rate, report = measure_rate(launch)
-        bar = "bar met" if rate >= SPEED_BAR else f"BELOW the {SPEED_BAR / 1e6:g} M/s bar"
+        bar = "bar met" if rate >= SPEED_BAR else f"bar NOT met ({SPEED_BAR / 1e6:g} M/s)"
         print(f"{label:<36} {launch.instr_count:>10,} {gm:>10,} {cpu:>6.2f} {wall:>7.2f} "
               f"{rate:>11,.0f} "
               f"{report.cycles:>11,} {100 * report.roofline_fraction:>7.0f}%  {bar}")

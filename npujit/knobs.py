@@ -27,6 +27,11 @@
 ``NPUJIT_ONE_BIT_FLAGS``  0 = the timing simulator counts flag sets instead of modelling
                           the hardware's 1-bit flags (the default of ``npujit.sim.simulate``
                           and ``kernel.simulate``; a set on a still-set flag is an error)
+``NPUJIT_SIM_ENGINE``     the timing simulator's engine: ``auto`` (default: the compiled
+                          engine for launches of at least ``NPUJIT_SIM_COMPILED_MIN``
+                          instructions, else the Python one), ``compiled`` or ``python``
+``NPUJIT_SIM_COMPILED_MIN`` the ``auto`` engine's size threshold in instructions (default
+                          20000)
 
 Example::
 
@@ -140,6 +145,17 @@ def wide_vectors() -> bool:
 def one_bit_flags() -> bool:
     """The default of ``npujit.sim.simulate(one_bit_flags=)`` (``NPUJIT_ONE_BIT_FLAGS``, on)."""
     return env_bool("NPUJIT_ONE_BIT_FLAGS", True)
+
+
+def sim_engine() -> str:
+    """The default of ``npujit.sim.simulate(engine=)`` (``NPUJIT_SIM_ENGINE``, ``auto``)."""
+    return env_str("NPUJIT_SIM_ENGINE", "auto")
+
+
+def sim_compiled_min() -> int:
+    """Instructions from which the ``auto`` engine is the compiled one
+    (``NPUJIT_SIM_COMPILED_MIN``, 20000)."""
+    return env_int("NPUJIT_SIM_COMPILED_MIN", 20000)
 
 
 def autotune_progress() -> bool:

@@ -177,6 +177,13 @@ class Timeline:
         self.cycles = max(max((r.end for r in runs), default=0),
                           math.ceil(getattr(hbm, "drained", 0)))
 
+    def program_rows(self) -> list[tuple]:
+        """Per run, in start order: (program, core name, start, end, Compiled, busy cycles
+        per pipe name): what the report sums (the compiled engine's timeline gives the
+        same rows without building run objects)."""
+        return [(r.program, r.core, r.start, r.end, r.compiled,
+                 {ps.name: ps.busy for ps in r.pipes}) for r in self.runs]
+
 
 class Engine:
     """Runs a launch; see :func:`run`."""

@@ -49,34 +49,43 @@ class Compiled:
     ``pipe_work`` is each pipe's standalone cost sum, or for a pipe with GM copies at least
     their occupancy plus one landing latency (what the roofline uses);
     ``positions[p]`` the program index of each entry of pipe ``p``'s queue (a ``GATE``
-    entry: the index of its scalar wait); ``gates`` the number of scalar waits.
+    entry: the index of its scalar wait); ``gates`` the number of scalar waits;
+    ``entry_ids[p]`` the row of each entry in the compiler's ``entries`` (the compiled
+    engine's table, sim/fastpath.py).
     """
 
-    __slots__ = ("program", "kind", "pipes", "queues", "positions", "pipe_work",
+    __slots__ = ("program", "kind", "pipes", "queues", "positions", "entry_ids", "pipe_work",
                  "bytes_by_path", "hbm_read", "hbm_write", "cube_flops", "vector_elems",
                  "gm_latency_min", "instr_count", "read_regions", "written_regions",
                  "hbm_floor", "gates")
 
 
-def _gated(q: list, pos: np.ndarray, scalar_waits: np.ndarray, is_scalar: bool):
+def _gated(q: list, pos: np.ndarray, ids: np.ndarray, scalar_waits: np.ndarray,
+           is_scalar: bool, entry_id):
     """A pipe's queue with the scalar waits' issue gates: on the SCALAR pipe an OPEN entry
     follows each scalar wait; on any other pipe a GATE entry goes before the first
     instruction issued after a scalar wait (only the latest one counts: the scalar pipe is
-    in order).  Returns the new queue and positions."""
+    in order).  Returns the new queue, positions and entry ids (``entry_id(entry)`` gives
+    a gate entry its id)."""
     gate_of = np.searchsorted(scalar_waits, pos, side="left") - 1   # last wait before
-    out, out_pos = [], []
+    out, out_pos, out_ids = [], [], []
     last = -1
-    for entry, x, g in zip(q, pos.tolist(), gate_of.tolist()):
+    for entry, x, e, g in zip(q, pos.tolist(), ids.tolist(), gate_of.tolist()):
         if not is_scalar and g > last:
-            out.append((GATE, g, 0, None, None, None))
+            gate = (GATE, g, 0, None, None, None)
+            out.append(gate)
             out_pos.append(int(scalar_waits[g]))
+            out_ids.append(entry_id(gate))
             last = g
         out.append(entry)
         out_pos.append(x)
+        out_ids.append(e)
         if is_scalar and g + 1 < len(scalar_waits) and scalar_waits[g + 1] == x:
-            out.append((OPEN, g + 1, 0, None, None, None))
+            gate = (OPEN, g + 1, 0, None, None, None)
+            out.append(gate)
             out_pos.append(x)
-    return out, np.array(out_pos, dtype=np.int64)
+            out_ids.append(entry_id(gate))
+    return out, np.array(out_pos, dtype=np.int64), np.array(out_ids, dtype=np.int64)
 
 
 class _InstrInfo(NamedTuple):
@@ -105,12 +114,15 @@ class _KindCache(dict):
         self.infos: list[_InstrInfo] = []
         self.by_id: dict[int, int] = {}   # id(instr) -> uid: a cheap first look-up
         self.alive: list = []             # every Instr object by_id knows, kept alive
+        self.entry_ids: list[int] = []    # uid -> row of its entry in compiler.entries
 
     def __missing__(self, ins):
         if not isinstance(ins, Instr):
             raise ProgramError(f"{ins!r} is not an Instr")
         uid = len(self.infos)
-        self.infos.append(self.compiler._info(ins, self.kind, self.pipes))
+        info = self.compiler._info(ins, self.kind, self.pipes)
+        self.infos.append(info)
+        self.entry_ids.append(self.compiler.entry_id(info.entry))
         self[ins] = uid
         self.by_id[id(ins)] = uid
         return uid
@@ -132,6 +144,22 @@ class Compiler:
         self.dma_pipes = {p.pipe for name, p in spec.paths.items() if "GM" in path_scopes(name)}
         self.has_regions = False    # some GM copy carries a gm_region (the L2 can hit)
         self.has_cross = False      # some program uses cross-core flags
+        # Every distinct queue entry of the launch, in first-seen order (gate entries once
+        # per gate number): the rows of the compiled engine's entry table.
+        self.entries: list[tuple] = []
+        self._gate_ids: dict[tuple, int] = {}
+
+    def entry_id(self, entry: tuple) -> int:
+        """The row of a new instruction's queue entry in ``entries`` (a gate entry: the
+        row of that gate, shared by every program)."""
+        if entry[0] == GATE or entry[0] == OPEN:
+            row = self._gate_ids.get(entry)
+            if row is None:
+                row = self._gate_ids[entry] = len(self.entries)
+                self.entries.append(entry)
+            return row
+        self.entries.append(entry)
+        return len(self.entries) - 1
 
     def _info(self, ins: Instr, kind: str, pipes: tuple) -> _InstrInfo:
         """Validate one instruction against the spec and build its :class:`_InstrInfo`."""
@@ -215,6 +243,13 @@ class Compiler:
             return np.array(uids, dtype=np.int64)
         try:
             get, alive = cache.__getitem__, cache.alive
+            if 4 * uids.count(None) > len(uids):
+                # Mostly objects not seen before (a recorder that builds every instruction
+                # afresh): look all of them up by value in one C-level pass.
+                uids = list(map(get, instrs))
+                by_id.update(zip(map(id, instrs), uids))
+                alive.extend(instrs)      # keeps every id(ins) from being reused
+                return np.array(uids, dtype=np.int64)
             for j, u in enumerate(uids):
                 if u is None:
                     ins = instrs[j]
@@ -251,9 +286,10 @@ class Compiler:
         pipe_of = np.array([info.pipe for info in infos], dtype=np.int64)
         entries = [info.entry for info in infos]
         uids = local.reshape(-1)
+        ids = np.array([cache.entry_ids[u] for u in distinct.tolist()], dtype=np.int64)[uids]
         per_instr_pipe = pipe_of[uids]
         c = Compiled()
-        c.pipes, c.queues, c.positions = [], [], []
+        c.pipes, c.queues, c.positions, c.entry_ids = [], [], [], []
         c.pipe_work = {}
         scalar_waits = np.empty(0, dtype=np.int64)
         if "SCALAR" in pipes:
@@ -268,10 +304,13 @@ class Compiler:
                 continue
             c.pipes.append(name)
             q = list(map(entries.__getitem__, uids[pos].tolist()))
+            qids = ids[pos]
             if c.gates:
-                q, pos = _gated(q, pos, scalar_waits, name == "SCALAR")
+                q, pos, qids = _gated(q, pos, qids, scalar_waits, name == "SCALAR",
+                                      self.entry_id)
             c.queues.append(q)
             c.positions.append(pos)
+            c.entry_ids.append(qids)
         c.pipes = tuple(c.pipes)
         # Totals over distinct instructions times their counts.
         work = dict.fromkeys(pipes, 0)

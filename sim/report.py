@@ -161,18 +161,15 @@ class SimReport:
         kind_busy: dict[str, dict[str, int]] = {}
         bytes_by_path: dict[str, int] = {}
         hbm_read = hbm_write = flops = elems = instrs = 0
-        for run in timeline.runs:
-            comp = run.compiled
-            busy = {ps.name: ps.busy for ps in run.pipes}
+        for program, core, start, end, comp, busy in timeline.program_rows():
             prog = comp.program
-            runs.append(ProgramRun(run.program, prog.name, prog.core, run.core, run.start,
-                                   run.end, busy))
-            cb = core_busy.setdefault(run.core, {})
+            runs.append(ProgramRun(program, prog.name, prog.core, core, start, end, busy))
+            cb = core_busy.setdefault(core, {})
             for p, b in busy.items():
                 cb[p] = cb.get(p, 0) + b
-            per_core_programs[run.core] = per_core_programs.get(run.core, 0) + 1
+            per_core_programs[core] = per_core_programs.get(core, 0) + 1
             phys = spec.core_kind_for(prog.core)
-            kind_time[phys] = kind_time.get(phys, 0) + run.end - run.start
+            kind_time[phys] = kind_time.get(phys, 0) + end - start
             kb = kind_busy.setdefault(phys, {})
             for p, b in busy.items():
                 kb[p] = kb.get(p, 0) + b

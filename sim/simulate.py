@@ -23,7 +23,7 @@ from npujit.target import ASCEND_910B_LIKE, NPUSpec
 
 def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
              debug: DebugOptions | None = None, one_bit_flags: bool | None = None,
-             start_jitter: int = 0, seed: int = 0) -> SimReport:
+             start_jitter: int = 0, seed: int = 0, engine: str | None = None) -> SimReport:
     """Simulate a :class:`~npujit.sim.isa.Launch` (or one CoreProgram, or a list of them)
     on ``spec`` and return a :class:`~npujit.sim.report.SimReport`.
 
@@ -37,6 +37,12 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
     ``start_jitter`` (cycles, default 0): each physical core takes its first program at a
     cycle drawn uniformly from ``0..start_jitter`` (``random.Random(seed)``, so one seed
     gives one timing), so the cores do not move in lockstep.
+    ``engine`` (default: ``npujit.knobs.sim_engine()``, ``"auto"``): ``"python"`` runs
+    :class:`~npujit.sim.engine.Engine`; ``"compiled"`` the same model compiled with numba
+    (:mod:`npujit.sim.fast_engine`, same cycles, busy cycles and bytes); ``"auto"`` the
+    compiled one for launches of at least ``knobs.sim_compiled_min()`` instructions.  An
+    error the compiled engine meets (a lost 1-bit set, a deadlock) is raised by running
+    the launch again on the Python engine, so the message is the same.
 
     Raises :class:`~npujit.sim.engine.DeadlockError` when a wait can never be satisfied,
     :class:`~npujit.sim.engine.ProgramError` when an instruction does not fit the spec.
@@ -72,8 +78,14 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
     collecting = gc.isenabled()
     gc.disable()
     try:
-        timeline = Engine(launch, spec, record_hbm=trace, one_bit_flags=one_bit_flags,
-                          start_jitter=start_jitter, seed=seed).run()
+        timeline = None
+        if use_compiled(launch, engine):
+            from .fastpath import run_fast     # imports numba's cached machine code
+            timeline = run_fast(launch, spec, record_hbm=trace, one_bit_flags=one_bit_flags,
+                                start_jitter=start_jitter, seed=seed)
+        if timeline is None:    # the Python engine (or the compiled one met an error)
+            timeline = Engine(launch, spec, record_hbm=trace, one_bit_flags=one_bit_flags,
+                              start_jitter=start_jitter, seed=seed).run()
     finally:
         if collecting:
             gc.enable()
@@ -87,3 +99,27 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
     issues = flag_issues(timeline) if debug.check_flags else []
     return SimReport.from_timeline(timeline, bound, races=races, flag_issues=issues,
                                    landings=landings)
+
+
+ENGINES = ("auto", "compiled", "python")
+
+
+def use_compiled(launch: Launch, engine: str | None = None) -> bool:
+    """Whether :func:`simulate` runs ``launch`` on the compiled engine: ``engine`` (default
+    ``knobs.sim_engine()``) is ``"compiled"``, or ``"auto"`` and the launch has at least
+    ``knobs.sim_compiled_min()`` instructions (below that the compiled engine's start-up
+    costs more than it saves, and a fresh numba cache would compile it).
+
+    Example::
+
+        >>> from npujit.sim import CoreProgram, vec
+        >>> use_compiled(Launch([CoreProgram("AIV", [vec("add", 128)])]), "auto")
+        False
+    """
+    engine = engine or knobs.sim_engine()
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r} (NPUJIT_SIM_ENGINE "
+                         "sets the default)")
+    if engine == "auto":
+        return launch.instr_count >= knobs.sim_compiled_min()
+    return engine == "compiled"

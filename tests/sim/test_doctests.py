@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-MODULES = ["isa", "cost", "hbm", "l2", "split", "queues", "engine", "roofline", "debug", "report", "trace",
+MODULES = ["isa", "cost", "hbm", "l2", "split", "queues", "engine", "fastpath", "roofline", "debug", "report", "trace",
            "plot", "simulate", "patterns", "sensitivity"]
 
 

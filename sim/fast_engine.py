@@ -1,0 +1,487 @@
+"""The timing engine's event loop compiled with numba, on array state.
+
+The same model and the same order of events as :class:`npujit.sim.engine.Engine` (read its
+docstring for the semantics): pipes run ahead through everything that does not touch GM,
+GM copies enter the memory system through an arrival heap, cores becoming free are the only
+other events, all keyed ``(cycle, seq)``.  Only the representation differs: queue entries
+are rows of an int64 table ``E`` (columns below), a pipe run, a program run and a flag of
+a run are rows of int64 arrays, heaps are ``(key, seq)`` arrays with their payload looked
+up by seq, and the memory system is :mod:`npujit.sim.fast_memory`.
+
+What it does not do itself: errors.  A set on a still-set 1-bit flag or a run left
+blocked returns a nonzero status, and :mod:`npujit.sim.fastpath` runs the launch again on
+the Python engine, which raises the error with its full message.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .fast_memory import (NOW, WRITE_B, add, heap_pop, heap_push, l2_install, l2_read, peek,
+                          pop_finished)
+from .queues import CSET, GATE, GM, LOCAL, OPEN, SET, SETD, WAIT
+
+INF = np.inf
+
+# Columns of the entry table E.
+CODE, A, COST, MOVED, CLS, GMW, KEY = range(7)
+N_E = 7
+# Columns of the distinct-program table DP.
+NPIPES, QOFF, NGATES, NMARKS = range(4)
+N_DP = 4
+# Columns of a program run (RUN).
+(R_CORE, R_PROG, R_START, R_END, R_LEFT, R_BARN, R_BART, R_PARTNER, R_AICORE, R_NPIPES,
+ R_PRBASE, R_GTBASE, R_NBW, R_NGW, R_DIST) = range(15)
+N_RUN = 15
+# Columns of a pipe run (PR).
+P_I, P_N, P_T, P_START, P_END, P_DONE, P_IDLE, P_LAND, P_QB, P_RUN, P_MB, P_NM = range(12)
+N_PR = 12
+# Columns of a flag of a run (FLG, row r * nflags + f).
+F_OFF, F_HEAD, F_TAIL, F_WAITER, F_TAKEN = range(5)
+N_FLG = 5
+# Counters (CTR).
+(C_SEQ, C_NRUNS, C_NPR, C_MARKP, C_PSLP, C_GTP, C_WORKN, C_CHN, C_AHN, C_STATUS, C_GNEXT,
+ C_ONCEP, C_MAXWORK) = range(13)
+N_CTR = 13
+# Status codes.
+OK, STILL_SET, STUCK = 0, 1, 2
+# Server rows of the memory state, and the token of a background write-back.  Typed
+# np.int64 rather than literals so numba compiles each server function once, not once per
+# literal argument (the cold compile is what a fresh numba cache pays).
+HBM, L2 = np.int64(0), np.int64(1)
+WRITE_BACK = np.int64(-1)
+ZERO = np.int64(0)
+NONE = np.int64(-1)        # run_pipe: not resuming from a GM copy; _new_run: no partner
+
+
+@njit(cache=True)
+def _push_work(WK, CTR, pr):
+    n = CTR[C_WORKN]
+    WK[n] = pr
+    CTR[C_WORKN] = n + 1
+
+
+@njit(cache=True)
+def _mark(PR, MK, pr, t):
+    n = PR[pr, P_NM]
+    MK[PR[pr, P_MB] + n] = t
+    PR[pr, P_NM] = n + 1
+
+
+@njit(cache=True)
+def _stall(PR, pr, t, until):
+    """Pipe run ``pr`` at ``t`` held until ``until``: idle unless a copy is still landing
+    meanwhile.  Returns its new clock."""
+    if until > t:
+        done = PR[pr, P_DONE]
+        if until > done:
+            PR[pr, P_IDLE] += until - (done if done > t else t)
+        return until
+    return t
+
+
+@njit(cache=True)
+def _set(FLG, PSL, WK, CTR, nflags, r, a, t):
+    """Append a set at ``t`` to flag ``a`` of run ``r`` and wake its waiter."""
+    row = r * nflags + a
+    PSL[FLG[row, F_OFF] + FLG[row, F_TAIL]] = t
+    FLG[row, F_TAIL] += 1
+    w = FLG[row, F_WAITER]
+    if w >= 0:
+        FLG[row, F_WAITER] = -1
+        _push_work(WK, CTR, w)
+
+
+@njit(cache=True)
+def run_pipe(pr, copied, S):
+    """Engine._run_pipe: advance pipe run ``pr`` as far as it goes (``copied`` >= 0:
+    resume from its GM copy, finished in that cycle).  Returns a status."""
+    (E, qrow, PR, RUN, FLG, PSL, onebit, GT, BWL, GWL, MK, WK, CTR, AK, AS, APR, AROW, CK, CS,
+     CRUN) = S
+    nflags = len(onebit)
+    i = PR[pr, P_I]
+    n = PR[pr, P_N]
+    t = PR[pr, P_T]
+    qb = PR[pr, P_QB]
+    r = PR[pr, P_RUN]
+    if copied >= 0:
+        end = t + E[qrow[qb + i], COST]
+        t = copied if copied > end else end
+        _mark(PR, MK, pr, t)
+        if t + PR[pr, P_LAND] > PR[pr, P_DONE]:
+            PR[pr, P_DONE] = t + PR[pr, P_LAND]
+        i += 1
+    while i < n:
+        row = qrow[qb + i]
+        code = E[row, CODE]
+        a = E[row, A]
+        if code == WAIT:
+            fr = r * nflags + a
+            head = FLG[fr, F_HEAD]
+            if head == FLG[fr, F_TAIL]:
+                FLG[fr, F_WAITER] = pr
+                PR[pr, P_I] = i
+                PR[pr, P_T] = t
+                return OK
+            off = FLG[fr, F_OFF]
+            ts = PSL[off + head]
+            head += 1
+            FLG[fr, F_HEAD] = head
+            t = _stall(PR, pr, t, ts)
+            _mark(PR, MK, pr, t)
+            FLG[fr, F_TAKEN] = t
+            if head < FLG[fr, F_TAIL] and PSL[off + head] < t and onebit[a]:
+                PR[pr, P_I] = i
+                PR[pr, P_T] = t
+                return STILL_SET
+            t += E[row, COST]
+        elif code == LOCAL:
+            t += a
+        elif code == SETD or code == SET:
+            if code == SETD:
+                if PR[pr, P_DONE] > t:
+                    t = PR[pr, P_DONE]
+                _mark(PR, MK, pr, t)
+            t += E[row, COST]
+            if t < FLG[r * nflags + a, F_TAKEN] and onebit[a]:
+                PR[pr, P_I] = i
+                PR[pr, P_T] = t
+                return STILL_SET
+            _set(FLG, PSL, WK, CTR, nflags, r, a, t)
+        elif code == GM:
+            PR[pr, P_I] = i
+            PR[pr, P_T] = t
+            seq = CTR[C_SEQ] + 1
+            CTR[C_SEQ] = seq
+            APR[seq] = pr
+            AROW[seq] = row
+            CTR[C_AHN] = heap_push(AK, AS, CTR[C_AHN], float(t + a), seq)
+            return OK
+        elif code == GATE:
+            gt = GT[RUN[r, R_GTBASE] + a]
+            if gt < 0:
+                k = RUN[r, R_NGW]
+                GWL[r, k, 0] = a
+                GWL[r, k, 1] = pr
+                RUN[r, R_NGW] = k + 1
+                PR[pr, P_I] = i
+                PR[pr, P_T] = t
+                return OK
+            t = _stall(PR, pr, t, gt)
+            _mark(PR, MK, pr, t)
+        elif code == OPEN:
+            GT[RUN[r, R_GTBASE] + a] = t
+            k = RUN[r, R_NGW]
+            kept = 0
+            for j in range(k):      # wake the pipes held by this gate, in arrival order
+                if GWL[r, j, 0] == a:
+                    _push_work(WK, CTR, GWL[r, j, 1])
+                else:
+                    GWL[r, kept, 0] = GWL[r, j, 0]
+                    GWL[r, kept, 1] = GWL[r, j, 1]
+                    kept += 1
+            RUN[r, R_NGW] = kept
+        elif code == CSET:
+            if PR[pr, P_DONE] > t:
+                t = PR[pr, P_DONE]
+            _mark(PR, MK, pr, t)
+            t += E[row, COST]
+            _set(FLG, PSL, WK, CTR, nflags, RUN[r, R_PARTNER], a, t)
+        else:   # BARRIER (ALL)
+            if PR[pr, P_DONE] > t:
+                t = PR[pr, P_DONE]
+            RUN[r, R_BARN] += 1
+            if t > RUN[r, R_BART]:
+                RUN[r, R_BART] = t
+            if RUN[r, R_BARN] < RUN[r, R_NPIPES]:
+                k = RUN[r, R_NBW]
+                BWL[r, k] = pr
+                RUN[r, R_NBW] = k + 1
+                PR[pr, P_I] = i
+                PR[pr, P_T] = t
+                return OK
+            release = RUN[r, R_BART]
+            cost = E[row, COST]
+            for j in range(RUN[r, R_NBW]):
+                w = BWL[r, j]
+                PR[w, P_IDLE] += release - PR[w, P_T]
+                _mark(PR, MK, w, release)
+                PR[w, P_T] = release + cost
+                PR[w, P_I] += 1
+                _push_work(WK, CTR, w)
+            RUN[r, R_BARN] = 0
+            RUN[r, R_BART] = 0
+            RUN[r, R_NBW] = 0
+            PR[pr, P_IDLE] += release - t
+            _mark(PR, MK, pr, release)
+            t = release + cost
+        i += 1
+    PR[pr, P_I] = i
+    PR[pr, P_T] = t
+    RUN[r, R_LEFT] -= 1
+    if PR[pr, P_DONE] > t:
+        t = PR[pr, P_DONE]
+    PR[pr, P_END] = t
+    if t > RUN[r, R_END]:
+        RUN[r, R_END] = t
+    if RUN[r, R_LEFT] == 0:
+        seq = CTR[C_SEQ] + 1
+        CTR[C_SEQ] = seq
+        CRUN[seq] = r
+        CTR[C_CHN] = heap_push(CK, CS, CTR[C_CHN], float(RUN[r, R_END]), seq)
+    return OK
+
+
+@njit(cache=True)
+def _new_run(S, D, core, prog, t, partner_prog):
+    """Engine._new_run: a run of program ``prog`` on physical core ``core`` from cycle
+    ``t``; returns its index."""
+    (E, qrow, PR, RUN, FLG, PSL, onebit, GT, BWL, GWL, MK, WK, CTR, AK, AS, APR, AROW, CK, CS,
+     CRUN) = S
+    DP, PQ, SC, XC, pdist, groups, aic_core, aiv_core, land0 = D
+    nflags = len(onebit)
+    r = CTR[C_NRUNS]
+    CTR[C_NRUNS] = r + 1
+    d = pdist[prog]
+    npipes = DP[d, NPIPES]
+    RUN[r, R_CORE] = core
+    RUN[r, R_PROG] = prog
+    RUN[r, R_START] = t
+    RUN[r, R_END] = t
+    RUN[r, R_LEFT] = npipes
+    RUN[r, R_BARN] = 0
+    RUN[r, R_BART] = 0
+    RUN[r, R_PARTNER] = -1
+    RUN[r, R_AICORE] = -1
+    RUN[r, R_NPIPES] = npipes
+    RUN[r, R_DIST] = d
+    base = CTR[C_NPR]
+    RUN[r, R_PRBASE] = base
+    CTR[C_NPR] = base + npipes
+    gt = CTR[C_GTP]
+    RUN[r, R_GTBASE] = gt
+    for g in range(DP[d, NGATES]):
+        GT[gt + g] = -1
+    CTR[C_GTP] = gt + DP[d, NGATES]
+    RUN[r, R_NBW] = 0
+    RUN[r, R_NGW] = 0
+    for f in range(nflags):
+        row = r * nflags + f
+        FLG[row, F_OFF] = CTR[C_PSLP]
+        FLG[row, F_HEAD] = 0
+        FLG[row, F_TAIL] = 0
+        FLG[row, F_WAITER] = -1
+        FLG[row, F_TAKEN] = -1
+        need = SC[d, f]
+        if partner_prog >= 0:
+            need += XC[pdist[partner_prog], f]
+        CTR[C_PSLP] += need
+    for p in range(npipes):
+        pr = base + p
+        k = DP[d, QOFF] + p
+        PR[pr, P_I] = 0
+        PR[pr, P_N] = PQ[k, 1]
+        PR[pr, P_T] = t
+        PR[pr, P_START] = t
+        PR[pr, P_END] = t
+        PR[pr, P_DONE] = t
+        PR[pr, P_IDLE] = 0
+        PR[pr, P_LAND] = land0
+        PR[pr, P_QB] = PQ[k, 0]
+        PR[pr, P_RUN] = r
+        PR[pr, P_MB] = CTR[C_MARKP]
+        PR[pr, P_NM] = 0
+        CTR[C_MARKP] += PQ[k, 1]
+    return r
+
+
+@njit(cache=True)
+def _go(S, r, t):
+    """Engine._go for one run: its pipes onto the worklist (a run with no pipes is free
+    at once)."""
+    RUN, WK, CTR, CK, CS, CRUN = S[3], S[11], S[12], S[17], S[18], S[19]
+    if RUN[r, R_NPIPES] == 0:
+        seq = CTR[C_SEQ] + 1
+        CTR[C_SEQ] = seq
+        CRUN[seq] = r
+        CTR[C_CHN] = heap_push(CK, CS, CTR[C_CHN], float(t), seq)
+    base = RUN[r, R_PRBASE]
+    for p in range(RUN[r, R_NPIPES] - 1, -1, -1):   # reversed: LIFO runs them in order
+        _push_work(WK, CTR, base + p)
+
+
+@njit(cache=True)
+def _drain(S):
+    WK, CTR = S[11], S[12]
+    while CTR[C_WORKN]:
+        n = CTR[C_WORKN] - 1
+        CTR[C_WORKN] = n
+        st = run_pipe(WK[n], NONE, S)
+        if st != OK:
+            return st
+    return OK
+
+
+@njit(cache=True)
+def _start_group(S, D, j, t, ai_left):
+    """Engine._start_group: the next (AIC, AIV) group on AI core ``j``."""
+    RUN, CTR = S[3], S[12]
+    groups, aic_core, aiv_core = D[5], D[6], D[7]
+    gi = CTR[C_GNEXT]
+    CTR[C_GNEXT] = gi + 1
+    a = _new_run(S, D, aic_core[j], groups[gi, 0], t, groups[gi, 1])
+    v = _new_run(S, D, aiv_core[j], groups[gi, 1], t, groups[gi, 0])
+    RUN[a, R_PARTNER] = v
+    RUN[v, R_PARTNER] = a
+    RUN[a, R_AICORE] = j
+    RUN[v, R_AICORE] = j
+    ai_left[j] = 2
+    _go(S, a, t)
+    _go(S, v, t)
+    return _drain(S)
+
+
+@njit(cache=True)
+def _admit(S, mem, caps, lru, ls, has_l2, hbm_latency, l2_latency, te, seq):
+    """MemorySystem._admit / HBMServer.add of the arrival ``seq`` starting at ``te``."""
+    E, PR, CTR, APR, AROW = S[0], S[2], S[12], S[15], S[16]
+    pr = APR[seq]
+    row = AROW[seq]
+    nbytes = E[row, MOVED]
+    c = E[row, CLS]
+    if has_l2:
+        w = E[row, GMW]
+        if w >= 0:
+            key = E[row, KEY]
+            if key == -2:       # ONCE: a fresh key, a miss that still fills the cache
+                key = CTR[C_ONCEP]
+                CTR[C_ONCEP] = key + 1
+            if w == 1:
+                ls[WRITE_B] += nbytes
+                l2_install(lru, ls, key, nbytes)
+                add(mem, HBM, te, nbytes, c, caps, WRITE_BACK)
+                PR[pr, P_LAND] = l2_latency
+                add(mem, L2, te, nbytes, c, caps, pr)
+                return
+            if l2_read(lru, ls, key, nbytes):
+                PR[pr, P_LAND] = l2_latency
+                add(mem, L2, te, nbytes, c, caps, pr)
+                return
+        PR[pr, P_LAND] = hbm_latency
+    add(mem, HBM, te, nbytes, c, caps, pr)
+
+
+@njit(cache=True)
+def simulate_arrays(S, D, pkind, kq, kqoff, core_kind, jitter, nkinds, caps, mem, lru, ls,
+                    has_l2, hbm_latency, l2_latency, outf, done_buf):
+    """Engine.run on arrays: fills the run, pipe-run and mark arrays of ``S`` and the
+    memory state; returns a status (``OK``, or ``STILL_SET`` / ``STUCK``: the caller
+    reruns the launch on the Python engine, which raises the error)."""
+    RUN, CTR, AK, AS, CK, CS, CRUN = S[3], S[12], S[13], S[14], S[17], S[18], S[19]
+    pdist, groups, aic_core = D[4], D[5], D[6]
+    nprog = len(pdist)
+    ncores = len(core_kind)
+    grouped = groups.shape[0] > 0
+    khead = kqoff[:-1].copy()
+    ai_left = np.zeros(len(aic_core), dtype=np.int64)
+    if grouped:
+        for j in range(len(aic_core)):
+            if CTR[C_GNEXT] < groups.shape[0]:
+                st = _start_group(S, D, j, jitter[aic_core[j]], ai_left)
+                if st != OK:
+                    return st
+    else:
+        for kind in range(nkinds):
+            for c in range(ncores):
+                if core_kind[c] != kind:
+                    continue
+                if khead[kind] >= kqoff[kind + 1]:
+                    break
+                prog = kq[khead[kind]]
+                khead[kind] += 1
+                r = _new_run(S, D, c, prog, jitter[c], NONE)
+                _go(S, r, jitter[c])
+                st = _drain(S)
+                if st != OK:
+                    return st
+    while True:
+        tc = CK[0] if CTR[C_CHN] else INF
+        # next_completion(tc): admit the arrivals that start before the next finish.
+        while CTR[C_AHN]:
+            te = AK[0]
+            if te > tc:
+                break
+            if has_l2:
+                if te > mem[0][0, NOW] and te > mem[0][1, NOW]:
+                    nt = peek(mem, HBM, caps)
+                    t2 = peek(mem, L2, caps)
+                    if te >= (t2 if t2 < nt else nt):
+                        break
+            elif te > mem[0][0, NOW]:
+                if te >= peek(mem, HBM, caps):
+                    break
+            seq = AS[0]
+            CTR[C_AHN] = heap_pop(AK, AS, CTR[C_AHN])
+            _admit(S, mem, caps, lru, ls, has_l2, hbm_latency, l2_latency, te, seq)
+        tf = peek(mem, HBM, caps)
+        if has_l2:
+            t2 = peek(mem, L2, caps)
+            if t2 < tf:
+                tf = t2
+        if tc < tf:
+            seq = CS[0]
+            CTR[C_CHN] = heap_pop(CK, CS, CTR[C_CHN])
+            r = CRUN[seq]
+            tci = int(tc)
+            if grouped:     # the AI core takes the next group when both runs are done
+                j = RUN[r, R_AICORE]
+                ai_left[j] -= 1
+                if ai_left[j] == 0 and CTR[C_GNEXT] < groups.shape[0]:
+                    st = _start_group(S, D, j, tci, ai_left)
+                    if st != OK:
+                        return st
+                continue
+            kind = pkind[RUN[r, R_PROG]]
+            if khead[kind] < kqoff[kind + 1]:    # the core takes the next program of its kind
+                prog = kq[khead[kind]]
+                khead[kind] += 1
+                r2 = _new_run(S, D, RUN[r, R_CORE], prog, tci, NONE)
+                _go(S, r2, tci)
+                st = _drain(S)
+                if st != OK:
+                    return st
+            continue
+        if tf == INF:
+            break
+        finished = np.int64(math.ceil(tf))
+        m = ZERO
+        if has_l2:
+            if peek(mem, HBM, caps) <= tf:
+                m0 = pop_finished(mem, HBM, tf, caps, done_buf, ZERO)
+                for j in range(m0):
+                    if done_buf[j] < 0:     # a background write-back
+                        d = tf + hbm_latency
+                        if d > outf[0]:
+                            outf[0] = d
+                    else:
+                        done_buf[m] = done_buf[j]
+                        m += 1
+            if peek(mem, L2, caps) <= tf:
+                m = pop_finished(mem, L2, tf, caps, done_buf, m)
+        else:
+            m = pop_finished(mem, HBM, tf, caps, done_buf, ZERO)
+        for j in range(m):
+            st = run_pipe(done_buf[j], finished, S)
+            if st != OK:
+                return st
+            st = _drain(S)
+            if st != OK:
+                return st
+    for r in range(CTR[C_NRUNS]):
+        if RUN[r, R_LEFT] > 0:
+            return STUCK
+    if CTR[C_NRUNS] < nprog:
+        return STUCK
+    return OK

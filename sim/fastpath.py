@@ -1,0 +1,259 @@
+"""The compiled engine's front: a launch's compiled queues as arrays, the run, a Timeline.
+
+:func:`run_fast` takes what :class:`npujit.sim.engine.Engine` builds (the validated, compiled
+programs, the physical cores, the program queues, the jitter) and runs it through
+:func:`npujit.sim.fast_engine.simulate_arrays`.  It returns ``None`` when the compiled
+engine met an error (a set on a still-set 1-bit flag, a run left blocked): the caller then
+runs the Python engine, which raises the error with its full message.  The
+:class:`FastTimeline` it returns reads like the Python engine's :class:`Timeline`; its
+``runs`` (pipe runs with their marks, for traces, plots and the flag checks) are built
+only when asked for.
+
+Example::
+
+    >>> from npujit.target import TINY
+    >>> from npujit.sim.isa import CoreProgram, Launch, copy, vec
+    >>> tl = run_fast(Launch([CoreProgram("AIV", [copy("GM_to_UB", 6400), vec("add", 256)])]),
+    ...               TINY)
+    >>> tl.cycles, tl.runs[0].pipes[0].name
+    (210, 'MTE2')
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import fast_engine as fe
+from . import fast_memory as fm
+from .engine import CoreRun, Engine, PipeRun, Timeline
+from .l2 import ONCE, MemorySystem
+from .queues import CSET, GM, SET, SETD
+from npujit.target import NPUSpec
+
+
+class _FastCache:
+    """The L2's counters after a compiled run (what the report reads of ``L2Cache``)."""
+
+    def __init__(self, ls: np.ndarray):
+        self.hit_bytes, self.miss_bytes = int(ls[fm.HIT_B]), int(ls[fm.MISS_B])
+        self.write_bytes, self.evicted_bytes = int(ls[fm.WRITE_B]), int(ls[fm.EVICT_B])
+        self.hits, self.misses = int(ls[fm.HITS]), int(ls[fm.MISSES])
+
+
+class _FastMemory:
+    """What the report and the trace read of the memory system after a compiled run."""
+
+    def __init__(self, mem, ls, has_l2: bool, drained: float):
+        sf, si, samples = mem[0], mem[1], mem[10]
+        self.served = float(sf[0, fm.SERVED])
+        self.samples = ([(t, r) for t, r in samples[:si[0, fm.NSAMP]].tolist()]
+                        if si[0, fm.RECORD] else None)
+        if has_l2:
+            self.cache = _FastCache(ls)
+            self.l2_served = float(sf[1, fm.SERVED])
+            self.drained = drained
+
+
+class FastTimeline(Timeline):
+    """A :class:`Timeline` whose runs are arrays until someone reads ``runs``."""
+
+    def __init__(self, spec, launch, core_names, compiled, hbm, flag_keys, arrays):
+        self.spec, self.launch, self.core_names = spec, launch, core_names
+        self.compiled, self.hbm, self.flag_keys = compiled, hbm, flag_keys
+        self._arrays = arrays
+        self._runs = None
+        RUN = arrays[0]
+        end = int(RUN[:, fe.R_END].max()) if len(RUN) else 0
+        self.cycles = max(end, math.ceil(getattr(hbm, "drained", 0)))
+
+    @property
+    def runs(self) -> list:
+        """The program runs as :class:`~npujit.sim.engine.CoreRun` objects, in start order."""
+        if self._runs is None:
+            self._runs = self._build_runs()
+        return self._runs
+
+    def program_rows(self):
+        """Per run: (program, core name, start, end, compiled, busy per pipe name), without
+        building the run objects (what the report needs)."""
+        RUN, PR = self._arrays[0], self._arrays[1]
+        busy = (PR[:, fe.P_END] - PR[:, fe.P_START] - PR[:, fe.P_IDLE]).tolist()
+        names, compiled = self.core_names, self.compiled
+        out = []
+        for prog, core, start, end, base in RUN[:, [fe.R_PROG, fe.R_CORE, fe.R_START, fe.R_END,
+                                                    fe.R_PRBASE]].tolist():
+            comp = compiled[prog]
+            out.append((prog, names[core], start, end, comp,
+                        dict(zip(comp.pipes, busy[base:base + len(comp.pipes)]))))
+        return out
+
+    def _build_runs(self) -> list:
+        RUN, PR, MK = self._arrays
+        runs = []
+        prs = PR.tolist()
+        for row in RUN.tolist():
+            comp = self.compiled[row[fe.R_PROG]]
+            run = CoreRun.__new__(CoreRun)
+            run.core, run.program, run.compiled = (self.core_names[row[fe.R_CORE]],
+                                                   row[fe.R_PROG], comp)
+            run.start, run.end = row[fe.R_START], row[fe.R_END]
+            run.left, run.partner, run.ai_core = 0, None, row[fe.R_AICORE]
+            run.pipes = []
+            for p, (name, q) in enumerate(zip(comp.pipes, comp.queues)):
+                x = prs[row[fe.R_PRBASE] + p]
+                ps = PipeRun.__new__(PipeRun)
+                ps.name, ps.q, ps.i, ps.n, ps.t = name, q, x[fe.P_I], x[fe.P_N], x[fe.P_T]
+                ps.start, ps.end, ps.done = x[fe.P_START], x[fe.P_END], x[fe.P_DONE]
+                ps.idle, ps.landing, ps.core = x[fe.P_IDLE], x[fe.P_LAND], run
+                ps.marks = MK[x[fe.P_MB]:x[fe.P_MB] + x[fe.P_NM]].tolist()
+                run.pipes.append(ps)
+            runs.append(run)
+        for run, partner in zip(runs, RUN[:, fe.R_PARTNER].tolist()):
+            run.partner = runs[partner] if partner >= 0 else None
+        return runs
+
+
+def _entry_table(entries: list, has_l2: bool):
+    """The entry table E, the sorted port caps, and the number of distinct region keys."""
+    E = np.zeros((len(entries), fe.N_E), dtype=np.int64)
+    caps = sorted({e[4] for e in entries if e[0] == GM})
+    cap_index = {c: i for i, c in enumerate(caps)}
+    keys: dict = {}
+    rows = []
+    for code, a, cost, moved, rate, gm in entries:
+        if code == GM:
+            w, key = -1, -1
+            if gm is not None and has_l2:
+                w = 1 if gm[0] else 0
+                if gm[1] == ONCE:
+                    key = -2
+                else:
+                    key = keys.setdefault(gm[1], len(keys))
+            rows.append((code, a, cost, moved, cap_index[rate], w, key))
+        else:
+            rows.append((code, a, cost, 0, 0, -1, -1))
+    if rows:
+        E[:] = rows
+    return E, np.array(caps or [1.0], dtype=np.float64), len(keys)
+
+
+def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool = True,
+             start_jitter: int = 0, seed: int = 0):
+    """Simulate ``launch`` with the compiled engine: a :class:`FastTimeline` with the same
+    cycles, busy cycles and bytes as :func:`npujit.sim.engine.run`, or ``None`` when the
+    run met an error (rerun it on the Python engine to raise it)."""
+    eng = Engine(launch, spec, record_hbm, one_bit_flags, start_jitter, seed)
+    comp = eng.compiler
+    has_l2 = isinstance(eng.hbm, MemorySystem)
+    E, caps, nkeys = _entry_table(comp.entries, has_l2)
+    nflags = len(comp.flag_index)
+    code, arg = E[:, fe.CODE], E[:, fe.A]
+    # Distinct compiled programs and their queues.
+    dindex: dict[int, int] = {}
+    distinct = []
+    pdist = np.empty(len(eng.compiled), dtype=np.int64)
+    for i, c in enumerate(eng.compiled):
+        d = dindex.get(id(c))
+        if d is None:
+            d = dindex[id(c)] = len(distinct)
+            distinct.append(c)
+        pdist[i] = d
+    nd = len(distinct)
+    DP = np.zeros((nd, fe.N_DP), dtype=np.int64)
+    SC = np.zeros((nd, max(nflags, 1)), dtype=np.int64)
+    XC = np.zeros_like(SC)
+    gm_n = np.zeros(nd, dtype=np.int64)
+    wb_n = np.zeros(nd, dtype=np.int64)
+    once_n = np.zeros(nd, dtype=np.int64)
+    pq, qs = [], []
+    off = 0
+    for d, c in enumerate(distinct):
+        DP[d, fe.NPIPES], DP[d, fe.QOFF], DP[d, fe.NGATES] = len(c.pipes), len(pq), c.gates
+        for ids in c.entry_ids:
+            pq.append((off, len(ids)))
+            qs.append(ids)
+            off += len(ids)
+        rows = np.concatenate(c.entry_ids) if c.entry_ids else np.empty(0, dtype=np.int64)
+        DP[d, fe.NMARKS] = len(rows)
+        cd = code[rows]
+        if nflags:
+            sets = (cd == SET) | (cd == SETD)
+            SC[d] = np.bincount(arg[rows[sets]], minlength=nflags)
+            XC[d] = np.bincount(arg[rows[cd == CSET]], minlength=nflags)
+        gm = rows[cd == GM]
+        gm_n[d] = len(gm)
+        wb_n[d] = int((E[gm, fe.GMW] == 1).sum())
+        once_n[d] = int((E[gm, fe.KEY] == -2).sum())
+    PQ = np.array(pq, dtype=np.int64).reshape(-1, 2)
+    qrow = np.concatenate(qs) if qs else np.empty(0, dtype=np.int64)
+    nprog = len(pdist)
+    total_gm = int(gm_n[pdist].sum())
+    total_wb = int(wb_n[pdist].sum())
+    npr = int(DP[pdist, fe.NPIPES].sum())
+    partner_sets = 0
+    groups = np.array(launch.groups or [], dtype=np.int64).reshape(-1, 2)
+    if len(groups):
+        partner_sets = int(XC[pdist[groups[:, 0]]].sum() + XC[pdist[groups[:, 1]]].sum())
+    # Physical cores, program queues, groups.
+    kinds = list(spec.core_counts)
+    names = eng.core_names
+    core_kind = np.array([kinds.index(n.split()[0]) for n in names], dtype=np.int64)
+    jitter = np.array([eng.jitter[n] for n in names], dtype=np.int64)
+    pkind = np.array([kinds.index(spec.core_kind_for(p.core)) for p in launch.programs],
+                     dtype=np.int64)
+    kq = np.array([i for k in kinds for i in eng.queues[k]], dtype=np.int64)
+    kqoff = np.cumsum([0] + [len(eng.queues[k]) for k in kinds]).astype(np.int64)
+    if len(groups):
+        ratio = spec.aiv_cores // spec.aic_cores
+        aic_core = np.array([names.index(f"AIC {j}") for j in range(spec.aic_cores)],
+                            dtype=np.int64)
+        aiv_core = np.array([names.index(f"AIV {j * ratio}") for j in range(spec.aic_cores)],
+                            dtype=np.int64)
+    else:
+        aic_core = aiv_core = np.zeros(0, dtype=np.int64)
+    # State.
+    maxp = max(int(DP[:, fe.NPIPES].max()) if nd else 1, 1)
+    max_active = len(names) * maxp + total_wb + 2
+    max_adds = total_gm + total_wb + 2
+    mem = fm.new_servers((spec.hbm_bytes_per_cycle, spec.l2_bytes_per_cycle), len(caps),
+                         max_active, max_adds, 6 * max_adds + 16 if record_hbm else 1,
+                         record_hbm)
+    once_total = int(once_n[pdist].sum())
+    lru = np.full((3, nkeys + once_total + 1), -1, dtype=np.int64)
+    ls = np.zeros(10, dtype=np.int64)
+    ls[fm.HEAD] = ls[fm.TAIL] = -1
+    ls[fm.CAPACITY] = spec.l2_bytes
+    onebit = np.array([one_bit_flags and key[0] != "CROSS"
+                       for key in sorted(comp.flag_index, key=comp.flag_index.get)],
+                      dtype=np.bool_)
+    RUN = np.zeros((nprog, fe.N_RUN), dtype=np.int64)
+    PR = np.zeros((npr, fe.N_PR), dtype=np.int64)
+    FLG = np.zeros((nprog * nflags, fe.N_FLG), dtype=np.int64)
+    PSL = np.zeros(int(SC[pdist].sum()) + partner_sets + 1, dtype=np.int64)
+    GT = np.zeros(int(DP[pdist, fe.NGATES].sum()) + 1, dtype=np.int64)
+    BWL = np.zeros((nprog, maxp), dtype=np.int64)
+    GWL = np.zeros((nprog, maxp, 2), dtype=np.int64)
+    MK = np.zeros(int(DP[pdist, fe.NMARKS].sum()) + 1, dtype=np.int64)
+    WK = np.zeros(npr + 1, dtype=np.int64)
+    CTR = np.zeros(fe.N_CTR, dtype=np.int64)
+    CTR[fe.C_ONCEP] = nkeys
+    nseq = total_gm + nprog + 2
+    AK, AS = np.zeros(len(names) * maxp + 1), np.zeros(len(names) * maxp + 1, dtype=np.int64)
+    CK, CS = np.zeros(len(names) + 1), np.zeros(len(names) + 1, dtype=np.int64)
+    APR = np.zeros(nseq, dtype=np.int64)
+    AROW = np.zeros(nseq, dtype=np.int64)
+    CRUN = np.zeros(nseq, dtype=np.int64)
+    S = (E, qrow, PR, RUN, FLG, PSL, onebit, GT, BWL, GWL, MK, WK, CTR, AK, AS, APR, AROW, CK,
+         CS, CRUN)
+    D = (DP, PQ, SC, XC, pdist, groups, aic_core, aiv_core, spec.hbm_latency_cycles)
+    outf = np.zeros(1)
+    done_buf = np.zeros(max_active + 1, dtype=np.int64)
+    status = fe.simulate_arrays(S, D, pkind, kq, kqoff, core_kind, jitter, len(kinds), caps,
+                                mem, lru, ls, has_l2, spec.hbm_latency_cycles,
+                                spec.l2_latency_cycles, outf, done_buf)
+    if status != fe.OK:
+        return None
+    hbm = _FastMemory(mem, ls, has_l2, float(outf[0]))
+    return FastTimeline(spec, launch, names, eng.compiled, hbm,
+                        {v: k for k, v in comp.flag_index.items()}, (RUN, PR, MK))
