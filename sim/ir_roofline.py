@@ -28,9 +28,10 @@ Every program gets the same counts (they hold for every program id in the grid),
 one after another, and each of its pipes does their work serially:
 ``T >= ceil(P / C) x work_pipe (+ the last copy's landing, hbm_latency or l2_latency)``.
 HBM carries every byte that must reach it (with an L2, the stores only):
-``T >= issue + P x bytes / HBM bytes per cycle + hbm_latency``.  A kernel whose programs
-are split between AIC and AIV cores (a mixed kernel on a separated part) gets only the HBM
-term.
+``T >= issue + P x bytes / HBM bytes per cycle + hbm_latency``.  On a separated part a
+kernel with a dot counts only its AIC side (Cube, MTE1, FixPipe, the MTE2 loads into L1),
+on AIC cores: its vector side may be split over AIV cores; a kernel without one runs on
+AIV cores.
 
 Example::
 
@@ -49,6 +50,8 @@ from npujit.target import NPUSpec
 from .cost import copy_occupancy, mmad_cycles, round_up
 from .roofline import RooflineBound
 
+# The pipes the bound counts, by the names of sim/roofline.py's terms.
+PIPES = {"CUBE": "cube", "MTE1": "mte1", "MTE2": "mte2", "MTE3": "mte3", "FIXP": "fixpipe"}
 # Kinds whose result interval follows from their operands'.
 _ARITH = {Kind.ADD: lambda a, b: (a[0] + b[0], a[1] + b[1]),
           Kind.SUB: lambda a, b: (a[0] - b[1], a[1] - b[0]),
@@ -69,7 +72,9 @@ class _Bound:
                                               and getattr(x, "dtype", None) is not None
                                               and x.dtype.kind in "iub"):
                 self.iv[v] = (int(x), int(x))
-        self.work: dict[str, float] = {}      # pipe -> cycles per program
+        # (core side, pipe) -> cycles per program; the side is the core kind a separated
+        # part runs the work on (UB copies on the AIV, the rest of a Cube kernel on the AIC)
+        self.work: dict[tuple, float] = {}
         self.gm_pipes: set = set()
         self.hbm_bytes = 0.0                  # per program, that must reach HBM
         self.issue_min = math.inf
@@ -200,9 +205,9 @@ class _Bound:
         if path not in spec.paths:
             return
         port = spec.paths[path]
-        self.work[pipe] = self.work.get(pipe, 0.0) + mult * copy_occupancy(
-            path, nbytes, spec, moved_min)
-        self.gm_pipes.add(pipe)
+        side = "AIV" if path in ("GM_to_UB", "UB_to_GM") else "AIC"
+        self.add(side, pipe, mult * copy_occupancy(path, nbytes, spec, moved_min))
+        self.gm_pipes.add((side, pipe))
         self.issue_min = min(self.issue_min, port.latency)
         moved = max(round_up(nbytes, 32), moved_min)
         if not spec.l2_bytes or pipe != "MTE2":
@@ -213,11 +218,13 @@ class _Bound:
         if a.dtype.name not in self.spec.cube_rate or "L1_to_L0A" not in self.spec.paths:
             return
         rows = a.numel // a.shape[-1]
-        self.work["CUBE"] = self.work.get("CUBE", 0.0) + mult * mmad_cycles(
-            rows, b.shape[-1], a.shape[-1], a.dtype.name, self.spec)
-        self.work["MTE1"] = self.work.get("MTE1", 0.0) + mult * (
-            copy_occupancy("L1_to_L0A", a.nbytes, self.spec) +
-            copy_occupancy("L1_to_L0B", b.nbytes, self.spec))
+        self.add("AIC", "CUBE", mult * mmad_cycles(rows, b.shape[-1], a.shape[-1],
+                                                   a.dtype.name, self.spec))
+        self.add("AIC", "MTE1", mult * (copy_occupancy("L1_to_L0A", a.nbytes, self.spec) +
+                                        copy_occupancy("L1_to_L0B", b.nbytes, self.spec)))
+
+    def add(self, side: str, pipe: str, cycles: float) -> None:
+        self.work[(side, pipe)] = self.work.get((side, pipe), 0.0) + cycles
 
 
 def _name(attr) -> str:
@@ -237,18 +244,21 @@ def ir_bound(fn, grid, named: dict, spec: NPUSpec) -> RooflineBound:
     w.walk(fn.body, 1.0)
     programs = math.prod(w.grid)
     terms: dict[str, float] = {}
-    kind = fn.attrs.get("npu.core", "AIC")
-    whole = spec.arch == "coupled" or kind in ("AIC", "AIV")
-    if whole and programs:
-        cores = spec.core_counts[spec.core_kind_for(kind)]
+    kind = fn.attrs.get("npu.core", "AIC")      # "AIC" when the kernel has a dot
+    # coupled: a program runs whole on one core; separated: count only the side of the
+    # kernel's kind (a Cube kernel's vector side may be spread over AIV cores)
+    sides = ("AIC", "AIV") if spec.arch == "coupled" else (kind,)
+    cores = spec.core_counts.get(spec.core_kind_for(kind), 0)
+    if cores and programs:
         landing = spec.hbm_latency_cycles
         if spec.l2_bytes:
             landing = min(landing, spec.l2_latency_cycles)
         per_core = -(-programs // cores)
-        for pipe, c in w.work.items():
-            name = {"CUBE": "cube", "MTE1": "mte1", "MTE2": "mte2", "MTE3": "mte3",
-                    "FIXP": "fixpipe"}[pipe]
-            terms[name] = per_core * c + (landing if pipe in w.gm_pipes else 0)
+        for pipe, name in PIPES.items():
+            c = sum(w.work.get((side, pipe), 0.0) for side in sides)
+            if c:
+                lands = any((side, pipe) in w.gm_pipes for side in sides)
+                terms[name] = per_core * c + (landing if lands else 0)
     if w.hbm_bytes:
         terms["hbm"] = (w.issue_min + programs * w.hbm_bytes / spec.hbm_bytes_per_cycle +
                         spec.hbm_latency_cycles)

@@ -1,6 +1,6 @@
 """sim/ir_roofline.py, the IR's lower bound the autotuner prunes with before recording: never
 above the simulated cycles (random matmul configs with ragged edges, transposed operands,
-grids with idle programs; lane copies in loops), and a sweep pruned with it picks the
+grids with idle programs; lane copies in loops; a dot with a vector epilogue), and a sweep pruned with it picks the
 config that simulating every config directly ranks first."""
 import numpy as np
 import pytest
@@ -8,6 +8,7 @@ import pytest
 import npujit.language as nl
 from npujit import Config, autotune, cdiv, npu_kernel
 from npujit.kernels.matmul import matmul_kernel
+from npujit.kernels.moe.router import router_args, router_kernel
 from npujit.sim import DebugOptions
 from npujit.sim.ir_roofline import ir_bound
 from npujit.target import ASCEND_910B_LIKE
@@ -78,6 +79,16 @@ def test_ir_bound_is_never_above_the_simulated_cycles():
     assert 0 < bound.cycles <= report.cycles and "mte2" in bound.terms
     want = [x.reshape(37, 64)[p::5].sum(axis=0) for p in range(5)]
     np.testing.assert_allclose(out.reshape(5, 64), want, rtol=1e-5)
+    # a dot with a vector epilogue: split into AIC + AIV programs on the 910B-like part
+    xs = rng.integers(-2, 3, (64, 128)).astype(np.float16)
+    ws = rng.integers(-2, 3, (8, 128)).astype(np.float16)
+    grid, args, meta, (weights, ids) = router_args(xs, ws, 2)
+    bound, report = _bound_and_cycles(router_kernel, grid, args, meta)
+    assert 0 < bound.cycles <= report.cycles and "mte2" in bound.terms
+    logits = xs.astype(np.float32) @ ws.T.astype(np.float32)
+    # the chosen experts' logits are the two largest (exact: small integers; any tie order)
+    np.testing.assert_array_equal(np.sort(np.take_along_axis(logits, ids, axis=1), axis=1),
+                                  np.sort(logits, axis=1)[:, -2:])
 
 
 def test_sweep_pruned_by_the_ir_bound_picks_the_direct_simulations_best():
