@@ -46,7 +46,8 @@ from npujit.errors import LaunchError, NPUJitError
 from .cache_key import compiler_hash, digest, kernel_hash, spec_hash
 from .compiler import resolve_spec
 from .kernel import NPUKernel
-from .trial import KernelRef, Trial, beaten, copy_array, pack_arg, run_trial
+from .trial import (KernelRef, Trial, beaten, copy_array, pack_arg, promising_first,
+                    run_trial)
 from .tuning import TuningStore, TuningTable, entry_id, export_rows, read_export, warn
 
 OBJECTIVES = ("sim", "wall")
@@ -347,11 +348,14 @@ class Autotuner:
         executor, kernel = self._executor(len(todo))
         env = {k: v for k, v in os.environ.items() if k.startswith("NPUJIT_")}
 
+        def grid_of(i):
+            bound = self.kernel.signature.bind(args, {**kwargs, **configs[i].kwargs})
+            return self.kernel.signature.grid(grid, bound)
+
         def trial(i):
             cfg = configs[i]
             try:
-                bound = self.kernel.signature.bind(args, {**kwargs, **cfg.kwargs})
-                g = self.kernel.signature.grid(grid, bound)
+                g = grid_of(i)
             except LaunchError as e:
                 return None, {"status": "failed", "reason": str(e).splitlines()[0]}
             remote = executor is not None and not isinstance(executor, ThreadPoolExecutor)
@@ -371,6 +375,9 @@ class Autotuner:
         bar = progress_bar(len(todo), f"autotune {self.kernel.name}")
         try:
             queue = list(todo)
+            if self.objective == "sim" and len(queue) > 2:
+                queue = promising_first(self.kernel, queue, configs, grid_of,
+                                        self._named(args, kwargs))
             if executor is not None:
                 queue = self._run_on(executor, queue, trial, record)
             for i in queue:                     # in this process (or what a broken pool left)

@@ -40,8 +40,10 @@ import numpy as np
 
 from npujit.errors import NPUJitError, OutOfResources
 from npujit.sim import simulate
+from npujit.sim.ir_roofline import ir_bound
 from npujit.sim.roofline import roofline_bound
 
+from .compiler import resolve_spec
 from .kernel import NPUKernel
 from .simulate import record_launch
 
@@ -128,7 +130,7 @@ def run_trial(trial: Trial) -> dict:
     written = set(c.stores) | set(trial.restore_value) | set(trial.reset_to_zero)
     try:
         if trial.objective == "sim":
-            row, outs = _simulate(k, trial, named, written, cfg.kwargs)
+            row, outs = _simulate(k, c, trial, named, written, cfg.kwargs)
         else:
             row, outs = _wall(k, trial, named, written, cfg.kwargs)
     except Exception as e:      # this config's launch failed (a bad offset, a deadlock ...)
@@ -139,6 +141,26 @@ def run_trial(trial: Trial) -> dict:
         if bad:
             row.update(status="rejected", reason=bad)
     return row
+
+
+def promising_first(kernel, todo: list, configs, grid_of, named: dict) -> list:
+    """``todo`` (config indices) ordered by the roofline bound of each config's scheduled
+    IR (``sim/ir_roofline.py``), lowest first, ties in config order, so a good config is
+    measured early and the bounds prune the rest against it.  Each config is compiled here
+    (trace, passes, schedule; no backend build); one that does not compile goes last and
+    its trial says why.  ``grid_of(i)`` is config ``i``'s grid.
+    """
+    spec = resolve_spec(kernel.options.get("spec"))
+    est = {}
+    for i in todo:
+        g = grid_of(i)
+        cfg = configs[i]
+        try:
+            c = _private(kernel, cfg.options()).compile(**named, **cfg.kwargs)
+            est[i] = ir_bound(c.ir, g, {**named, **cfg.kwargs}, spec).cycles
+        except Exception:          # too big, or the kernel's own error: its trial says so
+            est[i] = float("inf")
+    return sorted(todo, key=lambda i: (est[i], i))
 
 
 def _private(kernel, options: dict):
@@ -170,22 +192,31 @@ def _fresh(originals: dict, written: set, reset_to_zero) -> dict:
     return out
 
 
-def _simulate(k, trial: Trial, originals: dict, written: set, meta: dict):
+def _simulate(k, c, trial: Trial, originals: dict, written: set, meta: dict):
     numerics = trial.expected is not None
+    spec = resolve_spec(k.options.get("spec"))
+    # the IR's bound first: a config that cannot win is not even recorded
+    bound = ir_bound(c.ir, trial.grid, {**originals, **meta}, spec).cycles
+    if trial.cap is not None and beaten(bound, trial.index, trial.cap):
+        return _pruned(bound, trial.cap, "the IR's"), originals
     backend = k.options.get("backend")
     if backend not in ("reference", "numba"):
         # timing only: the interpreter runs the stream-deciding ops without a build
         backend = None if numerics else "reference"
     run = _fresh(originals, written, trial.reset_to_zero)
     launch, spec = record_launch(k, trial.grid, (), {**run, **meta}, backend=backend,
-                                 numerics=numerics)
-    bound = roofline_bound(launch, spec).cycles
+                                 numerics=numerics, spec=spec)
+    bound = max(bound, roofline_bound(launch, spec).cycles)
     if trial.cap is not None and beaten(bound, trial.index, trial.cap):
-        return {"status": "pruned", "bound": bound,
-                "reason": f"roofline bound {bound:.0f} cycles cannot beat the best so far "
-                          f"({trial.cap[0]:.0f})"}, run
+        return _pruned(bound, trial.cap, "the recorded launch's"), run
     report = simulate(launch, spec, trace=False)
     return {"status": "ok", "value": int(report.cycles), "unit": "cycles", "bound": bound}, run
+
+
+def _pruned(bound: float, cap: tuple, source: str) -> dict:
+    return {"status": "pruned", "bound": bound,
+            "reason": f"roofline bound {bound:.0f} cycles ({source}) cannot beat the best so "
+                      f"far ({cap[0]:.0f})"}
 
 
 def _wall(k, trial: Trial, originals: dict, written: set, meta: dict):
