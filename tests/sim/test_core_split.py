@@ -12,6 +12,7 @@ import pytest
 import npujit.language as nl
 from npujit import npu_kernel
 from npujit.ir.parser import parse_function
+from npujit.ir.pipeline import schedule
 from npujit.ir.printer import print_function
 from npujit.sim import ASCEND_910B_LIKE, DebugOptions
 
@@ -162,6 +163,10 @@ def test_the_split_is_in_the_scheduled_ir_and_round_trips():
     assert 'npu.sides = ["AIC", "AIV"]' in text
     fn = parse_function(text)
     assert print_function(fn) == text
+    # scheduling it again starts from the unsplit kernel (clear-schedule drops the
+    # hand-offs) and splits it the same way
+    schedule(fn, SPEC)
+    assert print_function(fn) == text
 
 
 def test_dump_after_split_cores_shows_the_hand_offs(tmp_path):
@@ -230,3 +235,16 @@ def test_ascend_c_refuses_the_hand_off_by_name(tmp_path):
     with pytest.raises(NotImplementedError, match=r"npu\.handoff at test_core_split\.py:\d+"):
         matmul_relu_kernel.emit("ascendc", str(tmp_path), a, a, np.zeros((32, 32), np.float32),
                                 M=32, N=32, K=32)
+
+
+def test_verify_schedule_refuses_hand_offs_sharing_a_cross_core_flag():
+    from npujit.ir.pipeline import CompileContext
+    from npujit.ir.schedule.verify import ScheduleError, VerifySchedule
+    x, w = np.ones((32, 64), np.float16), np.ones((64, 32), np.float16)
+    text = _scheduled_text(mlp_kernel, x, w, w.T.copy(), np.zeros((32, 64), np.float32),
+                           M=32, H=64, F=32)
+    assert "cross_flags = array<i64: 1>" in text          # the second hand-off's own id
+    bad = parse_function(text.replace("cross_flags = array<i64: 1>",
+                                      "cross_flags = array<i64: 0>"))
+    with pytest.raises(ScheduleError, match="cross-core flags"):
+        VerifySchedule().run(bad, CompileContext(spec=SPEC, dump=""))
