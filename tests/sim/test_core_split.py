@@ -248,3 +248,17 @@ def test_verify_schedule_refuses_hand_offs_sharing_a_cross_core_flag():
                                       "cross_flags = array<i64: 0>"))
     with pytest.raises(ScheduleError, match="cross-core flags"):
         VerifySchedule().run(bad, CompileContext(spec=SPEC, dump=""))
+
+
+def test_numba_recording_lowers_the_hand_offs_as_the_reference_does():
+    m, h, i_size, bi = 16, 64, 96, 32
+    args = (_f16(m, h), _f16(h, i_size, scale=0.2), _f16(h, i_size, scale=0.2),
+            _f16(i_size, h, scale=0.2))
+    cycles = {}
+    for backend in ("reference", "numba"):
+        y = np.zeros((m, h), np.float32)
+        r = ffn_kernel.with_options(backend=backend).simulate(
+            *args, y, i_size, grid=(2,), spec=SPEC, M=m, H=h, BLOCK_I=bi, STAGES=2)
+        np.testing.assert_allclose(y, _ffn_want(*args, bi), rtol=2e-3, atol=2e-3)
+        cycles[backend] = r.cycles
+    assert cycles["numba"] == cycles["reference"] > 0
