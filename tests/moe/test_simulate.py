@@ -1,6 +1,6 @@
 """The MoE kernels through ``kernel.simulate``: the fused router and the fused layer on
-the 910B-like preset (the expert FFN in its workspace form, the AIC/AIV split of the
-on-chip form not being lowered yet), the on-chip form on the coupled 910-like preset.
+the 910B-like preset (the expert FFN in its workspace form; the on-chip form there is in
+tests/sim/test_core_split.py), the on-chip form on the coupled 910-like preset.
 Outputs are the real ones; byte counts are checked against analytic counts."""
 from __future__ import annotations
 
