@@ -111,6 +111,10 @@ class Kind(enum.Enum):
     #                                 cas (value where old == cmp; cmp and mask both given)
     ATOMIC_ADD = "npu.atomic_rmw"   # the same kind (an alias): atomic_rmw with combine=add
 
+    # --- AIC <-> AIV (scheduled IR of a separated part only) -------------------------------
+    HANDOFF = "npu.handoff"         # (x) -> x: the value moved to the other core through a GM
+    #                                 workspace (ir/schedule/split_cores.py); identity in numbers
+
     # --- debugging -------------------------------------------------------------------------
     PRINT = "npu.print"             # (*values) {prefix}
     ASSERT = "npu.assert"           # (cond) {message, error}: raise where a lane is false
@@ -138,7 +142,7 @@ class OpInfo:
     are kept apart on purpose, so they check each other; tests check them complete).
 
     ``family``    structure, constant, index, binary, unary, compare, select, cast, shape,
-                  reduce, cube, memory or debug
+                  reduce, cube, memory, transfer (the AIC <-> AIV hand-off) or debug
     ``operands``  operand names in order; ``name?`` is optional (trailing), ``*name`` a
                   variadic group (names after it count from the end): ``op.operand("mask")``
     ``attrs``     attributes the kind cannot do without (its type rule or semantics reads them)
@@ -497,6 +501,11 @@ def _rule_assert(ts, attrs):
     return ()
 
 
+def _rule_handoff(ts, attrs):
+    _need(len(ts) == 1, "npu.handoff takes 1 operand")
+    return (_tensor(ts[0], "operand"),)
+
+
 def _rule_for(ts, attrs):
     _need(len(ts) >= 3, "scf.for takes (lb, ub, step, *init)")
     for t in ts[:3]:
@@ -595,6 +604,7 @@ _TABLE = {
     Kind.BLOCK_LOAD: ("memory", ("ptr", "*layout"), ("block_shape",), ANY, None),
     Kind.BLOCK_STORE: ("memory", ("ptr", "*layout", "value"), ("block_shape",), ANY, None),
     Kind.ATOMIC_RMW: ("memory", ("ptr", "offsets", "value", "mask?", "cmp?"), (), ANY, None),
+    Kind.HANDOFF: ("transfer", _UN, (), ANY, None),
     Kind.PRINT: ("debug", ("*values",), (), ANY, None),
     Kind.ASSERT: ("debug", ("cond",), ("message",), ANY, None),
 }
@@ -615,7 +625,7 @@ _RULES = {
     Kind.SORT: _rule_sort, Kind.TOPK: _rule_topk, Kind.GATHER: _rule_gather, Kind.DOT: _rule_dot,
     Kind.LOAD: _rule_load, Kind.STORE: _rule_store, Kind.BLOCK_LOAD: _rule_block_load,
     Kind.BLOCK_STORE: _rule_block_store, Kind.ATOMIC_RMW: _rule_atomic_rmw,
-    Kind.PRINT: _rule_none, Kind.ASSERT: _rule_assert,
+    Kind.PRINT: _rule_none, Kind.ASSERT: _rule_assert, Kind.HANDOFF: _rule_handoff,
     Kind.REDUCE_COMBINE: _rule_combine(Kind.REDUCE_COMBINE),
     Kind.SCAN_COMBINE: _rule_combine(Kind.SCAN_COMBINE),
     Kind.MAP_ELEMENTWISE: _rule_map,
@@ -627,7 +637,8 @@ for _k, (_family, *_) in _TABLE.items():
         _RULES[_k] = _rule_unary(_k)
 
 _IMPURE = {Kind.RETURN, Kind.YIELD, Kind.FOR, Kind.IF, Kind.WHILE, Kind.LOAD, Kind.STORE,
-           Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.ATOMIC_RMW, Kind.PRINT, Kind.ASSERT}
+           Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.ATOMIC_RMW, Kind.PRINT, Kind.ASSERT,
+           Kind.HANDOFF}
 # Loads only read; they are kept impure so DCE/CSE never move them across stores.
 
 _REGIONS = {Kind.FOR: 1, Kind.FUSED: 1, Kind.WHILE: 1, Kind.IF: 2, Kind.REDUCE_COMBINE: 1,

@@ -3,11 +3,13 @@
 ``pipeline(ctx)`` is the list (DESIGN.md, "Data flow")::
 
     verify → check-strided-views → [index-checks] → fold → cse → dce → affine-access → cse →
-    dot-accumulate → fuse-elementwise → dce → place-and-assign-pipes → allocate-buffers → insert-sync → verify-schedule
+    dot-accumulate → fuse-elementwise → dce → place-and-assign-pipes → [split-cores] →
+    allocate-buffers → insert-sync → verify-schedule
 
 Every step is a small object with a ``name`` and ``run(fn, ctx) -> bool`` (did it change
 anything?); steps keep no state between runs, so one list may serve many threads.  The
-schedule steps run when ``ctx.spec`` is set.  ``NPUJIT_DUMP_IR=all`` prints the IR after
+schedule steps run when ``ctx.spec`` is set; split-cores changes the IR only on a separated
+part (``ir/schedule/split_cores.py``).  ``NPUJIT_DUMP_IR=all`` prints the IR after
 every step to stderr, ``after:fold,insert-sync`` after those only (each dump starts
 ``// -----// IR after <name> //----- //``, a comment the parser skips, so a dump can be
 pasted back into ``parse_function``).  A backend adds its own named stages after these
@@ -46,6 +48,7 @@ from .printer import print_function
 from .schedule.allocate import AllocateBuffers
 from .schedule.model import CORE_ATTR, clear_schedule
 from .schedule.placement import PlaceAndAssignPipes
+from .schedule.split_cores import SplitCores
 from .schedule.sync import InsertSync
 from .schedule.verify import VerifySchedule, placed_buffers, scope_peaks
 
@@ -96,8 +99,8 @@ IR_END = "dce"
 
 def schedule_steps() -> list:
     """The scheduling steps of the pipeline, in order."""
-    return [ClearSchedule(), PlaceAndAssignPipes(), AllocateBuffers(), InsertSync(),
-            VerifySchedule()]
+    return [ClearSchedule(), PlaceAndAssignPipes(), SplitCores(), AllocateBuffers(),
+            InsertSync(), VerifySchedule()]
 
 
 def pipeline(ctx: CompileContext) -> list:

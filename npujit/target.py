@@ -101,6 +101,9 @@ PIPES = tuple(p.value for p in Pipe)
 SCOPES = tuple(s.value for s in Scope)
 # Core kinds: AIC = Cube core, AIV = Vector core (§A2).  A coupled core is an AIC with Vector.
 CORE_KINDS = ("AIC", "AIV")
+# CrossCoreSetFlag / CrossCoreWaitFlag flag ids 0..10 (docs/npu-facts.md §A2 [O]): what
+# the split-cores step hands out and the simulator checks.
+CROSS_FLAG_IDS = 11
 ARCHES = ("separated", "coupled")
 
 

@@ -222,7 +222,8 @@ def gm_overlap(a, b) -> bool:
     """Whether two ``gm_region`` keys may touch common GM bytes: the same pointer argument
     and intersecting element ranges ``(arg, first, last, count)`` (pointer lanes) or
     intersecting boxes ``(arg, ((lo, hi), ...))`` of one rank (block pointers over the
-    argument's shape); other pairs of one argument overlap unless equal keys say so.
+    argument's shape); the AIC <-> AIV hand-off workspace's slots ``("workspace", pid,
+    slot)`` are disjoint; other pairs of one argument overlap unless equal keys say so.
 
     Example::
 
@@ -243,6 +244,8 @@ def gm_overlap(a, b) -> bool:
         return a[1] <= b[2] and b[1] <= a[2]
     if len(a) == 2 and len(b) == 2 and len(a[1]) == len(b[1]):
         return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a[1], b[1]))
+    if arg_a == "workspace" and len(a) == len(b) == 3:
+        return a[1] == b[1] and a[2] == b[2]
     return True
 
 

@@ -55,13 +55,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
-from npujit.target import CORE_KINDS, PIPES, Pipe, SpecError, path_scopes
+from npujit.target import CORE_KINDS, CROSS_FLAG_IDS, PIPES, Pipe, SpecError, path_scopes
 
 KINDS = ("copy", "mmad", "vec", "scalar", "set_flag", "wait_flag", "barrier", "cross_set",
          "cross_wait")
-
-# CrossCoreSetFlag / CrossCoreWaitFlag flag ids 0..10 (docs/npu-facts.md §A2 [O]).
-CROSS_FLAG_IDS = 11
 
 # Element sizes of the IR's dtype spellings (npujit.ir.types), in bytes.
 # f64, the unsigned ints (ui8..ui64) and the fp8s have no vector ALU of their own on the

@@ -30,9 +30,15 @@ schedule attributes (``ir/schedule/model.py``) say:
   the Cube works on the other;
   an L0C store without FixPipe: ``L0C_to_UB`` (VECTOR) then ``UB_to_GM`` (MTE3);
 * vector ops: one ``vec`` per op (per op of a fused region) over its largest tile;
+* ``npu.handoff`` (``ir/schedule/split_cores.py``): on the sending core, the copy of the
+  tile into its GM workspace slot (FIXP ``L0C_to_GM`` or MTE3 ``UB_to_GM``) and a
+  ``cross_set``; on the receiving core, the ``cross_wait`` and MTE2's copy into its buffer
+  (``GM_to_UB`` or ``GM_to_L1``).  Inside a loop a workspace slot per buffer slot: the
+  receiver ``cross_set``s the flag back after reading (pre-set once per slot before the
+  loop), the sender waits for it before rewriting the slot (drained after the loop);
 * with a separated ``spec`` (910B), a program with both Cube and Vector work becomes an
-  AIC program and an AIV program handing the Cube result over through a GM workspace
-  (``sim/split.py``); the launch pairs them in ``groups``;
+  AIC program and an AIV program (``sim/split.py`` deals the stream by pipe, the
+  cross-core flags as recorded); the launch pairs them in ``groups``;
 * SCALAR ops, the Cube's zero init and FixPipe casts emit nothing (their cost is folded
   into the neighbours; the scalar unit is not modelled, see sim/README.md); the first
   mmad after a zero init writes its accumulator without reading it (Ascend's ``Mmad``
@@ -50,13 +56,16 @@ import os
 
 import numpy as np
 
-from npujit.ir.ops import CONTROL, OWN_REGION, Kind, vec_op_name
-from npujit.ir.schedule import CORE_ATTR, placed_buffers, scope_peaks, value_buffers
-from npujit.ir.schedule.model import LoopIterations, is_folded_cast, loop_stages
+from npujit.ir.ops import CONTROL, LOOPS, OWN_REGION, Kind, vec_op_name
+from npujit.ir.schedule import CORE_ATTR, value_buffers
+from npujit.ir.schedule.model import (LoopIterations, enclosing_loop, is_folded_cast,
+                                      loop_stages)
+from npujit.target import Pipe, Scope
 
 from .bursts import box_bursts, burst_runs, in_bounds_box, lanes_bursts
 from .cost import round_up
-from .isa import CoreProgram, Launch, copy, mmad, scalar, set_flag, vec, wait_flag
+from .isa import (CoreProgram, Launch, copy, cross_set_flag, cross_wait_flag, mmad, scalar,
+                  set_flag, vec, wait_flag)
 from .l2 import ONCE
 from .split import SplitTemplate, needs_split
 
@@ -91,12 +100,13 @@ class _Template:
     (as recorded) and ``marks``, one ``(position, event, op)`` per GM copy (``event``:
     where the recording backend's events for that op start, for
     :meth:`StreamRecorder.repeat`).  A program's ``places`` are one ``(gm_region,
-    burst_bytes)`` per mark."""
+    burst_bytes)`` per mark.  ``cross_sides``: the core of each cross-core flag
+    instruction, by position (``sim/split.py``)."""
 
-    __slots__ = ("instrs", "marks")
+    __slots__ = ("instrs", "marks", "cross_sides")
 
-    def __init__(self, instrs: list, marks: tuple):
-        self.instrs, self.marks = instrs, marks
+    def __init__(self, instrs: list, marks: tuple, cross_sides: dict):
+        self.instrs, self.marks, self.cross_sides = instrs, marks, cross_sides
 
     def with_regions(self, places) -> list:
         out = list(self.instrs)
@@ -131,6 +141,7 @@ class StreamRecorder:
         self.gm_regions = gm_regions
         self.spec = spec
         self.groups = None              # (AIC, AIV) program index pairs of a split launch
+        self.split = False              # the kernel hands values between AIC and AIV
         self.core = fn.attrs[CORE_ATTR]
         self.buffers = value_buffers(fn)
         self._streams: list = []        # (pid, template, regions) per program, in order
@@ -144,11 +155,18 @@ class StreamRecorder:
         self.slots: dict[str, int] = {}  # buffer -> slot its last write went to
         self.zeroed: set = set()         # L0C buffers the Cube zeroed, not yet accumulated
         self._accesses: dict = {}        # id(load/store op) -> its _Access
+        self.cross_sides: dict = {}      # position of a cross-core flag -> its core
+        self.returns: dict = {}          # id(loop) -> the hand-offs whose slots it rotates
+        for op in fn.walk():
+            if op.kind is Kind.HANDOFF:
+                self.split = True
+                if len(op.attrs["cross_flags"]) > 1:
+                    self.returns.setdefault(id(enclosing_loop(op)), []).append(op)
 
     # --- hook protocol (backends/reference/interpreter.py Plan.run) ------------------
     def begin(self, program) -> None:
         self.instrs, self.loops, self.slots, self.zeroed = [], LoopIterations(), {}, set()
-        self.marks = []
+        self.marks, self.cross_sides = [], {}
 
     @property
     def burst(self) -> int:
@@ -164,7 +182,8 @@ class StreamRecorder:
                     for pos, ins in enumerate(instrs))
         template = self._templates.get(key)
         if template is None:
-            template = self._templates[key] = _Template(instrs, tuple(self.marks))
+            template = self._templates[key] = _Template(instrs, tuple(self.marks),
+                                                        self.cross_sides)
         self.template = template
         self._streams.append((program.pid, template, places))
         self._programs = None
@@ -195,8 +214,9 @@ class StreamRecorder:
         """One ``CoreProgram`` per recorded program; identical streams share one object."""
         if self._programs is None:
             self.groups = None
-            if (self.spec is not None and self.spec.arch == "separated"
-                    and any(needs_split(t.instrs) for t in self._templates.values())):
+            separated = self.spec is not None and self.spec.arch == "separated"
+            if self.split or (separated and any(needs_split(t.instrs)
+                                                for t in self._templates.values())):
                 self._programs = self._split_programs()
             else:
                 self._programs = self._shared_programs()
@@ -226,16 +246,13 @@ class StreamRecorder:
     def _split_programs(self) -> list[CoreProgram]:
         """A separated part: every program split into an AIC and an AIV program
         (``sim/split.py``), paired in ``groups``."""
-        placed = placed_buffers(self.fn)
-        sizes = {b.name: b.slot_bytes for b in placed}
-        ub_free = self.spec.capacity["UB"] - scope_peaks(placed).get("UB", 0)
         streams, splits = [], {}
         for pid, template, places in self._streams:
             split = splits.get(id(template))
             if split is None:      # once per distinct stream; its programs differ in regions
                 split = splits[id(template)] = SplitTemplate(
                     template.with_regions(places), [pos for pos, _, _ in template.marks],
-                    pid, self.spec, sizes, ub_free)
+                    pid, template.cross_sides)
             aic, aiv = split.place(pid, places)
             streams += [(pid, "AIC", aic), (pid, "AIV", aiv)]
         self.groups = [(i, i + 1) for i in range(0, len(streams), 2)]
@@ -253,6 +270,7 @@ class StreamRecorder:
         if op.kind in CONTROL:
             self._flags_of(op, "wait_flags", wait=True)
             self._flags_of(op, "pre_set_flags", wait=False, every=True)
+            self._workspace_slots(op, free=True)
             if op.kind is not Kind.FOR:         # the scalar unit tests the condition
                 self.instrs.append(scalar(BRANCH_CYCLES, tag=self._tag(op)))
         elif op.kind is Kind.YIELD and op.parent.parent_op.kind is Kind.WHILE:
@@ -266,6 +284,7 @@ class StreamRecorder:
         if op.kind in CONTROL:
             self.loops.after(op)
             self._flags_of(op, "post_wait_flags", wait=True, every=True)
+            self._workspace_slots(op, free=False)
             self._zero_unwritten(op)
             self._flags_of(op, "set_flags", wait=False)
             return
@@ -288,6 +307,51 @@ class StreamRecorder:
         for flag in flags:
             for i in flag.ids(it, every):
                 self.instrs.append(make(flag.src, flag.dst, i, tag=self._tag(op)))
+
+    def _cross(self, ins, side: str) -> None:
+        self.cross_sides[len(self.instrs)] = side
+        self.instrs.append(ins)
+
+    def _workspace_slots(self, loop, free: bool) -> None:
+        """Before a loop (``free``): each hand-off in its body whose workspace slots rotate
+        with it has its receiver set the way-back flag once per slot (every slot starts
+        free); after it: the sender takes those sets back (the flag ends balanced)."""
+        if loop.kind not in LOOPS:
+            return
+        for h in self.returns.get(id(loop), ()):
+            back = h.attrs["cross_flags"][1]
+            receiver = Scope(h.attrs["scope"]).side
+            for _ in range(int(h.attrs.get("stages", 1))):
+                if free:
+                    self._cross(cross_set_flag("MTE2", back, tag=self._tag(h)), receiver)
+                else:
+                    self._cross(cross_wait_flag(Pipe(h.attrs["src_pipe"]).value, back,
+                                                tag=self._tag(h)), _other(receiver))
+
+    def _emit_handoff(self, op, tag: str) -> None:
+        """An ``npu.handoff``: the sender's copy into the workspace slot of this iteration
+        and its cross-core set; the receiver's wait and copy into its buffer (see the
+        module doc)."""
+        src = Pipe(op.attrs["src_pipe"]).value
+        into = Scope(op.attrs["scope"])
+        receiver = into.side
+        sender = _other(receiver)
+        there, *back = op.attrs["cross_flags"]
+        writes = self._refs(op, op.results, True)
+        slot = writes[0][1] if writes else 0
+        # the pid is the program's: SplitTemplate.place puts it in
+        region = ("workspace", None, f"{writes[0][0] if writes else id(op)}.{slot}")
+        nbytes = op.operands[0].type.nbytes
+        if back:
+            self._cross(cross_wait_flag(src, back[0], tag=tag), sender)
+        self.instrs.append(copy("L0C_to_GM" if src == "FIXP" else "UB_to_GM", nbytes, tag=tag,
+                                reads=self._refs(op, op.operands, False), gm_region=region))
+        self._cross(cross_set_flag(src, there, tag=tag), sender)
+        self._cross(cross_wait_flag("MTE2", there, tag=tag), receiver)
+        self.instrs.append(copy(f"GM_to_{into.value}", nbytes, tag=tag, writes=writes,
+                                gm_region=region))
+        if back:
+            self._cross(cross_set_flag("MTE2", back[0], tag=tag), receiver)
 
     def _emit_chunked_dot(self, op) -> None:
         """A dot split into L0 K-chunks: the MTE2 <-> MTE1 flags once around it, then per
@@ -442,6 +506,8 @@ class StreamRecorder:
             out.append(copy(path, nbytes, tag=tag, reads=reads,
                             writes=self._refs(op, op.results, True),
                             gm_region=region, burst_bytes=burst))
+        elif k is Kind.HANDOFF:
+            self._emit_handoff(op, tag)
         elif k is Kind.DOT:
             a, b = op.operands[0].type, op.operands[1].type
             l0a, l0b = op.attrs["operand_buffers"]
@@ -467,6 +533,10 @@ class StreamRecorder:
             out.append(vec(name, elems, dtype, tag=tag,
                            reads=self._refs(op, op.operands, False),
                            writes=self._refs(op, op.results, True)))
+
+
+def _other(side: str) -> str:
+    return "AIC" if side == "AIV" else "AIV"
 
 
 def _vec_work(op) -> tuple[str, int, str]:

@@ -281,6 +281,8 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
                 expr = f"static_cast<int32_t>(tiling_.grid{axis})"
             self.syms[id(op.result)] = Scalar(expr, op.result.type.dtype)
             return None
+        if k is Kind.HANDOFF:
+            raise not_lowered(op)
         if k in (Kind.LOAD, Kind.STORE):
             return self.emit_ub_transfer(op)
         if k is Kind.ATOMIC_RMW:

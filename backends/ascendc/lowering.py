@@ -87,6 +87,8 @@ NOT_LOWERED = {
     Kind.SORT: "sort is not emitted yet",
     Kind.TOPK: "topk is not emitted yet",
     Kind.GATHER: "gather (a tile indexed by a tile) is not emitted yet",
+    Kind.HANDOFF: ("a value handed between the Cube (AIC) and the Vector (AIV) core of a "
+                   "separated part (a mixed kernel) is not emitted yet"),
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",
 }

@@ -54,6 +54,11 @@ def lower_trans(cg, op) -> None:
     cg.bind(op.result, cg.val(op.operands[0]).permuted(op.attrs["perm"]))
 
 
-LOWERINGS = {Kind.CONSTANT: lower_constant, Kind.ARANGE: lower_arange,
+def lower_handoff(cg, op) -> None:
+    """An AIC <-> AIV hand-off moves a tile between cores: the same value on a CPU."""
+    cg.bind(op.result, cg.val(op.operands[0]))
+
+
+LOWERINGS = {Kind.HANDOFF: lower_handoff, Kind.CONSTANT: lower_constant, Kind.ARANGE: lower_arange,
              Kind.SPLAT: lower_splat, Kind.BROADCAST: lower_broadcast,
              Kind.RESHAPE: lower_reshape, Kind.TRANS: lower_trans}

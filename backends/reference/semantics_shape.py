@@ -1,5 +1,5 @@
 """Reference semantics of the shape ops: splat, broadcast, reshape, trans — as numpy
-(docs/semantics.md, "Shape ops").
+(docs/semantics.md, "Shape ops") — and of the AIC <-> AIV hand-off (the identity).
 
 Results may be numpy views of their operand: the interpreter treats every value as
 immutable, so sharing memory between values is safe.
@@ -40,7 +40,13 @@ def trans(ctx, op, x):
     return np.transpose(x, tuple(op.attrs["perm"]))
 
 
+def handoff(ctx, op, x):
+    """The value itself: an AIC <-> AIV hand-off moves a tile, it does not change it."""
+    return x
+
+
 SEMANTICS_SHAPE = {
+    Kind.HANDOFF: handoff,
     Kind.SPLAT: splat,
     Kind.BROADCAST: broadcast,
     Kind.RESHAPE: reshape,

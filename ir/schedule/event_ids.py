@@ -20,10 +20,9 @@ and reduced one by one use as many ids as there are, the last ones sharing one s
 flag that can neither get ids nor merge is ``OutOfResources`` at the line that needs it:
 the loop (its ``num_stages``) for a rotating or loop flag, the consumer for a single one.
 
-On a separated part (910B) a program with Cube work read by the Vector unit is split into
-an AIC and an AIV program (``sim/split.py``); the hand-off's ``CUBE -> FIXP`` and
-``MTE2 -> VECTOR`` flags get their ids here too (reserved for the whole program: the
-split places them in the streams later), recorded as the function's ``npu.handoff_ids``.
+On a separated part (910B) the AIC <-> AIV hand-offs are ops of the IR
+(``split_cores.py``): their flags (``CUBE -> FIXP`` before one, ``MTE2 -> VECTOR`` after
+it, ...) are flags like any other here; their cross-core flags are not event ids.
 
 Example::
 
@@ -40,7 +39,6 @@ from ..core import Function, Op
 from ..ops import CONTROL, Kind
 from .model import Flag, Positions, add_flag, enclosing_loop
 
-HANDOFF_ATTR = "npu.handoff_ids"
 # Phases of one program position: waits before an op, its own inner flags, sets after it.
 _WAIT, _INNER, _SET = 0, 1, 2
 
@@ -148,21 +146,10 @@ class EventIds:
         return not ordered or self._ordered(holder.dst, last, f.src, first)
 
     # --- allocation ---------------------------------------------------------------------
-    def plan(self, flags: list[PlannedFlag], handoff: bool = False) -> None:
-        """Give ids to ``flags`` (merging single flags when a pair runs out);
-        ``handoff`` reserves the split hand-off's ids first."""
+    def plan(self, flags: list[PlannedFlag]) -> None:
+        """Give ids to ``flags`` (merging single flags when a pair runs out)."""
         self.flags = list(flags)
         holders: dict[tuple, list] = {}          # (src, dst) -> latest holder per id
-        n_ids = self.spec.event_ids
-        if handoff:
-            reserved = {}
-            for src, dst in (("CUBE", "FIXP"), ("MTE2", "VECTOR")):
-                holders[(src, dst)] = [None] * n_ids
-                holders[(src, dst)][n_ids - 1] = "reserved"
-                reserved[Flag(src, dst, 0).event] = n_ids - 1
-            self.fn.attrs[HANDOFF_ATTR] = [reserved["M_FIX"], reserved["MTE2_V"]]
-        else:
-            self.fn.attrs.pop(HANDOFF_ATTR, None)
         order = sorted(self.flags, key=lambda f: (self._first_set(f)[0], f.loop is None))
         self.holders = holders
         for f in order:
@@ -181,7 +168,7 @@ class EventIds:
         flag from the holder's last wait to ``f``'s first set (which needs an id itself)."""
         n_ids = self.spec.event_ids
         mine = self.holders.setdefault((f.src, f.dst), [None] * n_ids)
-        free = [h is None or (h != "reserved" and self._free_after(h, f)) for h in mine]
+        free = [h is None or self._free_after(h, f) for h in mine]
         for i in range(n_ids - f.count + 1):
             if all(free[i:i + f.count]):
                 f.first = i
@@ -191,8 +178,6 @@ class EventIds:
             return False
         for i in range(n_ids - f.count + 1):
             held = {id(h): h for h in mine[i:i + f.count] if h is not None}
-            if any(h == "reserved" for h in held.values()):
-                continue
             if all(self._free_after(h, f, ordered=False) for h in held.values()):
                 added = [self._reverse_flag(h, f) for h in held.values()
                          if not self._free_after(h, f)]

@@ -1,7 +1,8 @@
 """The schedule's vocabulary: attribute names, flag spelling, and where ops sit in the IR.
 
-A scheduled function is the same IR with attributes on its ops (no new op kinds, so the
-printer, the parser, the verifier and both backends read it unchanged):
+A scheduled function is the same IR with attributes on its ops, so the printer, the
+parser, the verifier and both backends read it unchanged; the one op kind scheduling adds
+is ``npu.handoff`` on a separated part (``split_cores.py``), the identity on the CPU tiers:
 
 ================== ======================================================================
 attribute          meaning
@@ -29,6 +30,11 @@ attribute          meaning
 ``pre_set_flags``  ``scf.for`` only: slot-release flags set once per slot before the loop
 ``post_wait_flags`` ``scf.for`` only: the matching waits after the loop (keeps sets and
                    waits balanced, as TQue's FreeTensor/AllocTensor pairs do, §A7)
+``src_pipe``       ``npu.handoff`` only: the pipe that writes the value into the GM
+                   workspace on the sending core (``FIXP`` from L0C, ``MTE3`` from UB);
+                   ``pipe`` is the receiving core's MTE2
+``cross_flags``    ``npu.handoff`` only: its cross-core flag ids (workspace written;
+                   inside a loop also workspace slot read), ``split_cores.py``
 ================== ======================================================================
 
 A flag is ``"SRC_DST:id"`` in Ascend's ``HardEvent`` spelling (``MTE2_V:0``).  A rotating
@@ -56,10 +62,13 @@ PIPE_ABBR = {p.value: p.abbr for p in Pipe}
 ABBR_PIPE = {v: k for k, v in PIPE_ABBR.items()}
 
 CORE_ATTR = "npu.core"
+# On a separated part, a kernel with work on both cores: ["AIC", "AIV"] (split_cores.py).
+SIDES_ATTR = "npu.sides"
 # Every attribute the schedule writes (``clear_schedule`` removes exactly these).
 SCHEDULE_ATTRS = ("pipe", "scope", "buffer", "offset", "bytes", "stages", "operand_scopes",
                   "operand_buffers", "operand_offsets", "operand_bytes", "wait_flags",
-                  "set_flags", "pre_set_flags", "post_wait_flags", "k_chunk")
+                  "set_flags", "pre_set_flags", "post_wait_flags", "k_chunk", "src_pipe",
+                  "cross_flags")
 
 
 # The op attributes that hold flags (lists of ``Flag``).
@@ -126,8 +135,9 @@ def decode_schedule_attrs(attrs: dict) -> dict:
     for key in FLAG_ATTRS:
         if key in attrs:
             attrs[key] = [f if isinstance(f, Flag) else Flag.parse(f) for f in attrs[key]]
-    if isinstance(attrs.get("pipe"), str):
-        attrs["pipe"] = Pipe(attrs["pipe"])
+    for key in ("pipe", "src_pipe"):
+        if isinstance(attrs.get(key), str):
+            attrs[key] = Pipe(attrs[key])
     if isinstance(attrs.get("scope"), str):
         attrs["scope"] = Scope(attrs["scope"])
     if "operand_scopes" in attrs:
@@ -256,8 +266,14 @@ def add_flag(op: Op, attr: str, flag: Flag) -> None:
 
 
 def clear_schedule(fn: Function) -> None:
-    """Remove every schedule attribute (scheduling twice starts from a clean IR)."""
-    fn.attrs.pop(CORE_ATTR, None)
+    """Remove every schedule attribute and the AIC <-> AIV hand-offs (their readers read
+    the handed value again): scheduling twice starts from a clean IR."""
+    for key in (CORE_ATTR, SIDES_ATTR):
+        fn.attrs.pop(key, None)
+    for op in list(fn.walk()):
+        if op.kind is Kind.HANDOFF:
+            op.result.replace_all_uses_with(op.operands[0])
+            op.erase()
     for op in fn.walk():
         for a in SCHEDULE_ATTRS:
             op.attrs.pop(a, None)

@@ -117,6 +117,10 @@ def accesses(fn: Function, buffers: dict[int, str]) -> list[Access]:
             reads, writes = op.operands[2:], op.results
         elif is_folded_cast(op):
             continue                            # converted on the way out: no access
+        elif k is Kind.HANDOFF:                 # read on the sending core, written on ours
+            if id(op.operands[0]) in buffers:
+                out.append(Access(op, op.attrs["src_pipe"], buffers[id(op.operands[0])], False))
+            reads, writes = (), op.results
         elif "operand_buffers" in op.attrs:     # coupled L0C store: VECTOR stages, MTE3 writes
             (ub,) = op.attrs["operand_buffers"]
             value = op.operands[2] if k is Kind.STORE else op.operands[-1]
@@ -209,10 +213,8 @@ class InsertSync:
             anchor = e.block.parent_op if e.rotate > 1 else e.waiter
             planned.append(PlannedFlag(e.src, e.dst, e.rotate, [e.setter], [e.waiter],
                                        block=e.block, anchor=anchor))
-        handoff = spec.arch == "separated" and any(
-            a.pipe == "VECTOR" and a.buffer.startswith("L0C") for a in acc)
         ids = EventIds(fn, spec, pos)
-        ids.plan(planned, handoff=handoff)
+        ids.plan(planned)
         ids.write()
         return True
 

@@ -8,7 +8,9 @@ them back, independently of the passes that wrote them:
   pipes and id (``set_flags``, ``pre_set_flags``), and every id is within the spec's count;
 * no two buffers of a scope that are live at the same time share a byte;
 * no buffer of a loop-carried variable holds two live values, or starts unwritten
-  (``carried.py``), whatever the loop's ``num_stages``.
+  (``carried.py``), whatever the loop's ``num_stages``;
+* every AIC <-> AIV hand-off (``split_cores.py``) has a buffer and cross-core flag ids of
+  its own within ``CROSS_FLAG_IDS``, and only a separated part has hand-offs.
 
 :func:`placed_buffers` is the one reading of the placed buffers from the attributes: the
 schedule summary (``Schedule``), this check and the simulator's hand-off sizes use it.
@@ -21,8 +23,10 @@ Example::
 from __future__ import annotations
 
 from npujit.errors import CompilationError
+from npujit.target import CROSS_FLAG_IDS
 
 from ..core import Function
+from ..ops import Kind
 from .allocate import Buffer, collect_buffers
 from .carried import carried_conflicts
 from .model import FLAG_ATTRS, Positions, scheduled_ops
@@ -112,4 +116,24 @@ class VerifySchedule:
         for key, op, flag in waits:
             if key not in sets:
                 raise ScheduleError(f"flag {flag} is waited for but never set", op.loc, fn.name)
+        _check_handoffs(fn, spec)
         return False
+
+
+def _check_handoffs(fn: Function, spec) -> None:
+    taken: set = set()
+    for op in scheduled_ops(fn.body):
+        if op.kind is not Kind.HANDOFF:
+            continue
+        ids = [int(i) for i in op.attrs.get("cross_flags", ())]
+        why = None
+        if spec.arch != "separated":
+            why = f"a hand-off on {spec.name}, which is not a separated part"
+        elif not op.attrs.get("buffer") or "src_pipe" not in op.attrs:
+            why = "a hand-off without a buffer or a sending pipe"
+        elif not ids or any(not 0 <= i < CROSS_FLAG_IDS or i in taken for i in ids):
+            why = f"a hand-off whose cross-core flags {ids} are not its own ids below " \
+                  f"{CROSS_FLAG_IDS}"
+        if why:
+            raise ScheduleError(why, op.loc, fn.name)
+        taken.update(ids)

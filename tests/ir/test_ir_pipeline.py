@@ -27,10 +27,11 @@ def test_one_pipeline_list_holds_every_step():
     names = [p.name for p in pipeline(CompileContext(spec=ASCEND_910B_LIKE, debug=True))]
     assert names == ["verify", "check-strided-views", "index-checks", "fold", "cse", "dce",
                      "affine-access", "cse", "dot-accumulate", "fuse-elementwise", "dce", "clear-schedule", "place-and-assign-pipes",
-                     "allocate-buffers", "insert-sync", "verify-schedule"]
+                     "split-cores", "allocate-buffers", "insert-sync", "verify-schedule"]
 
 
-@pytest.mark.parametrize("step", ["index-checks", "insert-sync", "verify-schedule"])
+@pytest.mark.parametrize("step", ["index-checks", "split-cores", "insert-sync",
+                                  "verify-schedule"])
 def test_dump_after_any_step(capsys, step):
     from npujit.ir.pipeline import run_pipeline
     run_pipeline(add_kernel(), CompileContext(spec=ASCEND_910B_LIKE, debug=True,

@@ -1,6 +1,6 @@
 """The MoE kernels through ``kernel.simulate``: the fused router and the fused layer on
-the 910B-like preset (the expert FFN in its workspace form, the AIC/AIV split of the
-on-chip form not being lowered yet), the on-chip form on the coupled 910-like preset.
+the 910B-like preset (the expert FFN in its workspace form; the on-chip form there is in
+tests/sim/test_core_split.py), the on-chip form on the coupled 910-like preset.
 Outputs are the real ones; byte counts are checked against analytic counts."""
 from __future__ import annotations
 
@@ -83,13 +83,12 @@ def test_split_lets_the_aic_load_by_a_loaded_index():
     expert_id = copy("GM_to_UB", 4, writes=[("UB.0", 0)])
     weights = copy("GM_to_L1", 2048, reads=[("UB.0", 0)], writes=[("L1.0", 0)])
     result = copy("L0C_to_GM", 1024, reads=[("L0C.0", 0), ("UB.0", 0)])
-    aic, aiv = split_stream([expert_id, weights, result], 0, ASCEND_910B_LIKE, {})
+    aic, aiv = split_stream([expert_id, weights, result], 0, {})
     # the AIC's scalar unit reads the index: its copies do not read the AIV's UB
     assert aic == [weights._replace(reads=()), result._replace(reads=(("L0C.0", 0),))]
     assert aiv == [expert_id]
     with pytest.raises(NotImplementedError, match="a Vector result"):
-        split_stream([expert_id, mmad(16, 16, 16, reads=[("UB.0", 0)])], 0,
-                     ASCEND_910B_LIKE, {})
+        split_stream([expert_id, mmad(16, 16, 16, reads=[("UB.0", 0)])], 0, {})
 
 
 def test_unfused_layer_on_910b_moves_more_hbm_bytes_than_fused():

@@ -6,8 +6,7 @@ import pytest
 import npujit.language as nl
 from npujit import cdiv, npu_kernel
 from npujit.sim import (ASCEND_910_LIKE, ASCEND_910B_LIKE, TINY, CoreProgram, DebugOptions,
-                        DeadlockError, Launch, ProgramError, copy, mmad, set_flag, simulate,
-                        vec, wait_flag)
+                        DeadlockError, Launch, ProgramError, mmad, simulate, vec)
 from npujit.sim.engine import pipe_spans
 from npujit.sim.isa import cross_set_flag, cross_wait_flag
 from npujit.sim.split import split_stream
@@ -61,11 +60,12 @@ def test_a_cross_wait_nobody_sets_is_a_deadlock():
         simulate(Launch([aic, aiv], groups=[(0, 1)]), TINY)
 
 
-def test_split_stream_refuses_a_hand_off_inside_a_loop():
-    stream = [mmad(16, 16, 16, writes=[("L0C.0", 0)]), vec("relu", 256, "f32", reads="L0C.0"),
-              mmad(16, 16, 16, writes=[("L0C.0", 0)])]
-    with pytest.raises(NotImplementedError, match="inside a loop"):
-        split_stream(stream, 0, TINY, {"L0C.0": 1024})
+def test_split_stream_refuses_a_crossing_the_schedule_did_not_split():
+    """A Vector read of L0C with no hand-off: a stream scheduled for another part."""
+    stream = [mmad(16, 16, 16, writes=[("L0C.0", 0)]), vec("relu", 256, "f32",
+                                                            reads=[("L0C.0", 0)])]
+    with pytest.raises(NotImplementedError, match="schedule the kernel for the separated"):
+        split_stream(stream, 0, {})
 
 
 @npu_kernel
@@ -128,34 +128,30 @@ def test_mixed_kernel_stays_one_program_on_a_coupled_part():
     assert "L0C_to_GM" not in r.bytes_by_path        # L0C -> UB through the Vector unit
 
 
-def test_the_staging_buffer_must_fit_the_ub_the_schedule_leaves():
+def test_the_staging_buffer_is_a_buffer_of_the_schedule():
+    """The hand-off's UB staging buffer is allocated by the schedule (split-cores runs
+    before allocate-buffers), so a UB too small for it fails at compile time, at a line."""
     from npujit import OutOfResources
     small_ub = TINY.replace(capacity={**TINY.capacity, "UB": 6 * 1024})
     a, b = np.ones((32, 32), np.float16), np.ones((32, 32), np.float16)
     args = (a, b, np.zeros(32, np.float32), np.zeros((32, 32), np.float32), 32, 32, 32)
     meta = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}
-    # the schedule alone fits (the f32 result tile and the bias: ~4.2 KB of 6 KB) ...
-    matmul_bias_relu_kernel.with_options(spec=small_ub, backend="reference")[(1, 1)](*args, **meta)
-    # ... but the 4 KB staging copy of the L0C tile on the AIV does not
-    with pytest.raises(OutOfResources, match="staging buffer.*6144 B UB"):
-        matmul_bias_relu_kernel.simulate(*args, grid=(1, 1), spec=small_ub, **meta)
+    # the f32 result tile, the bias and the 4 KB staging copy of the L0C tile: > 6 KB
+    with pytest.raises(OutOfResources, match=r"(?s)test_split.py:\d+.*UB holds 6144 B"):
+        matmul_bias_relu_kernel.with_options(spec=small_ub, backend="reference")[(1, 1)](
+            *args, **meta)
+    # on the coupled part nothing is handed over: the same UB is enough
+    coupled = ASCEND_910_LIKE.replace(capacity={**ASCEND_910_LIKE.capacity, "UB": 6 * 1024})
+    matmul_bias_relu_kernel.with_options(spec=coupled, backend="reference")[(1, 1)](*args, **meta)
 
 
-def test_hand_off_flags_take_the_ids_the_schedule_left():
-    """The hand-off's CUBE -> FIXP and MTE2 -> VECTOR flags use the ids the schedule's
-    allocator reserved (given, or the highest the program does not use), never one of the
-    program's own; a program using every id of a pair cannot be split."""
-    from npujit.errors import OutOfResources
-
-    ids = TINY.event_ids
-    busy = [set_flag("MTE2", "VECTOR", i) for i in range(ids - 1)]
-    stream = busy + [mmad(16, 16, 16, writes=[("L0C.0", 0)]),
-                     vec("relu", 256, "f32", reads=[("L0C.0", 0)])]
-    _, aiv = split_stream(stream, 0, TINY, {"L0C.0": 1024})
-    hand_off = [i.flag[2] for i in aiv if i.kind == "set_flag" and i.flag[2] not in range(ids - 1)]
-    assert hand_off == [ids - 1]
-    _, aiv = split_stream(stream, 0, TINY, {"L0C.0": 1024}, handoff_ids=(2, 5))
-    assert [i.flag for i in aiv if i.kind == "wait_flag"] == [("MTE2", "VECTOR", 5)]
-    with pytest.raises(OutOfResources, match="hand-off"):
-        split_stream(busy + [set_flag("MTE2", "VECTOR", ids - 1)] + stream[-2:], 0, TINY,
-                     {"L0C.0": 1024})
+def test_hand_off_flags_are_allocated_like_any_flag():
+    """The hand-off waits for the Cube (CUBE -> FIXP) and the Vector op for the hand-off
+    (MTE2 -> VECTOR) with ids from the schedule's allocator; nothing is reserved."""
+    a, b = np.ones((32, 32), np.float16), np.ones((32, 32), np.float16)
+    text = matmul_bias_relu_kernel.with_options(spec=TINY, backend="reference").inspect(
+        a, b, np.zeros(32, np.float32), np.zeros((32, 32), np.float32), 32, 32, 32,
+        BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)["schedule"]
+    (line,) = [s for s in text.splitlines() if '"npu.handoff"' in s]
+    assert 'wait_flags = ["M_FIX:0"]' in line and 'set_flags = ["MTE2_V:' in line
+    assert "npu.handoff_ids" not in text
