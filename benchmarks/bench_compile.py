@@ -57,7 +57,7 @@ def _example_launches() -> dict:
     rw = rng.standard_normal((E, H)).astype(np.float32)
     gu = (rng.standard_normal((E, 2 * I, H)) * 0.1).astype(np.float32)
     dn = (rng.standard_normal((E, H, I)) * 0.1).astype(np.float32)
-    plans = [fused_plan(x, rw, gu, dn, 2)[0], fused_plan(x, rw, gu, dn, 2, form="workspace")[0],
+    plans = [fused_plan(x, rw, gu, dn, 2, form="onchip")[0], fused_plan(x, rw, gu, dn, 2)[0],
              unfused_plan(x, rw, gu, dn, 2)[0]]
     for plan in plans:
         for i, launch in enumerate(plan):

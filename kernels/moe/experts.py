@@ -208,10 +208,10 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     """The expert launches (``KernelLaunch``) that add the routed FFN into ``out``:
     ``form="onchip"``: ``fused_experts_kernel``; ``form="workspace"``: ``gate_up_act_kernel``
     then ``down_combine_kernel`` with the ``[rows, I]`` activation (x's dtype) in a GM
-    workspace between them: what a separated (AIC + AIV) part needs, since the on-chip
-    form hands the Vector's activation back to the Cube (not lowered by the 910B
-    AIC/AIV split yet, sim/split.py).  The workspace form is the default: it runs on both
-    presets, and on the CPU it computes gate/up once per row block where the on-chip form
+    workspace between them.  On a separated (AIC + AIV) part the on-chip form hands the
+    Vector's activation back to the Cube through a GM workspace the schedule's
+    split-cores step adds, and is much slower (docs/moe.md).  The workspace form is the
+    default: it is the faster one on both presets, and on the CPU it computes gate/up once per row block where the on-chip form
     does it once per H tile (fp32, 512 tokens, H 1024, I 3584, 8 experts, top-2, numba:
     568 ms against 5.0 s; 64 tokens, H 256, I 512: 5.2 against 9.5 ms).
 

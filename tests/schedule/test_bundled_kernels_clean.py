@@ -74,10 +74,11 @@ def _moe_problem():
 
 def _plans(spec):
     """The fused and the unfused MoE layer's launches and outputs.  910B-like: the expert
-    FFN in its workspace form (the AIC/AIV split of the one-kernel form is not lowered);
-    910-like: the one-kernel form."""
+    FFN in its workspace form (the default; the one-kernel form's split is
+    tests/sim/test_core_split.py's); 910-like: the one-kernel form."""
     layer, shared = _moe_problem()
-    form = {"form": "workspace"} if spec is ASCEND_910B_LIKE else {"num_stages": 1}
+    form = ({"form": "workspace"} if spec is ASCEND_910B_LIKE
+            else {"form": "onchip", "num_stages": 1})
     return [fused_plan(*layer, shared_expert=shared, **form),
             unfused_plan(*layer, shared_expert=shared)]
 

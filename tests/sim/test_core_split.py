@@ -210,7 +210,7 @@ def test_fused_moe_layer_runs_its_one_kernel_expert_ffn_on_the_910b():
     from npujit.kernels.moe.layer import fused_plan
 
     x, router, gate_up, down, _ = problem(T=24, H=64, I=32, E=8, dtype=np.float16, seed=4)
-    launches, out = fused_plan(x, router, gate_up, down, 2, "mixtral")
+    launches, out = fused_plan(x, router, gate_up, down, 2, "mixtral", form="onchip")
     reports = dict(simulate_all(launches, SPEC, debug=DebugOptions.full()))
     close(out, ref.moe(x, router, gate_up, down, 2, "mixtral"), np.float16)
     r = reports["fused_experts_kernel"]

@@ -55,7 +55,7 @@ def test_moe_plans_time_the_same():
     plans = [(fused_plan(x, router, gate_up, down, k, "mixtral", form="workspace")[0],
               ASCEND_910B_LIKE),
              (fused_plan(x, router, gate_up, down, k, "qwen", shared_expert=shared,
-                         num_stages=1)[0], ASCEND_910_LIKE),
+                         num_stages=1, form="onchip")[0], ASCEND_910_LIKE),
              (unfused_plan(x, router, gate_up, down, k, "mixtral")[0], ASCEND_910B_LIKE)]
     names = set()
     for launches, spec in plans:
