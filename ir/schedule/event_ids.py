@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from npujit.errors import OutOfResources
 
 from ..core import Function, Op
-from ..ops import CONTROL, Kind
+from ..ops import CONTROL
 from .model import Flag, Positions, add_flag, enclosing_loop
 
 # Phases of one program position: waits before an op, its own inner flags, sets after it.
