@@ -88,23 +88,33 @@ class PlaceAndAssignPipes:
 
 
 # Ops an affine address or bound mask is made of (base + arange, offs < n).
-_AFFINE_KINDS = frozenset({Kind.ARANGE, Kind.SPLAT, Kind.BROADCAST, Kind.ADD, Kind.SUB,
-                           Kind.MUL, Kind.CAST, Kind.CMP, Kind.AND})
-# (op kind, operand index) uses that only address memory: a load's offsets and mask, a
-# store's offsets and mask.
-_ADDRESS_USES = {(Kind.LOAD, 1), (Kind.LOAD, 2), (Kind.STORE, 1), (Kind.STORE, 3)}
+_AFFINE_KINDS = frozenset({Kind.ARANGE, Kind.SPLAT, Kind.BROADCAST, Kind.RESHAPE, Kind.ADD,
+                           Kind.SUB, Kind.MUL, Kind.CAST, Kind.CMP, Kind.AND})
+# (op kind, operand index) uses that only address memory: the offsets and mask of a load,
+# a store and an atomic.
+_ADDRESS_USES = {(Kind.LOAD, 1), (Kind.LOAD, 2), (Kind.STORE, 1), (Kind.STORE, 3),
+                 (Kind.ATOMIC_RMW, 1), (Kind.ATOMIC_RMW, 3)}
 
 
 def _address_ops(ops: list[Op]) -> set:
     """Ids of ops whose tiles are affine in ``arange`` and scalars and only address memory
     (``offs = base + nl.arange(0, B)``, ``mask = offs < n``).  The scalar unit turns them
     into DataCopy/DataCopyPad parameters (docs/npu-facts.md §A6, §A7), so they are SCALAR
-    work with no tile in UB and the loads do not wait for the Vector unit."""
+    work with no tile in UB and the loads do not wait for the Vector unit.
+
+    A 2-D tile made of such parts and of per-row values (``[M, 1]`` tiles, e.g. gathered
+    token rows ``tok[:, None] * stride + cols[None, :]`` and ``valid[:, None] & (cols <
+    H)[None, :]``) is one descriptor per row: a row's base and a run along the row, what
+    a DataCopy per row takes.  It is SCALAR work too; the ``[M, 1]`` values stay where
+    they are made (the copy's per-row reads, sim/split.py)."""
     scalar_ok: set = set()
     affine: set = set()
 
     def scalar(v) -> bool:
         return is_tile(v) and v.type.rank == 0 and (v.op is None or id(v) in scalar_ok)
+
+    def per_row(v) -> bool:
+        return is_tile(v) and v.type.rank == 2 and v.type.shape[-1] == 1
 
     for op in ops:
         ins = op.operands
@@ -115,12 +125,16 @@ def _address_ops(ops: list[Op]) -> set:
             inner.kind in _AFFINE_KINDS for inner in op.body.ops[:-1]))
         if kinds_ok and all(scalar(v) or id(v) in affine for v in ins):
             affine.update(id(r) for r in op.results if is_tile(r) and r.type.rank > 0)
+        elif kinds_ok and all(scalar(v) or id(v) in affine or per_row(v) for v in ins):
+            affine.update(id(r) for r in op.results if is_tile(r) and r.type.rank == 2
+                          and r.type.shape[-1] > 1)
     addresses: set = set()
     for op in reversed(ops):
         results = [r for r in op.results if is_tile(r) and r.type.rank > 0]
-        if results and all(id(r) in affine for r in results) and all(
-                (u.kind, i) in _ADDRESS_USES or id(u) in addresses
-                for r in results for u, i in (r.uses or [(None, -1)])):
+        uses = [use for r in results for use in r.uses]
+        if results and uses and all(id(r) in affine for r in results) and all(
+                u is not None and ((u.kind, i) in _ADDRESS_USES or id(u) in addresses)
+                for u, i in uses):
             addresses.add(id(op))
     return addresses
 
@@ -175,8 +189,8 @@ def _place(op: Op, l1: set, l0c: set, producer_pipe: dict,
         return "MTE2", "L1" if id(op.result) in l1 else "UB"
     if k in _STORES:
         return ("FIXP" if id(_stored(op)) in l0c and out_pipe == "FIXP" else "MTE3"), None
-    if k is Kind.ATOMIC_RMW:
-        return "MTE3", "UB"
+    if k is Kind.ATOMIC_RMW:    # the old values land in UB only when something reads them
+        return "MTE3", "UB" if op.result.uses else None
     if k is Kind.DOT:
         return "CUBE", "L0C"
     if op.results and id(op.results[0]) in l0c:

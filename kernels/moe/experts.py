@@ -228,9 +228,9 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     The workspace form's kernels stream their weights through the AIC's MTE2, which pays
     a fixed latency per copy, so their tiles are as long as the on-chip buffers allow and
     reach L0 in ``L0_BLOCK_K`` chunks (``workspace_tiles``): gate/up reads one burst of
-    each weight row per K step into ``[block_k, 128]`` gate and up tiles (one stage: the
-    gathered x tile's addresses fill the AIV's UB at ``block_m`` 64), down + combine two
-    bursts per step, double-buffered.  ``npujit moe-report``, Mixtral 8x7B (bf16) on the
+    each weight row per K step into ``[block_k, 128]`` gate and up tiles, down + combine
+    two bursts per step, both double-buffered (the gathered x rows' addresses are one
+    descriptor per row, made by the scalar unit: ir/schedule/placement.py).  ``npujit moe-report``, Mixtral 8x7B (bf16) on the
     910B-like part, expert kernels before -> after: 64 tokens 1479.9 + 775.7 -> 1291.7 +
     609.1 us, 512 tokens 3322.3 + 1728.7 -> 2577.3 + 986.6 us (docs/moe.md)."""
     if activation not in ACTIVATIONS:
@@ -299,12 +299,12 @@ def workspace_tiles(H: int, I: int, bm: int, itemsize: int, bh: int,
 
         >>> gate_up, down = workspace_tiles(4096, 14336, 32, 2, 128)
         >>> gate_up, down
-        ({'BLOCK_K': 256, 'BLOCK_I': 128, 'NUM_STAGES': 1, 'L0_BLOCK_K': 128}, {'BLOCK_I': 512, 'NUM_STAGES': 2, 'L0_BLOCK_K': 128})
+        ({'BLOCK_K': 256, 'BLOCK_I': 128, 'NUM_STAGES': 2, 'L0_BLOCK_K': 128}, {'BLOCK_I': 512, 'NUM_STAGES': 2, 'L0_BLOCK_K': 128})
     """
     burst = HBM_BURST // itemsize
     bk = tile(H, burst if block_k is None else block_k)
     bi = tile(I, 128 if block_i is None else block_i)
-    stages = 1 if num_stages is None else num_stages
+    stages = 2 if num_stages is None else num_stages
     fits = min(L0B_BYTES // (2 * bi * itemsize * stages),
                L0A_BYTES // (bm * itemsize * stages))
     gate_up = dict(BLOCK_K=bk, BLOCK_I=bi, NUM_STAGES=stages,

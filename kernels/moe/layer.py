@@ -60,20 +60,26 @@ def expert_capacity(num_tokens: int, num_experts: int, top_k: int,
     return math.ceil(num_tokens * top_k * capacity_factor / num_experts)
 
 
-def default_block_m(num_tokens: int, top_k: int, num_experts: int) -> int:
+def default_block_m(num_tokens: int, top_k: int, num_experts: int, itemsize: int = 2) -> int:
     """Rows per expert block: the power of two at or above twice the mean slots per
-    expert, 16 to 64.  A block reads its expert's whole weights, so an expert whose
-    tokens spill into a second block reads them twice; twice the mean leaves room for
-    uneven routing (the Mixtral 8x7B layer at 64 tokens, simulated on the 910B-like
-    part: 16 rows 2.76 ms, 32 rows 2.27 ms, 64 rows 2.39 ms fused).
+    expert, from 16 up to 128 rows of 2-byte activations (64 of fp32: the expert kernels'
+    fp32 accumulators handed to the Vector fill its UB at twice that).  A block reads its
+    expert's whole weights, so an expert whose tokens spill into a second block reads
+    them twice; twice the mean leaves room for uneven routing.  The Mixtral 8x7B layer
+    simulated on the 910B-like part (fused, bf16): at 64 tokens 16 rows 2.76 ms, 32 rows
+    2.27 ms, 64 rows 2.39 ms; at 512 tokens the expert kernels take 2.38 ms at 128 rows
+    against 3.56 ms at 64 (docs/moe.md).
 
     Example::
 
         >>> default_block_m(64, 2, 8), default_block_m(4, 2, 8), default_block_m(512, 2, 8)
-        (32, 16, 64)
+        (32, 16, 128)
+        >>> default_block_m(512, 2, 8, itemsize=4)
+        64
     """
     mean = num_tokens * top_k / max(num_experts, 1)
-    return max(16, min(64, next_power_of_2(max(1, math.ceil(2 * mean)))))
+    cap = 128 if itemsize <= 2 else 64
+    return max(16, min(cap, next_power_of_2(max(1, math.ceil(2 * mean)))))
 
 
 def dense_routing(T: int, block_m: int) -> AlignedRouting:
@@ -115,7 +121,7 @@ def experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj,
     else:
         w, ids = check_topk(topk_weights, topk_ids, T, E)
     cap = expert_capacity(T, E, ids.shape[1], capacity_factor)
-    block_m = block_m or default_block_m(T, ids.shape[1], E)
+    block_m = block_m or default_block_m(T, ids.shape[1], E, x.itemsize)
     launches, aligned = align_launches(ids, E, block_m, cap)
     acc = np.zeros((T, H), np.float32)
     launches += experts_launches(x, aligned, w, gate_up_proj, down_proj, acc, activation,
@@ -213,7 +219,7 @@ def unfused_plan(x, router_weight, gate_up_proj, down_proj, top_k: int, routing=
     _check_activation(activation)
     launches, (w, ids) = route_unfused_launches(x, router_weight, top_k, routing)
     cap = expert_capacity(T, E, top_k, capacity_factor)
-    block_m = block_m or default_block_m(T, top_k, E)
+    block_m = block_m or default_block_m(T, top_k, E, x.itemsize)
     steps, aligned = align_launches(ids, E, block_m, cap)
     launches += steps
     steps, y = _ffn_steps(x, aligned, gate_up_proj, down_proj, activation)
