@@ -240,7 +240,9 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     two bursts per step, both double-buffered (the gathered x rows' addresses are one
     descriptor per row, made by the scalar unit: ir/schedule/placement.py).  ``npujit moe-report``, Mixtral 8x7B (bf16) on the
     910B-like part, expert kernels before -> after: 64 tokens 1479.9 + 775.7 -> 1291.7 +
-    609.1 us, 512 tokens 3322.3 + 1728.7 -> 2577.3 + 986.6 us (docs/moe.md)."""
+    609.1 us, 512 tokens 3322.3 + 1728.7 -> 2577.3 + 986.6 us; with gate/up
+    double-buffered, 128-row blocks and 256-wide down tiles (``down_block_h``): 64 tokens
+    1240.7 + 604.1 us, 512 tokens 1604.2 + 692.9 us (docs/moe.md)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     if form not in FORMS:

@@ -67,8 +67,8 @@ def default_block_m(num_tokens: int, top_k: int, num_experts: int, itemsize: int
     expert's whole weights, so an expert whose tokens spill into a second block reads
     them twice; twice the mean leaves room for uneven routing.  The Mixtral 8x7B layer
     simulated on the 910B-like part (fused, bf16): at 64 tokens 16 rows 2.76 ms, 32 rows
-    2.27 ms, 64 rows 2.39 ms; at 512 tokens the expert kernels take 2.38 ms at 128 rows
-    against 3.56 ms at 64 (docs/moe.md).
+    2.27 ms, 64 rows 2.39 ms; at 512 tokens the expert kernels take 2.30 ms at 128 rows
+    against 3.05 ms at 64 (docs/moe.md).
 
     Example::
 
