@@ -50,11 +50,15 @@ TIMING_ONLY = frozenset({"gate_up_act_kernel", "down_combine_kernel", "fused_exp
 
 
 def layer_inputs(layer: dict, tokens: int, dtype=ml_dtypes.bfloat16, seed: int = 0) -> dict:
-    """x, router weight (random), expert and shared-expert weights (zeros) of ``layer``."""
+    """x, router weight (random), expert and shared-expert weights (zeros) of ``layer``.
+    The router weight is scaled by ``1 / sqrt(H)``, as a linear layer's initialisation
+    is, so the logits are of order 1 as a trained router's are: unscaled, DeepSeek-V3's
+    sigmoid scores saturate at 1.0, tie, and the ties send every token to the lowest
+    expert ids."""
     rng = np.random.default_rng(seed)
     H, I, E = layer["H"], layer["I"], layer["E"]
     inputs = dict(x=rng.standard_normal((tokens, H)).astype(dtype),
-                  router_weight=rng.standard_normal((E, H)).astype(dtype),
+                  router_weight=(rng.standard_normal((E, H)) / np.sqrt(H)).astype(dtype),
                   gate_up_proj=np.zeros((E, 2 * I, H), dtype),
                   down_proj=np.zeros((E, H, I), dtype), shared_expert=None)
     if layer.get("shared_i"):
