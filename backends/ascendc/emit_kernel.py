@@ -26,9 +26,10 @@ from . import schedule_view as sv
 from .emit_control import ControlLowering
 from .emit_cube import CubeLowering
 from .emit_memory import MemoryLowering
+from .emit_rows import RowLowering
 from .emit_vector import VectorLowering
 from .lowering import CMP_CPP, SCALAR_BINARY, cpp_type, not_lowered, raw_name, source_line
-from .values import Scalar
+from .values import Scalar, Tile
 
 _CPP_KEYWORDS = {"int", "float", "double", "char", "auto", "new", "delete", "class", "struct",
                  "template", "this", "default", "register", "union", "operator", "private",
@@ -59,7 +60,7 @@ class KernelInfo:
     unit_stride_args: list = field(default_factory=list)   # scalars that must be 1 at launch
 
 
-class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering):
+class KernelWriter(MemoryLowering, RowLowering, VectorLowering, CubeLowering, ControlLowering):
     """Writes one kernel; see the module doc."""
 
     def __init__(self, fn):
@@ -81,6 +82,7 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
         self.helpers: set[str] = set()
         self.info = KernelInfo(fn.name, self.class_name, core=sv.core(fn))
         self.stores_emitted: dict[int, set] = {}   # id(tile in a VECOUT queue) -> its stores so far
+        self.pinned: list = []                     # VECIN tiles the scalar unit reads per row
 
     # --- output ------------------------------------------------------------------------
     def line(self, text: str = "") -> None:
@@ -248,12 +250,14 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
             for inner in op.walk():
                 for v in inner.operands:
                     last[id(v)] = i
+        pinned = len(self.pinned)
         for i, op in enumerate(block.ops):
             if op.kind in (Kind.RETURN, Kind.YIELD):
                 continue
             self.comment_source(op)
             self.emit_op(op)
             self.release_after(op, [v for v in _defined_in(block) if last.get(id(v)) == i])
+        self.free_pinned(pinned)
 
     def emit_op(self, op) -> None:
         k = op.kind
@@ -287,6 +291,9 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
             return self.emit_ub_transfer(op)
         if k is Kind.ATOMIC_RMW:
             return self.emit_atomic_add(op)
+        if (k is Kind.BLOCK_LOAD and sv.scope(op) == "UB") or (
+                k is Kind.BLOCK_STORE and isinstance(self.sym(op.operands[-1]), Tile)):
+            return self.ub_block_transfer(op)
         if k in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT) or sv.scope(op) in ("L0C", "L1"):
             return self.emit_cube_op(op)
         self.emit_flags(op, "wait_flags")

@@ -1,0 +1,77 @@
+"""The MoE kernels that emit as Ascend C (kernels/moe/), built against the CPU twin and
+compared with the reference backend on small ragged shapes: 2-D tiles, rows gathered by
+loaded indices, per-row broadcasts, strided lanes, reductions along an axis, sigmoid and
+silu.  What does not emit yet raises a NotImplementedError naming the op and its line.
+
+Run: NPUJIT_CACHE_DIR=/tmp/c python -m pytest -n 0 -q tests/backends/ascendc/test_ascendc_moe.py
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from npujit.kernels.moe import combine, dispatch, experts, router
+
+from ascendc_support import TWIN, assert_matches
+
+rng = np.random.default_rng(12)
+
+
+def _routing(T, E, k, block_m=16):
+    ids = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int32)
+    return dispatch.align(ids, E, block_m=block_m, backend="reference")
+
+
+def test_combine_gathers_rows_and_weights_them():
+    # H = 40 and 72 are ragged in a 64- / 128-wide tile; row_idx -1 are dropped slots
+    for T, H, shared in ((10, 40, False), (3, 40, True), (17, 33, True)):
+        k = 2
+        rows = T * k + 5
+        y = rng.standard_normal((rows, H)).astype(np.float32)
+        row_idx = rng.permutation(rows)[:T * k].astype(np.int32)
+        row_idx[::3] = -1
+        w = rng.random((T, k)).astype(np.float32)
+        sh = rng.standard_normal((T, H)).astype(np.float32) if shared else None
+        want = combine.combine(y, row_idx, w, np.float32, shared=sh, backend="reference")
+        got = combine.combine(y, row_idx, w, np.float32, shared=sh, backend=TWIN)
+        assert_matches(got, want, f"combine T={T} H={H} shared={shared}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_activation_step(dtype):
+    # silu(gate) * up on [R, 2I] rows: a block pointer into UB and an offset 2-D load
+    for R, I in ((20, 40), (3, 64)):
+        h = (rng.standard_normal((R, 2 * I)) * 4).astype(dtype)
+        want = experts.act(h, "silu", backend="reference")
+        got = experts.act(h, "silu", backend=TWIN)
+        assert_matches(got, want, f"act R={R} I={I} {np.dtype(dtype)}")
+
+
+def test_permute_gathers_token_rows():
+    # rows by loaded slot ids (slot // TOP_K per row on the scalar unit), pad rows zero
+    x = rng.standard_normal((9, 48)).astype(np.float16)
+    aligned = _routing(9, 4, 2)
+    want = dispatch.permute(x, aligned, backend="reference")
+    got = dispatch.permute(x, aligned, backend=TWIN)
+    assert_matches(got, want, "permute")
+
+
+@pytest.mark.parametrize("sigmoid", [True, False])
+def test_router_scores(sigmoid):
+    # sigmoid, or softmax along the rows of a 2-D tile (reductions along axis 1)
+    for T, E in ((10, 8), (33, 60)):
+        logits = (rng.standard_normal((T, E)) * 3).astype(np.float32)
+        outs = {}
+        for backend in ("reference", TWIN):
+            scores = np.zeros((T, E), np.float32)
+            router.score_kernel.with_options(backend=backend)[(-(-T // 16),)](
+                logits, scores, T, E, SIGMOID=sigmoid, BLOCK_T=16,
+                BLOCK_E=max(16, 1 << (E - 1).bit_length()))
+            outs[backend] = scores
+        assert_matches(outs[TWIN], outs["reference"], f"scores T={T} E={E}")
+
+
+def test_what_does_not_emit_names_the_op():
+    h = rng.standard_normal((4, 32)).astype(np.float32)
+    with pytest.raises(NotImplementedError, match=r"npu\.gelu at experts\.py:\d+"):
+        experts.act(h, "gelu", backend=TWIN)
