@@ -150,7 +150,7 @@ class KernelWriter(MemoryLowering, RowLowering, VectorLowering, CubeLowering, Co
                 self.info.tiling.append((a.name, cpp_type(a.type.dtype), i))
                 self.syms[id(a)] = Scalar(f"tiling_.{a.name}", a.type.dtype)
         self.emit_block(fn.body)
-        body = self.lines
+        body = _drop_unused_scalars(self.lines)
         return self._assemble(body), self.info
 
     def _assemble(self, body: list) -> str:
@@ -471,6 +471,26 @@ class KernelWriter(MemoryLowering, RowLowering, VectorLowering, CubeLowering, Co
 # UB-side events the TQue protocol sets and waits (EnQue/DeQue, Free/Alloc;
 # docs/npu-facts.md §A7).
 _QUEUE_EVENTS = {"MTE2_V", "V_MTE2", "V_MTE3", "MTE3_V"}
+
+
+_SCALAR_DEF = re.compile(r"\s*const [\w:<>]+ (\w+) = [^;]*;$")
+
+
+def _drop_unused_scalars(lines: list) -> list:
+    """The body without scalar constants nobody reads (a block pointer's unchecked shape,
+    say): g++ rejects them under -Werror, and they are dead code.  Their expressions are
+    scalar arithmetic and GM reads, free of side effects."""
+    while True:
+        text = "\n".join(lines)
+        unused = set()
+        for line in lines:
+            m = _SCALAR_DEF.match(line)
+            if m and len(re.findall(rf"\b{m.group(1)}\b", text)) == 1:
+                unused.add(m.group(1))
+        if not unused:
+            return lines
+        lines = [line for line in lines
+                 if not ((m := _SCALAR_DEF.match(line)) and m.group(1) in unused)]
 
 
 def _defined_in(block) -> list:

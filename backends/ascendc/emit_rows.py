@@ -18,7 +18,12 @@ from npujit.ir.types import float32
 
 from . import schedule_view as sv
 from .lowering import CMP_CPP, VECTOR_BINARY, cpp_type, not_lowered
-from .values import Grid, Index, Mask, Mask2, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+
+# The event id of the emitter's own SetFlag/WaitFlag pairs here: the last of the 8 ids
+# per event kind; the schedule hands ids out from 0 by liveness (ir/schedule/event_ids.py),
+# and a clash would be caught by the twin as a set that is still pending.
+OWN_ID = 7
 
 # Scalar C++ operators of RowVal arithmetic (the scalar unit's, as in scalar_op).
 _ROW_OPS = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}
@@ -34,8 +39,8 @@ class RowLowering:
         self.use_tile(s)
         home = getattr(s.home, "position", None)
         event = "MTE2_S" if home == "VECIN" else "V_S"
-        self.line(f"AscendC::SetFlag<AscendC::HardEvent::{event}>(0);   // the scalar unit reads {s.var}")
-        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::{event}>(0);")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::{event}>({OWN_ID});   // the scalar unit reads {s.var}")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::{event}>({OWN_ID});")
         if home == "VECIN" and self.queue_state.get(s.var) == "held":
             self.queue_state[s.var] = "pinned"
             self.pinned.append(s)
@@ -100,6 +105,12 @@ class RowLowering:
                 return Grid(b.row, Index(f"{b.col.base} + {a.value.expr}", b.col.length), b.rows, b.cols)
         if k is Kind.AND:
             return self.mask2(op, args, shape)
+        if k is Kind.CMP and op.attrs["predicate"] == "eq" and len(shape) == 2:
+            a, b = args
+            if isinstance(b, RowVal):
+                a, b = b, a
+            if isinstance(a, RowVal) and isinstance(b, Index) and not a.dtype.is_float:
+                return OneHot(a, b, shape[0], shape[1])
         return None
 
     def per_row_only(self, op, args) -> bool:
@@ -196,6 +207,23 @@ class RowLowering:
             self.release(src)
         return out
 
+    def one_hot(self, op, s: OneHot, dt, dest) -> Tile:
+        """``(row[:, None] == cols[None, :]).to(dt)``: zeros, then the scalar unit sets
+        the one lane of each row whose column is the row's value."""
+        out = dest()
+        R, C = s.rows, s.cols
+        self.line(f"AscendC::Duplicate({out.var}, {_scalar(0, dt)}, {R * C});")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        r, c = self.fresh("r"), self.fresh("col")
+        self.line(f"for (int32_t {r} = 0; {r} < {R}; ++{r}) {{   // one hot lane per row")
+        self.line(f"    const int64_t {c} = static_cast<int64_t>({s.row.at(r)}) - ({s.col.base});")
+        self.line(f"    if ({c} >= 0 && {c} < {C}) {out.var}.SetValue({r} * {C} + {c}, {_scalar(1, dt)});")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the tile")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        return out
+
     # --- reductions along an axis of a 2-D tile ----------------------------------------
     def reduce_axis(self, op, s, result, dest) -> Tile:
         """``nl.sum/max/min(x, axis)`` of a 2-D tile: along rows (axis 0) the vector unit
@@ -244,11 +272,11 @@ class RowLowering:
             value = f"static_cast<{cpp_type(dt)}>({value})"
         self.line(f"for (int32_t {r} = 0; {r} < {R}; ++{r}) {{   // one reduction per row")
         self.line(f"    AscendC::{api}({one.var}, {src.var}[{r} * {C}], {work.var}, {C});")
-        self.line("    AscendC::SetFlag<AscendC::HardEvent::V_S>(0);")
-        self.line("    AscendC::WaitFlag<AscendC::HardEvent::V_S>(0);")
+        self.line(f"    AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"    AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
         self.line(f"    {out.var}.SetValue({r}, {value});")
-        self.line("    AscendC::SetFlag<AscendC::HardEvent::S_V>(0);")
-        self.line("    AscendC::WaitFlag<AscendC::HardEvent::S_V>(0);")
+        self.line(f"    AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        self.line(f"    AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
         self.line("}")
         for t in (work, one, widened):
             self.release(t)
@@ -270,14 +298,14 @@ class RowLowering:
             raise not_lowered(op, "a mask the emitter cannot build for a strided or gathered load")
         if mask is not None:
             self.line(f"AscendC::Duplicate({var}, {fill}, {offs.rows});   // masked-off lanes")
-            self.line("AscendC::SetFlag<AscendC::HardEvent::V_S>(0);")
-            self.line("AscendC::WaitFlag<AscendC::HardEvent::V_S>(0);")
+            self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+            self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
         read = f"{var}.SetValue({r}, {gm}.GetValue({offs.at(r)}));"
         self.line(f"for (int32_t {r} = 0; {r} < {offs.rows}; ++{r}) {{   // one element per lane")
         self.line(f"    {read}" if cond is None else f"    if ({cond}) {read}")
         self.line("}")
-        self.line("AscendC::SetFlag<AscendC::HardEvent::S_V>(0);   // the vector unit reads the lanes")
-        self.line("AscendC::WaitFlag<AscendC::HardEvent::S_V>(0);")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
 
     def check_row_pitch(self, op, cols: int, dtype) -> None:
         if cols * dtype.itemsize % 32:
@@ -351,8 +379,8 @@ class RowLowering:
             self.line(f"AscendC::LocalTensor<{t}> {var} = {m.name}.AllocTensor<{t}>();")
             if checked:
                 self.line(f"AscendC::Duplicate({var}, {_zero(dt)}, {R * C});   // out-of-bounds elements read 0")
-                self.line("AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(0);")
-                self.line("AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(0);")
+                self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_MTE2>({OWN_ID});")
+                self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>({OWN_ID});")
             self.helpers.add("tail_pad")
             self.line(f"if ({rows} > 0 && {cols} > 0) {{")
             self.line(f"    AscendC::DataCopyPad({var}, {at_gm}, {params}{gm_gap}, {ub_gap}, 0}},")

@@ -14,7 +14,7 @@ from npujit.ir.types import float32, int32
 from . import schedule_view as sv
 from .lowering import (ACTIVATIONS, CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY, VECTOR_DTYPES,
                        VECTOR_UNARY, cpp_type, not_lowered, raw_name, round_mode)
-from .values import Bits, Index, Mask, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import Bits, Index, Mask, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
 
 
 class VectorLowering:
@@ -116,6 +116,8 @@ class VectorLowering:
             return self.row_binary(op, args, rt.dtype, dest)
         if k is Kind.REDUCE:
             return self.reduce_axis(op, args[0], result, dest)
+        if k is Kind.CAST and isinstance(args[0], OneHot):
+            return self.one_hot(op, args[0], rt.dtype, dest)
         if k is Kind.CAST:
             return self.cast(op, args[0], rt.dtype, dest)
         if k in VECTOR_BINARY or k in VECTOR_UNARY or k in ACTIVATIONS or k is Kind.NEG:

@@ -118,3 +118,14 @@ class Mask2:
     col: Mask | None
     rows: int
     cols: int
+
+
+@dataclass
+class OneHot:
+    """The 2-D i1 tile ``row[r] == col.base + c`` (a per-row value against the columns),
+    kept symbolic until a cast makes it data."""
+
+    row: RowVal
+    col: Index
+    rows: int
+    cols: int

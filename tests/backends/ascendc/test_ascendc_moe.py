@@ -56,6 +56,21 @@ def test_permute_gathers_token_rows():
     assert_matches(got, want, "permute")
 
 
+def test_expert_histogram():
+    # one-hot rows (ids[:, None] == cols[None, :]) summed along axis 0, added by an
+    # atomic into the counts: the first of the three dispatch kernels
+    from npujit.kernels.moe.launch import run_all
+    for T, E, k in ((37, 6, 2), (5, 16, 3)):
+        ids = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int32)
+        got = {}
+        for backend in ("reference", TWIN):
+            launches, aligned = dispatch.align_launches(ids, E, 16, block_s=16)
+            run_all(launches[:1], backend)
+            got[backend] = (aligned.counts, launches[0].args[2])
+        np.testing.assert_array_equal(got[TWIN][0], np.bincount(ids.ravel(), minlength=E))
+        np.testing.assert_array_equal(got[TWIN][1], got["reference"][1])
+
+
 @pytest.mark.parametrize("sigmoid", [True, False])
 def test_router_scores(sigmoid):
     # sigmoid, or softmax along the rows of a 2-D tile (reductions along axis 1)
