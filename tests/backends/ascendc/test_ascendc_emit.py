@@ -97,7 +97,10 @@ def _moe_launches() -> list:
             dispatch.permute_launch(y, aligned, y.copy()),
             experts.act_launch(np.zeros((3, 64), np.float32), np.zeros((3, 32), np.float32)),
             KernelLaunch(score_kernel, (1,), (logits, logits.copy(), 3, 4),
-                         dict(SIGMOID=False, BLOCK_T=16, BLOCK_E=16))]
+                         dict(SIGMOID=False, BLOCK_T=16, BLOCK_E=16)),
+            experts.grouped_gemm_launch(np.zeros((aligned.sorted_ids.size, 200), np.float16),
+                                        aligned.expert_ids, np.zeros((4, 80, 200), np.float16),
+                                        np.zeros((aligned.sorted_ids.size, 80), np.float16), 16)]
 
 
 def _documented_names() -> set:

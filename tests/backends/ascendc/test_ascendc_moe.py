@@ -1,12 +1,13 @@
 """The MoE kernels that emit as Ascend C (kernels/moe/), built against the CPU twin and
 compared with the reference backend on small ragged shapes: 2-D tiles, rows gathered by
 loaded indices, per-row broadcasts, strided lanes, reductions along an axis, sigmoid and
-silu.  What does not emit yet raises a NotImplementedError naming the op and its line.
+silu, the grouped GEMM's transposed weight tiles on the Cube.  What does not emit yet raises a NotImplementedError naming the op and its line.
 
 Run: NPUJIT_CACHE_DIR=/tmp/c python -m pytest -n 0 -q tests/backends/ascendc/test_ascendc_moe.py
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -69,6 +70,20 @@ def test_expert_histogram():
             got[backend] = (aligned.counts, launches[0].args[2])
         np.testing.assert_array_equal(got[TWIN][0], np.bincount(ids.ravel(), minlength=E))
         np.testing.assert_array_equal(got[TWIN][1], got["reference"][1])
+
+
+@pytest.mark.parametrize("dtype, out_dtype, K", [(np.float16, np.float16, 200),
+                                                  (ml_dtypes.bfloat16, np.float32, 48)])
+def test_grouped_gemm(dtype, out_dtype, K):
+    # a @ w[e].T per row block: the weight tile read transposed (strides (1, K)) is copied
+    # into L1 as its transpose's NZ fractals; K = 200 runs 256-wide K tiles in L0 chunks
+    T, E, N = 10, 4, 80
+    aligned = _routing(T, E, 2)
+    a = rng.standard_normal((aligned.sorted_ids.size, K)).astype(dtype)
+    w = rng.standard_normal((E, N, K)).astype(dtype)
+    want = experts.grouped_gemm(a, aligned.expert_ids, w, 16, out_dtype, backend="reference")
+    got = experts.grouped_gemm(a, aligned.expert_ids, w, 16, out_dtype, backend=TWIN)
+    assert_matches(got, want, f"grouped gemm {np.dtype(dtype)} -> {np.dtype(out_dtype)}")
 
 
 @pytest.mark.parametrize("sigmoid", [True, False])
