@@ -57,7 +57,8 @@ STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.IF, Kind.WHILE, Kind.YIELD, Kind.FUSED
               Kind.BLOCK_STORE, Kind.IDIV, Kind.REM,
               Kind.AND, Kind.OR, Kind.XOR,   # and/or/xor: scalars, and `&` of two masks
               Kind.RESHAPE,                  # 1-D to 1-D or to [R, 1] / [1, C], a scalar to one lane
-              Kind.BROADCAST}                # [R, 1] / [1, C] to [R, C] (emit_rows.py)
+              Kind.BROADCAST,                # [R, 1] / [1, C] to [R, C] (emit_rows.py)
+              Kind.HANDOFF}                  # Cube -> Vector outside loops (emit_mixed.py)
 
 # Element types the vector unit computes on (2201 architecture): anything else is only
 # moved and cast.  bf16 arithmetic is emitted on f32 copies (one rounding, as the
@@ -88,8 +89,6 @@ NOT_LOWERED = {
     Kind.SORT: "sort is not emitted yet",
     Kind.TOPK: "topk is not emitted yet",
     Kind.GATHER: "gather (a tile indexed by a tile) is not emitted yet",
-    Kind.HANDOFF: ("a value handed between the Cube (AIC) and the Vector (AIV) core of a "
-                   "separated part (a mixed kernel) is not emitted yet"),
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",
 }

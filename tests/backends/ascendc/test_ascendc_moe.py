@@ -1,7 +1,8 @@
 """The MoE kernels that emit as Ascend C (kernels/moe/), built against the CPU twin and
 compared with the reference backend on small ragged shapes: 2-D tiles, rows gathered by
 loaded indices, per-row broadcasts, strided lanes, reductions along an axis, sigmoid and
-silu, the grouped GEMM's transposed weight tiles on the Cube.  What does not emit yet raises a NotImplementedError naming the op and its line.
+silu, the grouped GEMM's transposed weight tiles on the Cube, and the AIC/AIV split of
+the mixed down + combine kernel.  What does not emit yet raises a NotImplementedError naming the op and its line.
 
 Run: NPUJIT_CACHE_DIR=/tmp/c python -m pytest -n 0 -q tests/backends/ascendc/test_ascendc_moe.py
 """
@@ -84,6 +85,46 @@ def test_grouped_gemm(dtype, out_dtype, K):
     want = experts.grouped_gemm(a, aligned.expert_ids, w, 16, out_dtype, backend="reference")
     got = experts.grouped_gemm(a, aligned.expert_ids, w, 16, out_dtype, backend=TWIN)
     assert_matches(got, want, f"grouped gemm {np.dtype(dtype)} -> {np.dtype(out_dtype)}")
+
+
+def _down_combine_case(T, E, H, I, dtype):
+    aligned = _routing(T, E, 2)
+    x = np.zeros((T, H), dtype)
+    gate_up = np.zeros((E, 2 * I, H), dtype)
+    down = (rng.standard_normal((E, H, I)) * 0.1).astype(dtype)
+    launch = experts.experts_launches(x, aligned, np.ones((T, 2), np.float32), gate_up, down,
+                                      np.zeros((T, H), np.float32))[1]
+    work = rng.standard_normal(launch.args[0].shape).astype(dtype)
+    return launch, (work,) + launch.args[1:4], launch.args[5:]
+
+
+def test_down_combine_hands_the_cube_result_to_the_vector_core():
+    # a mixed kernel: the AIC's down GEMM in L0C goes through the GM workspace to the AIV,
+    # which adds its rows into the gathered token rows with an atomic
+    for T, E, H, I, dtype in ((10, 4, 48, 40, np.float16), (21, 3, 100, 72, ml_dtypes.bfloat16)):
+        launch, head, tail = _down_combine_case(T, E, H, I, dtype)
+        outs = {}
+        for backend in ("reference", TWIN):
+            out = np.zeros((T, H), np.float32)
+            launch.kernel.with_options(backend=backend)[launch.grid](*head, out, *tail, **launch.meta)
+            outs[backend] = out
+        assert_matches(outs[TWIN], outs["reference"], f"down + combine T={T} H={H} I={I}")
+
+
+def test_a_removed_cross_core_set_fails_naming_the_flag():
+    from npujit.backends.ascendc import AscendCTwinKernel, TwinDeviceError
+    from ascendc_support import compiled
+    launch, head, tail = _down_combine_case(10, 4, 48, 40, np.float16)
+    out = np.zeros((10, 48), np.float32)
+    k = launch.kernel.with_options(backend=TWIN, debug=False)   # a variant of its own
+    k[launch.grid](*head, out, *tail, **launch.meta)
+    run = compiled(k, **launch.meta).runnable()
+    edited = run.source.replace("AscendC::CrossCoreSetFlag<2, PIPE_FIX>(0);", "", 1)
+    assert edited != run.source
+    broken = AscendCTwinKernel(run.fn, run.options, source=edited)
+    with pytest.raises(TwinDeviceError, match=r"CrossCoreWaitFlag\(0\) with no CrossCoreSetFlag"):
+        broken(launch.grid, [a.ravel() if isinstance(a, np.ndarray) else a
+                             for a in (*head, out, *tail)])
 
 
 @pytest.mark.parametrize("sigmoid", [True, False])
