@@ -49,6 +49,8 @@ class CubeLowering:
             return self.cube_accumulator(op)
         if k is Kind.BLOCK_LOAD and sv.scope(op) == "L1":
             return self.block_load_l1(op)
+        if k is Kind.LOAD and sv.scope(op) == "L1":
+            return self.gathered_load_l1(op)
         if k is Kind.DOT:
             if op.operands[0].type.rank != 2:
                 raise not_lowered(op, "a batched (3-D) dot is not emitted yet")
@@ -174,6 +176,52 @@ class CubeLowering:
         self.line("}")
         self.emit_flags(op, "set_flags")
         self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1", transposed=transposed)
+
+    def gathered_load_l1(self, op) -> None:
+        """Rows gathered by per-row offsets (``x[tok[:, None] * stride + cols[None, :]]``)
+        into L1: the tile zeroed, then one ND -> NZ copy of each row whose condition holds
+        (a row lands at its 16-element slice of every fractal column)."""
+        from .values import Grid, Mask2
+        dt = op.result.type.dtype
+        offs = self.sym(op.operands[1])
+        mask = self.sym(op.operands[2]) if len(op.operands) > 2 else None
+        if len(op.operands) > 3:
+            raise not_lowered(op, "a gathered Cube operand with `other=` (masked rows are zeros)")
+        if not isinstance(offs, Grid) or (mask is not None and not isinstance(mask, Mask2)):
+            raise not_lowered(op, "a Cube operand loaded at offsets that are not rows of "
+                                  "`row[:, None] + cols[None, :]`")
+        if dt.itemsize != 2:
+            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16 and bf16")
+        rows, cols = offs.rows, offs.cols
+        if rows % FRACTAL or cols % FRACTAL:
+            raise not_lowered(op, f"a block of {rows}x{cols}: the Cube path needs multiples of 16")
+        side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result
+                           for u in op.result.users) else "B1"
+        buf = sv.buffers(op)[0]
+        hint = self.user_name(op, "a" if side == "A1" else "b")
+        m = self.cube_member(buf, side, hint + "L1")
+        self.emit_flags(op, "wait_flags")
+        tile = self.slot_view(m, dt, hint)
+        t = cpp_type(dt)
+        self.line(f"AscendC::InitConstValue({tile}, {{1, {rows * cols * dt.itemsize // 32}, 0, {t}(0.0f)}});"
+                  "   // rows left out read 0")
+        count = mask.col.count if mask is not None and mask.col is not None else str(cols)
+        conds = [mask.row.at("r")] if mask is not None and mask.row is not None else []
+        if count != str(cols):
+            conds.append(f"{count} > 0")
+        params = self.fresh(hint + "_row")
+        gm = self.gm_members[id(op.operands[0])]
+        self.line(f"AscendC::Nd2NzParams {params};   // one ND row in GM -> its slices of the NZ fractals")
+        self.line(f"{params}.nValue = 1;")
+        self.line(f"{params}.dValue = {count};")
+        self.line(f"{params}.srcDValue = {count};")
+        self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
+        self.line(f"for (int32_t r = 0; r < {rows}; ++r) {{   // one descriptor per row")
+        copy = f"AscendC::DataCopy({tile}[r * {FRACTAL}], {gm}[{offs.row.at('r')} + {offs.col.base}], {params});"
+        self.line(f"    if ({' && '.join(conds)}) {copy}" if conds else f"    {copy}")
+        self.line("}")
+        self.emit_flags(op, "set_flags")
+        self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1")
 
     def mmad(self, op) -> None:
         a, b = self.sym(op.operands[0]), self.sym(op.operands[1])

@@ -342,7 +342,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
             return None
         if k is Kind.HANDOFF:
             return self.emit_handoff(op)
-        if k in (Kind.LOAD, Kind.STORE):
+        if k in (Kind.LOAD, Kind.STORE) and sv.scope(op) != "L1":
             return self.emit_ub_transfer(op)
         if k is Kind.ATOMIC_RMW:
             return self.emit_atomic_add(op)

@@ -20,11 +20,16 @@ from npujit.ir.schedule.split_cores import op_side
 
 from . import schedule_view as sv
 from .lowering import cpp_type, not_lowered
-from .values import Scalar, Splat, Tile
+from .values import Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile
 
 _AIC_PIPES = {"MTE1", "M", "FIX"}
 _AIV_PIPES = {"V", "MTE3"}
 AIC_POSITIONS = {"A1", "B1", "A2", "B2", "CO1"}
+_MOVES = {Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW, Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT,
+          Kind.HANDOFF}
+_SYMBOLIC = (Scalar, Splat, Index, Mask, Mask2, Grid, RowVal, OneHot)
+_NEVER_SYMBOLIC = {Kind.STORE, Kind.ATOMIC_RMW, Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT,
+                   Kind.FOR, Kind.IF, Kind.WHILE, Kind.HANDOFF, Kind.REDUCE}
 
 
 class MixedLowering:
@@ -56,18 +61,58 @@ class MixedLowering:
                   and all(getattr(r.type, "is_scalar", False) for r in op.results))
         if side is not None and not scalar:      # scalars: either core's scalar unit
             return side != self.side
-        inner = {op_side(i) for i in op.walk() if i is not op} - {None}
+        # a region belongs to the core whose memory traffic and Cube work it holds (its
+        # address arithmetic either core can do)
+        inner = {op_side(i) for i in op.walk() if i is not op and i.kind in _MOVES} - {None}
         if inner and self.side not in inner:
             return True
         return any(id(v) not in self.syms and id(v) not in self.gm_members for v in op.operands)
 
     def skip_op(self, op) -> None:
-        """The other side's op: only this side's flags around it (a splat of a scalar
-        stays known: either side may read it)."""
+        """The other side's op: this side's flags around it, and the values it needs of
+        it that its own scalar unit can make: a splat of a scalar, per-row values and
+        masks (no vector code), and the lanes of a 1-D load read from GM per row (the
+        AIC's scalar unit reads ``sorted_ids`` itself where the AIV loaded them to UB)."""
+        self.emit_flags(op, "pre_set_flags")
+        self.emit_flags(op, "wait_flags")
         if op.kind is Kind.SPLAT and isinstance(self.syms.get(id(op.operands[0])), Scalar):
             self.syms[id(op.result)] = Splat(self.syms[id(op.operands[0])], op.result.type.numel)
-        for which in ("pre_set_flags", "wait_flags", "set_flags", "post_wait_flags"):
-            self.emit_flags(op, which)
+        elif op.kind is Kind.LOAD:
+            self.lanes_from_gm(op)
+        elif op.kind not in _NEVER_SYMBOLIC and all(
+                isinstance(self.syms.get(id(v)), _SYMBOLIC) for v in op.operands):
+            with self.capture() as lines:
+                try:
+                    if op.kind is Kind.FUSED:
+                        self.emit_fused(op)
+                    else:
+                        self.emit_elementwise(op, op.operands, op.results[0], top=False)
+                    ok = all(isinstance(self.syms.get(id(r)), _SYMBOLIC) for r in op.results)
+                except (NotImplementedError, KeyError):
+                    ok = False
+            if ok:
+                self.lines.extend(lines)
+            else:
+                for r in op.results:
+                    self.syms.pop(id(r), None)
+        self.emit_flags(op, "set_flags")
+        self.emit_flags(op, "post_wait_flags")
+
+    def lanes_from_gm(self, op) -> None:
+        """A 1-D load at ``base + lanes`` the other core made: per-row GM reads."""
+        offs = self.syms.get(id(op.operands[1]))
+        mask = self.syms.get(id(op.operands[2])) if len(op.operands) > 2 else None
+        other = self.syms.get(id(op.operands[3])) if len(op.operands) > 3 else None
+        if op.result.type.rank != 1 or not isinstance(offs, Index):
+            return
+        if mask is not None and not isinstance(mask, Mask):
+            return
+        gm = self.gm_members[id(op.operands[0])]
+        read = f"{gm}.GetValue({offs.base} + {{r}})"
+        if mask is not None:
+            fill = other.value.expr if isinstance(other, Splat) else "0"
+            read = f"(static_cast<uint32_t>({{r}}) < {mask.count} ? {read} : {fill})"
+        self.syms[id(op.result)] = RowVal(read, op.result.type.dtype, offs.length)
 
     def emit_handoff(self, op) -> None:
         if op.attrs.get("src_pipe") != "FIXP":

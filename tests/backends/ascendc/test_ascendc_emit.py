@@ -98,17 +98,17 @@ def _moe_launches() -> list:
             experts.act_launch(np.zeros((3, 64), np.float32), np.zeros((3, 32), np.float32)),
             KernelLaunch(score_kernel, (1,), (logits, logits.copy(), 3, 4),
                          dict(SIGMOID=False, BLOCK_T=16, BLOCK_E=16)),
-            _down_combine_launch(experts, aligned),
+            *_expert_launches(experts, aligned),
             experts.grouped_gemm_launch(np.zeros((aligned.sorted_ids.size, 200), np.float16),
                                         aligned.expert_ids, np.zeros((4, 80, 200), np.float16),
                                         np.zeros((aligned.sorted_ids.size, 80), np.float16), 16)]
 
 
-def _down_combine_launch(experts, aligned):
+def _expert_launches(experts, aligned):
     x = np.zeros((3, 48), np.float16)
     return experts.experts_launches(x, aligned, np.ones((3, 2), np.float32),
                                     np.zeros((4, 80, 48), np.float16), np.zeros((4, 48, 40), np.float16),
-                                    np.zeros((3, 48), np.float32))[1]
+                                    np.zeros((3, 48), np.float32))
 
 
 def _documented_names() -> set:

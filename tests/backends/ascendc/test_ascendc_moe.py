@@ -2,7 +2,7 @@
 compared with the reference backend on small ragged shapes: 2-D tiles, rows gathered by
 loaded indices, per-row broadcasts, strided lanes, reductions along an axis, sigmoid and
 silu, the grouped GEMM's transposed weight tiles on the Cube, and the AIC/AIV split of
-the mixed down + combine kernel.  What does not emit yet raises a NotImplementedError naming the op and its line.
+the mixed expert kernels (workspace form).  What does not emit yet raises a NotImplementedError naming the op and its line.
 
 Run: NPUJIT_CACHE_DIR=/tmp/c python -m pytest -n 0 -q tests/backends/ascendc/test_ascendc_moe.py
 """
@@ -98,17 +98,19 @@ def _down_combine_case(T, E, H, I, dtype):
     return launch, (work,) + launch.args[1:4], launch.args[5:]
 
 
-def test_down_combine_hands_the_cube_result_to_the_vector_core():
-    # a mixed kernel: the AIC's down GEMM in L0C goes through the GM workspace to the AIV,
-    # which adds its rows into the gathered token rows with an atomic
+def test_expert_ffn_workspace_form():
+    # gate_up_act_kernel: x rows gathered by slot into L1 (one ND -> NZ copy per row), gate
+    # and up on the Cube, handed to the Vector for silu(gate) * up * w; down_combine_kernel:
+    # the down GEMM handed to the Vector, added into the token rows by an atomic
     for T, E, H, I, dtype in ((10, 4, 48, 40, np.float16), (21, 3, 100, 72, ml_dtypes.bfloat16)):
-        launch, head, tail = _down_combine_case(T, E, H, I, dtype)
-        outs = {}
-        for backend in ("reference", TWIN):
-            out = np.zeros((T, H), np.float32)
-            launch.kernel.with_options(backend=backend)[launch.grid](*head, out, *tail, **launch.meta)
-            outs[backend] = out
-        assert_matches(outs[TWIN], outs["reference"], f"down + combine T={T} H={H} I={I}")
+        aligned = _routing(T, E, 2)
+        x = rng.standard_normal((T, H)).astype(dtype)
+        gate_up = (rng.standard_normal((E, 2 * I, H)) * 0.3).astype(dtype)
+        down = (rng.standard_normal((E, H, I)) * 0.3).astype(dtype)
+        w = rng.random((T, 2)).astype(np.float32)
+        want = experts.experts(x, aligned, w, gate_up, down, backend="reference")
+        got = experts.experts(x, aligned, w, gate_up, down, backend=TWIN)
+        assert_matches(got, want, f"experts T={T} H={H} I={I} {np.dtype(dtype)}")
 
 
 def test_a_removed_cross_core_set_fails_naming_the_flag():
