@@ -30,8 +30,9 @@ from .emit_memory import MemoryLowering
 from .emit_mixed import AIC_POSITIONS, MixedLowering
 from .emit_rows import RowLowering
 from .emit_vector import VectorLowering
+from .tidy import drop_unused_scalars
 from .lowering import CMP_CPP, SCALAR_BINARY, cpp_type, not_lowered, raw_name, source_line
-from .values import Scalar, Tile
+from .values import Scalar, Splat, Tile
 
 _CPP_KEYWORDS = {"int", "float", "double", "char", "auto", "new", "delete", "class", "struct",
                  "template", "this", "default", "register", "union", "operator", "private",
@@ -158,14 +159,14 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
                 self.syms[id(a)] = Scalar(f"tiling_.{a.name}", a.type.dtype)
         if not self.info.mixed:
             self.emit_block(fn.body)
-            return self._assemble({"": _drop_unused_scalars(self.lines)}), self.info
+            return self._assemble({"": drop_unused_scalars(self.lines)}), self.info
         bodies, syms = {}, dict(self.syms)
         for side in ("AIC", "AIV"):
             self.side, self.syms, self.lines = side, dict(syms), []
             self.queue_state, self.stores_emitted, self.pinned = {}, {}, []
             self.scratch_free, self.last_comment = [], None
             self.emit_block(fn.body)
-            bodies[side.capitalize()] = _drop_unused_scalars(self.lines)
+            bodies[side.capitalize()] = drop_unused_scalars(self.lines)
         return self._assemble(bodies), self.info
 
     def _assemble(self, bodies: dict) -> str:
@@ -347,7 +348,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
         if k is Kind.ATOMIC_RMW:
             return self.emit_atomic_add(op)
         if (k is Kind.BLOCK_LOAD and sv.scope(op) == "UB") or (
-                k is Kind.BLOCK_STORE and isinstance(self.sym(op.operands[-1]), Tile)):
+                k is Kind.BLOCK_STORE and isinstance(self.sym(op.operands[-1]), (Tile, Splat))):
             return self.ub_block_transfer(op)
         if k in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT) or sv.scope(op) in ("L0C", "L1"):
             return self.emit_cube_op(op)
@@ -526,44 +527,6 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
 # UB-side events the TQue protocol sets and waits (EnQue/DeQue, Free/Alloc;
 # docs/npu-facts.md §A7).
 _QUEUE_EVENTS = {"MTE2_V", "V_MTE2", "V_MTE3", "MTE3_V"}
-
-
-_SCALAR_DEF = re.compile(r"\s*const [\w:<>]+ (\w+) = [^;]*;$")
-
-
-def _drop_unused_scalars(lines: list) -> list:
-    """The body without scalar constants nobody reads (a block pointer's unchecked shape,
-    say): g++ rejects them under -Werror, and they are dead code.  Their expressions are
-    scalar arithmetic and GM reads, free of side effects."""
-    while True:
-        text = "\n".join(lines)
-        unused = set()
-        for line in lines:
-            m = _SCALAR_DEF.match(line)
-            if m and len(re.findall(rf"\b{m.group(1)}\b", text)) == 1:
-                unused.add(m.group(1))
-        if not unused:
-            return _drop_bare_comments(lines)
-        lines = [line for line in lines
-                 if not ((m := _SCALAR_DEF.match(line)) and m.group(1) in unused)]
-
-
-def _drop_bare_comments(lines: list) -> list:
-    """Without the source-line comments that no code follows (their line's ops emitted
-    nothing: symbolic offsets, or scalars nobody reads)."""
-    def comment(line):
-        return re.match(r"(\s*)// \S+\.py:\d+  ", line)
-
-    out = []
-    for i, line in enumerate(lines):
-        m = comment(line)
-        if m:
-            nxt = lines[i + 1] if i + 1 < len(lines) else ""
-            n = comment(nxt)
-            if (n and n.group(1) == m.group(1)) or nxt.strip() in ("", "}"):
-                continue
-        out.append(line)
-    return out
 
 
 def _defined_in(block) -> list:

@@ -175,6 +175,8 @@ class MemoryLowering:
         value = self.sym(op.operands[2])
         if isinstance(value, Splat):
             value = self.materialize_splat(value, dt, "stored")
+        elif isinstance(value, RowVal) and value.cols == 1:
+            value = self.rows_as_tile(value, dt)
         if not isinstance(value, Tile):
             raise not_lowered(op, "storing an index or mask tile is not emitted yet")
         self.store_prologue(value)

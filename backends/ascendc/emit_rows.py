@@ -18,7 +18,7 @@ from npujit.ir.types import float32
 
 from . import schedule_view as sv
 from .lowering import CMP_CPP, VECTOR_BINARY, cpp_type, not_lowered
-from .values import Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import Cell, Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
 
 # The event id of the emitter's own SetFlag/WaitFlag pairs here: the last of the 8 ids
 # per event kind; the schedule hands ids out from 0 by liveness (ir/schedule/event_ids.py),
@@ -77,12 +77,22 @@ class RowLowering:
                 return Splat(a.value, rt.numel)
             if isinstance(a, Tile) and op.operands[0].type.shape[-1] == 1:
                 return RowVal(self.row_of_tile(op, a).expr, a.dtype, a.length, shape[1])
-            raise not_lowered(op, "a broadcast of a [1, C] data tile along rows is not emitted yet")
+            if isinstance(a, Tile) and op.operands[0].type.shape[0] == 1 and len(shape) == 2:
+                col = self.row_of_tile(op, a).expr.replace("{r}", "{c}")
+                return Cell(col, a.dtype, shape[0], shape[1])
+            raise not_lowered(op, "this broadcast of a data tile is not emitted yet")
         if k is Kind.MUL and len(shape) == 1 and any(isinstance(a, Index) for a in args) \
                 and any(isinstance(a, Splat) for a in args):
             a = next(a for a in args if isinstance(a, Index))
             b = next(a for a in args if isinstance(a, Splat))
             return RowVal(f"({a.base} + {{r}}) * {b.value.expr}", rt.dtype, a.length)
+        if any(isinstance(a, Cell) for a in args) and k is not Kind.REDUCE:
+            return self.cell_op(op, args, rt)
+        if k is Kind.SELECT and len(shape) == 1 and isinstance(args[0], RowVal) and all(
+                isinstance(a, (RowVal, Splat, Tile)) for a in args):
+            args = [self.row_of_tile(op, a) if isinstance(a, Tile) else a for a in args]
+            e = [f"({a.expr})" if isinstance(a, RowVal) else a.value.expr for a in args]
+            return RowVal(f"{e[0]} ? {e[1]} : {e[2]}", rt.dtype, shape[0])
         if len(shape) == 1 and self.per_row_only(op, args):
             # integer division of a loaded index tile (no such vector instruction), or a
             # compare only read as a row condition: the scalar unit computes it per row
@@ -125,6 +135,34 @@ class RowLowering:
             return True
         return op.kind is Kind.CMP and all(_row_condition_use(u) for u in _users_through_fused(op))
 
+    def cell_op(self, op, args, rt) -> Cell:
+        """Scalar arithmetic, compares and casts on ``Cell`` elements."""
+        k = op.kind
+        dt = rt.dtype
+        e = []
+        for a in args:
+            if isinstance(a, Cell):
+                e.append(f"({a.expr})")
+            elif isinstance(a, RowVal):
+                e.append(f"({a.expr})")
+            elif isinstance(a, Splat):
+                e.append(a.value.expr)
+            elif isinstance(a, Index):
+                e.append(f"({a.base} + {{c}})")
+            else:
+                raise not_lowered(op, "this operand of a per-element scalar tile is not emitted yet")
+        if k in _ROW_OPS:
+            expr = f"{e[0]} {_ROW_OPS[k]} {e[1]}"
+        elif k is Kind.CMP:
+            expr = f"{e[0]} {CMP_CPP[op.attrs['predicate']]} {e[1]}"
+        elif k is Kind.AND and dt.is_bool:
+            expr = f"{e[0]} && {e[1]}"
+        elif k is Kind.CAST and not dt.is_float:
+            expr = f"static_cast<{cpp_type(dt)}>({e[0]})"
+        else:
+            raise not_lowered(op, "this per-element scalar tile operation is not emitted yet")
+        return Cell(expr, dt, int(rt.shape[0]), int(rt.shape[1]))
+
     def row_scalar(self, op, args, rt) -> RowVal:
         """Scalar arithmetic on per-row values (and splats): a new per-row expression."""
         k = op.kind
@@ -143,9 +181,79 @@ class RowLowering:
             expr = f"{'IntDiv' if k is Kind.IDIV else 'IntRem'}<{t}>({e[0]}, {e[1]})"
         elif k is Kind.CAST and (dt.is_int or dt.is_float) and not args[0].dtype.is_float:
             expr = f"static_cast<{t}>({e[0]})"
+        elif rt.rank <= 1:
+            return None          # data work on the lanes: a tile, or a scalar-unit fold
         else:
             raise not_lowered(op, "this per-row ([R, 1]) operation is not emitted yet")
         return RowVal(expr, dt, rows.rows, max(getattr(a, "cols", 1) for a in args))
+
+    def fold_lanes(self, op, s, result):
+        """``nl.sum/max/min`` of an integer 1-D tile or of per-lane values to a scalar, on
+        the scalar unit (exact, wrapping like the reference; ReduceSum takes floats)."""
+        from .values import Scalar as _Scalar
+        kind = op.attrs["kind"]
+        if result.type.dtype.is_float:
+            raise not_lowered(op, "a float reduction of per-lane values is not emitted yet")
+        if kind not in ("sum", "max", "min"):
+            raise not_lowered(op, f"a {kind} reduction of integer lanes is not emitted yet")
+        rows = s if isinstance(s, RowVal) else self.row_of_tile(op, s)
+        dt = result.type.dtype
+        t = cpp_type(dt)
+        name, r = self.user_name(op, kind), self.fresh("r")
+        self.line(f"{t} {name} = static_cast<{t}>({rows.at('0')});")
+        self.line(f"for (int32_t {r} = 1; {r} < {rows.rows}; ++{r}) {{")
+        value = f"static_cast<{t}>({rows.at(r)})"
+        if kind == "sum":
+            self.line(f"    {name} = static_cast<{t}>({name} + {value});")
+        else:
+            cmp = ">" if kind == "max" else "<"
+            self.line(f"    const {t} lane = {value};")
+            self.line(f"    if (lane {cmp} {name}) {name} = lane;")
+        self.line("}")
+        return _Scalar(name, dt)
+
+    def fold_cells(self, op, s, dest, R, C, axis, kind, dt) -> Tile:
+        """A reduction along an axis of integer elements on the scalar unit (exact and
+        wrapping, as the reference; the vector unit's ReduceSum takes floats)."""
+        if dt.is_float or kind not in ("sum", "max", "min"):
+            raise not_lowered(op, f"a {kind} of {dt} per-element values is not emitted yet")
+        if isinstance(s, Tile):
+            src = self.row_of_tile(op, s)
+            s = Cell(src.expr.replace("{r}", f"{{r}} * {C} + {{c}}"), s.dtype, R, C)
+        out = dest()
+        t = cpp_type(dt)
+        outer, inner = (R, C) if axis == 1 else (C, R)
+        i, j, acc = self.fresh("i"), self.fresh("j"), self.fresh("folded")
+        cell = (lambda a, b: s.at(a, b)) if axis == 1 else (lambda a, b: s.at(b, a))
+        self.line(f"for (int32_t {i} = 0; {i} < {outer}; ++{i}) {{   // one {kind} per lane, on the scalar unit")
+        self.line(f"    {t} {acc} = static_cast<{t}>({cell(i, '0')});")
+        self.line(f"    for (int32_t {j} = 1; {j} < {inner}; ++{j}) {{")
+        value = f"static_cast<{t}>({cell(i, j)})"
+        if kind == "sum":
+            self.line(f"        {acc} = static_cast<{t}>({acc} + {value});")
+        else:
+            self.line(f"        const {t} v = {value};")
+            self.line(f"        if (v {'>' if kind == 'max' else '<'} {acc}) {acc} = v;")
+        self.line("    }")
+        self.line(f"    {out.var}.SetValue({i}, {acc});")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        return out
+
+    def rows_as_tile(self, s: RowVal, dtype) -> Tile:
+        """Per-lane values written into a scratch tile by the scalar unit, for vector
+        work on them (``nl.cumsum`` of ``x // k``, say)."""
+        t = self.scratch(dtype, s.rows, "lanes")
+        r = self.fresh("r")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"for (int32_t {r} = 0; {r} < {s.rows}; ++{r}) {{   // the lanes, one by one")
+        self.line(f"    {t.var}.SetValue({r}, static_cast<{cpp_type(dtype)}>({s.at(r)}));")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        return t
 
     def mask2(self, op, args, shape) -> Mask2:
         """``&`` of per-row conditions and column masks."""
@@ -234,6 +342,8 @@ class RowLowering:
         axis = int(op.attrs["axis"])
         R, C = (int(x) for x in op.operands[0].type.shape)
         dt = result.type.dtype
+        if isinstance(s, Cell) or (isinstance(s, Tile) and not dt.is_float and axis == 1):
+            return self.fold_cells(op, s, dest, R, C, axis, kind, dt)
         if kind not in ("sum", "max", "min") or not isinstance(s, Tile) or s.dtype != dt:
             raise not_lowered(op, f"a {kind} reduction along an axis of {op.operands[0].type} "
                                   "is not emitted yet")
@@ -280,6 +390,28 @@ class RowLowering:
         self.line("}")
         for t in (work, one, widened):
             self.release(t)
+        return out
+
+    def scan(self, op, s, result, dest) -> Tile:
+        """``nl.cumsum`` of a 1-D tile: the scalar unit keeps the running sum (f32 for
+        floats, as the reference does, rounding each prefix once to the result dtype;
+        wrapping for ints) and writes each lane."""
+        if op.attrs["kind"] != "sum" or result.type.rank != 1 or not isinstance(s, Tile):
+            raise not_lowered(op, "a scan other than cumsum of a 1-D tile is not emitted yet")
+        dt = result.type.dtype
+        acc_t = "float" if dt.is_float else cpp_type(dt)
+        src = self.use_tile(s)
+        out = dest()
+        r, acc = self.fresh("r"), self.fresh("running")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});   // the scalar unit sums the lanes")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"{acc_t} {acc} = 0;")
+        self.line(f"for (int32_t {r} = 0; {r} < {src.length}; ++{r}) {{")
+        self.line(f"    {acc} = static_cast<{acc_t}>({acc} + static_cast<{acc_t}>({src.var}.GetValue({r})));")
+        self.line(f"    {out.var}.SetValue({r}, static_cast<{cpp_type(dt)}>({acc}));")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the sums")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
         return out
 
     # --- GM <-> UB of 2-D tiles and of lanes at per-lane offsets -------------------------
@@ -391,6 +523,8 @@ class RowLowering:
             self.syms[id(op.result)] = Tile(var, dt, R * C, home=m)
         else:
             value = self.sym(op.operands[7])
+            if isinstance(value, Splat):
+                value = self.materialize_splat(value, dt, "stored")
             if not isinstance(value, Tile):
                 raise not_lowered(op, "a block store of a value that is not a tile in UB")
             self.store_prologue(value)

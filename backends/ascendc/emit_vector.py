@@ -14,7 +14,7 @@ from npujit.ir.types import float32, int32
 from . import schedule_view as sv
 from .lowering import (ACTIVATIONS, CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY, VECTOR_DTYPES,
                        VECTOR_UNARY, cpp_type, not_lowered, raw_name, round_mode)
-from .values import Bits, Index, Mask, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import Bits, Cell, Index, Mask, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
 
 
 class VectorLowering:
@@ -82,6 +82,9 @@ class VectorLowering:
         rows = self.rows_symbolic(op, args, rt)
         if rows is not None:
             return rows
+        if rt.rank == 1 and not rt.is_scalar:
+            args = [self.rows_as_tile(a, a.dtype) if isinstance(a, RowVal) and a.cols == 1 else a
+                    for a in args]
         if k is Kind.ARANGE:
             return Index(str(int(op.attrs["start"])), rt.numel)
         if k is Kind.SPLAT:
@@ -116,6 +119,10 @@ class VectorLowering:
             return self.row_binary(op, args, rt.dtype, dest)
         if k is Kind.REDUCE:
             return self.reduce_axis(op, args[0], result, dest)
+        if any(isinstance(a, Cell) for a in args):
+            raise not_lowered(op, "this use of a per-element scalar tile is not emitted yet")
+        if k is Kind.SCAN:
+            return self.scan(op, args[0], result, dest)
         if k is Kind.CAST and isinstance(args[0], OneHot):
             return self.one_hot(op, args[0], rt.dtype, dest)
         if k is Kind.CAST:
@@ -350,6 +357,8 @@ class VectorLowering:
 
     def reduce(self, op, s, result) -> Scalar:
         kind = op.attrs["kind"]
+        if isinstance(s, RowVal) or (isinstance(s, Tile) and not s.dtype.is_float):
+            return self.fold_lanes(op, s, result)
         if kind not in ("sum", "max", "min") or not isinstance(s, Tile):
             raise not_lowered(op, f"a {kind} reduction is not emitted yet")
         dt = result.type.dtype

@@ -58,7 +58,8 @@ STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.IF, Kind.WHILE, Kind.YIELD, Kind.FUSED
               Kind.AND, Kind.OR, Kind.XOR,   # and/or/xor: scalars, and `&` of two masks
               Kind.RESHAPE,                  # 1-D to 1-D or to [R, 1] / [1, C], a scalar to one lane
               Kind.BROADCAST,                # [R, 1] / [1, C] to [R, C] (emit_rows.py)
-              Kind.HANDOFF}                  # Cube -> Vector outside loops (emit_mixed.py)
+              Kind.HANDOFF,                  # Cube -> Vector outside loops (emit_mixed.py)
+              Kind.SCAN}                     # cumsum of a 1-D tile, on the scalar unit
 
 # Element types the vector unit computes on (2201 architecture): anything else is only
 # moved and cast.  bf16 arithmetic is emitted on f32 copies (one rounding, as the
@@ -81,7 +82,6 @@ NOT_LOWERED = {
     Kind.ERF: "erf is not emitted yet (no Erf in the basic vector API subset)",
     Kind.GELU: "gelu (erf form) is not emitted yet: it needs erf",
     Kind.TRANS: "2-D vector tiles are not emitted yet",
-    Kind.SCAN: "cumsum is not emitted yet",
     Kind.BITCAST: "bitcasts are not emitted yet",
     Kind.REDUCE_COMBINE: "a reduce with a user combine function is not emitted yet",
     Kind.SCAN_COMBINE: "an associative_scan with a user combine function is not emitted yet",

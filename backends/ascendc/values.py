@@ -129,3 +129,18 @@ class OneHot:
     col: Index
     rows: int
     cols: int
+
+
+@dataclass
+class Cell:
+    """A 2-D tile each of whose elements is a C++ scalar expression in ``{r}`` and
+    ``{c}`` (a data row ``x[None, :]`` against per-row values), made by the scalar unit
+    where a consumer needs the elements."""
+
+    expr: str
+    dtype: DType
+    rows: int
+    cols: int
+
+    def at(self, r: str, c: str) -> str:
+        return self.expr.replace("{r}", r).replace("{c}", c)
