@@ -202,15 +202,17 @@ class RowLowering:
         name, r = self.user_name(op, kind), self.fresh("r")
         self.line(f"{t} {name} = static_cast<{t}>({rows.at('0')});")
         self.line(f"for (int32_t {r} = 1; {r} < {rows.rows}; ++{r}) {{")
-        value = f"static_cast<{t}>({rows.at(r)})"
-        if kind == "sum":
-            self.line(f"    {name} = static_cast<{t}>({name} + {value});")
-        else:
-            cmp = ">" if kind == "max" else "<"
-            self.line(f"    const {t} lane = {value};")
-            self.line(f"    if (lane {cmp} {name}) {name} = lane;")
+        self.fold_step(kind, t, name, rows.at(r), "    ")
         self.line("}")
         return _Scalar(name, dt)
+
+    def fold_step(self, kind: str, t: str, acc: str, value: str, indent: str) -> None:
+        """``acc`` takes one more value of a sum / max / min fold (ints wrap)."""
+        value = f"static_cast<{t}>({value})"
+        if kind == "sum":
+            self.line(f"{indent}{acc} = static_cast<{t}>({acc} + {value});")
+        else:
+            self.line(f"{indent}if ({value} {'>' if kind == 'max' else '<'} {acc}) {acc} = {value};")
 
     def fold_cells(self, op, s, dest, R, C, axis, kind, dt) -> Tile:
         """A reduction along an axis of integer elements on the scalar unit (exact and
@@ -228,12 +230,7 @@ class RowLowering:
         self.line(f"for (int32_t {i} = 0; {i} < {outer}; ++{i}) {{   // one {kind} per lane, on the scalar unit")
         self.line(f"    {t} {acc} = static_cast<{t}>({cell(i, '0')});")
         self.line(f"    for (int32_t {j} = 1; {j} < {inner}; ++{j}) {{")
-        value = f"static_cast<{t}>({cell(i, j)})"
-        if kind == "sum":
-            self.line(f"        {acc} = static_cast<{t}>({acc} + {value});")
-        else:
-            self.line(f"        const {t} v = {value};")
-            self.line(f"        if (v {'>' if kind == 'max' else '<'} {acc}) {acc} = v;")
+        self.fold_step(kind, t, acc, cell(i, j), "        ")
         self.line("    }")
         self.line(f"    {out.var}.SetValue({i}, {acc});")
         self.line("}")
