@@ -107,7 +107,8 @@ def test_expert_ffn_workspace_form():
     # gate_up_act_kernel: x rows gathered by slot into L1 (one ND -> NZ copy per row), gate
     # and up on the Cube, handed to the Vector for silu(gate) * up * w; down_combine_kernel:
     # the down GEMM handed to the Vector, added into the token rows by an atomic
-    for T, E, H, I, dtype in ((10, 4, 48, 40, np.float16), (21, 3, 100, 72, ml_dtypes.bfloat16)):
+    # (the cross-core flag test below runs down + combine in f16)
+    for T, E, H, I, dtype in ((21, 3, 100, 72, ml_dtypes.bfloat16),):
         aligned = _routing(T, E, 2)
         x = rng.standard_normal((T, H)).astype(dtype)
         gate_up = (rng.standard_normal((E, 2 * I, H)) * 0.3).astype(dtype)
