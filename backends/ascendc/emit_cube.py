@@ -29,6 +29,8 @@ class CubeTile:
     scope: str
     fresh_flag: str | None = None   # L0C: the bool that says "the next Mmad starts from zero"
     out_dtype: object = None        # L0C: the dtype Fixpipe writes (a folded cast)
+    transposed: bool = False        # L1: a B tile held as the NZ fractals of B^T (its
+                                    # columns were the contiguous rows in GM)
 
 
 def _pad(n: int) -> int:
@@ -47,6 +49,8 @@ class CubeLowering:
             return self.cube_accumulator(op)
         if k is Kind.BLOCK_LOAD and sv.scope(op) == "L1":
             return self.block_load_l1(op)
+        if k is Kind.LOAD and sv.scope(op) == "L1":
+            return self.gathered_load_l1(op)
         if k is Kind.DOT:
             if op.operands[0].type.rank != 2:
                 raise not_lowered(op, "a batched (3-D) dot is not emitted yet")
@@ -132,9 +136,13 @@ class CubeLowering:
             raise not_lowered(op, f"a block of {rows}x{cols}: the Cube path needs multiples of 16")
         if op.attrs.get("padding", "zero") != "zero":
             raise not_lowered(op, "block loads that pad with anything but zero")
-        self.unit_stride(op, op.operands[4])
         users = op.result.users
         side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result for u in users) else "B1"
+        # a B tile whose rows are strided and whose columns are contiguous (B read
+        # transposed, strides (1, K)): its columns are the ND rows copied into L1
+        transposed = (side == "B1" and strides[0].expr in ("1", "1LL")
+                      and strides[1].expr not in ("1", "1LL"))
+        self.unit_stride(op, op.operands[3 if transposed else 4])
         buf = sv.buffers(op)[0]
         hint = self.user_name(op, "a" if side == "A1" else "b")
         m = self.cube_member(buf, side, hint + "L1")
@@ -149,13 +157,68 @@ class CubeLowering:
             self.line("}")
         gm = self.gm_members[id(ptr)]
         params = self.fresh(hint + "_nd2nz")
-        self.line(f"AscendC::Nd2NzParams {params};   // ND rows in GM -> NZ fractals in L1")
-        self.line(f"{params}.nValue = {n_rows};")
-        self.line(f"{params}.dValue = {n_cols};")
-        self.line(f"{params}.srcDValue = {strides[0].expr};")
-        self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
+        if transposed:
+            self.line(f"AscendC::Nd2NzParams {params};   // the tile's columns (ND rows in GM) -> NZ of its transpose")
+            self.line(f"{params}.nValue = {n_cols};")
+            self.line(f"{params}.dValue = {n_rows};")
+            self.line(f"{params}.srcDValue = {strides[1].expr};")
+            self.line(f"{params}.dstNzC0Stride = {_pad(cols)};")
+            at = f"{offsets[0].expr} + static_cast<int64_t>({offsets[1].expr}) * {strides[1].expr}"
+        else:
+            self.line(f"AscendC::Nd2NzParams {params};   // ND rows in GM -> NZ fractals in L1")
+            self.line(f"{params}.nValue = {n_rows};")
+            self.line(f"{params}.dValue = {n_cols};")
+            self.line(f"{params}.srcDValue = {strides[0].expr};")
+            self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
+            at = f"{offsets[0].expr} * {strides[0].expr} + {offsets[1].expr}"
         self.line(f"if ({n_rows} > 0 && {n_cols} > 0) {{")
-        self.line(f"    AscendC::DataCopy({tile}, {gm}[{offsets[0].expr} * {strides[0].expr} + {offsets[1].expr}], {params});")
+        self.line(f"    AscendC::DataCopy({tile}, {gm}[{at}], {params});")
+        self.line("}")
+        self.emit_flags(op, "set_flags")
+        self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1", transposed=transposed)
+
+    def gathered_load_l1(self, op) -> None:
+        """Rows gathered by per-row offsets (``x[tok[:, None] * stride + cols[None, :]]``)
+        into L1: the tile zeroed, then one ND -> NZ copy of each row whose condition holds
+        (a row lands at its 16-element slice of every fractal column)."""
+        from .values import Grid, Mask2
+        dt = op.result.type.dtype
+        offs = self.sym(op.operands[1])
+        mask = self.sym(op.operands[2]) if len(op.operands) > 2 else None
+        if len(op.operands) > 3:
+            raise not_lowered(op, "a gathered Cube operand with `other=` (masked rows are zeros)")
+        if not isinstance(offs, Grid) or (mask is not None and not isinstance(mask, Mask2)):
+            raise not_lowered(op, "a Cube operand loaded at offsets that are not rows of "
+                                  "`row[:, None] + cols[None, :]`")
+        if dt.itemsize != 2:
+            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16 and bf16")
+        rows, cols = offs.rows, offs.cols
+        if rows % FRACTAL or cols % FRACTAL:
+            raise not_lowered(op, f"a block of {rows}x{cols}: the Cube path needs multiples of 16")
+        side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result
+                           for u in op.result.users) else "B1"
+        buf = sv.buffers(op)[0]
+        hint = self.user_name(op, "a" if side == "A1" else "b")
+        m = self.cube_member(buf, side, hint + "L1")
+        self.emit_flags(op, "wait_flags")
+        tile = self.slot_view(m, dt, hint)
+        t = cpp_type(dt)
+        self.line(f"AscendC::InitConstValue({tile}, {{1, {rows * cols * dt.itemsize // 32}, 0, {t}(0.0f)}});"
+                  "   // rows left out read 0")
+        count = mask.col.count if mask is not None and mask.col is not None else str(cols)
+        conds = [mask.row.at("r")] if mask is not None and mask.row is not None else []
+        if count != str(cols):
+            conds.append(f"{count} > 0")
+        params = self.fresh(hint + "_row")
+        gm = self.gm_members[id(op.operands[0])]
+        self.line(f"AscendC::Nd2NzParams {params};   // one ND row in GM -> its slices of the NZ fractals")
+        self.line(f"{params}.nValue = 1;")
+        self.line(f"{params}.dValue = {count};")
+        self.line(f"{params}.srcDValue = {count};")
+        self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
+        self.line(f"for (int32_t r = 0; r < {rows}; ++r) {{   // one descriptor per row")
+        copy = f"AscendC::DataCopy({tile}[r * {FRACTAL}], {gm}[{offs.row.at('r')} + {offs.col.base}], {params});"
+        self.line(f"    if ({' && '.join(conds)}) {copy}" if conds else f"    {copy}")
         self.line("}")
         self.emit_flags(op, "set_flags")
         self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1")
@@ -178,8 +241,12 @@ class CubeLowering:
         b0 = self.slot_view(self.cube_member(l0b, "B2", "bL0"), b.dtype, b.var + "L0")
         self.line(f"// L1 -> L0A: one row of {k1} fractals per {FRACTAL} rows of the A tile")
         self.load_fractals(a0, a.var, m1, "i", k1, m1, False)
-        self.line(f"// L1 -> L0B: B's NZ fractals transposed into ZN, {n1} per {FRACTAL} rows of K")
-        self.load_fractals(b0, b.var, k1, "i", n1, k1, True)
+        if b.transposed:
+            self.line(f"// L1 -> L0B: B^T's NZ fractals are B's ZN, {n1} per {FRACTAL} rows of K")
+            self.load_fractals(b0, b.var, k1, f"i * {n1}", n1, 1, False)
+        else:
+            self.line(f"// L1 -> L0B: B's NZ fractals transposed into ZN, {n1} per {FRACTAL} rows of K")
+            self.load_fractals(b0, b.var, k1, "i", n1, k1, True)
         self.emit_flags(op, "set_flags", pipes={"MTE1"})
         self.emit_flags(op, "wait_flags", pipes={"CUBE"})
         params = self.fresh("mmad")
@@ -255,8 +322,12 @@ class CubeLowering:
             a0, b0 = views
             self.line("// A: this chunk's fractal columns")
             self.load_fractals(a0, a.var, m1, f"i + c * {kc1 * m1}", kc1, m1, False)
-            self.line("// B: this chunk's fractal rows, transposed")
-            self.load_fractals(b0, b.var, kc1, f"c * {kc1} + i", n1, k1, True)
+            if b.transposed:
+                self.line("// B: this chunk's fractal rows (B^T's fractals, as they are)")
+                self.load_fractals(b0, b.var, kc1, f"(c * {kc1} + i) * {n1}", n1, 1, False)
+            else:
+                self.line("// B: this chunk's fractal rows, transposed")
+                self.load_fractals(b0, b.var, kc1, f"c * {kc1} + i", n1, k1, True)
             l0_flags("set_flags", "MTE1_M")
             l0_flags("wait_flags", "MTE1_M")
             params = self.fresh("mmad")

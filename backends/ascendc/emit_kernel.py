@@ -20,15 +20,19 @@ import re
 from dataclasses import dataclass, field
 
 from npujit.ir.ops import Kind
+from npujit.ir.schedule.model import SIDES_ATTR
 from npujit.ir.types import PtrType, TensorType
 
 from . import schedule_view as sv
 from .emit_control import ControlLowering
 from .emit_cube import CubeLowering
 from .emit_memory import MemoryLowering
+from .emit_mixed import AIC_POSITIONS, MixedLowering
+from .emit_rows import RowLowering
 from .emit_vector import VectorLowering
+from .tidy import drop_unused_scalars
 from .lowering import CMP_CPP, SCALAR_BINARY, cpp_type, not_lowered, raw_name, source_line
-from .values import Scalar
+from .values import Scalar, Splat, Tile
 
 _CPP_KEYWORDS = {"int", "float", "double", "char", "auto", "new", "delete", "class", "struct",
                  "template", "this", "default", "register", "union", "operator", "private",
@@ -57,9 +61,11 @@ class KernelInfo:
     tiling: list = field(default_factory=list)       # (field, C type, index in fn.args)
     core: str = "AIV"
     unit_stride_args: list = field(default_factory=list)   # scalars that must be 1 at launch
+    mixed: bool = False              # AIC + AIV halves (emit_mixed.py)
+    workspace_bytes: int = 0         # GM workspace per program (the hand-offs)
 
 
-class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering):
+class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, CubeLowering, ControlLowering):
     """Writes one kernel; see the module doc."""
 
     def __init__(self, fn):
@@ -81,6 +87,10 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
         self.helpers: set[str] = set()
         self.info = KernelInfo(fn.name, self.class_name, core=sv.core(fn))
         self.stores_emitted: dict[int, set] = {}   # id(tile in a VECOUT queue) -> its stores so far
+        self.pinned: list = []                     # VECIN tiles the scalar unit reads per row
+        self.workspace_offsets: dict[int, int] = {}   # id(hand-off) -> byte offset in a program's slot
+        self.info.mixed = (len(fn.attrs.get(SIDES_ATTR, ())) > 1
+                           and any(op.kind is Kind.HANDOFF for op in fn.walk()))
 
     # --- output ------------------------------------------------------------------------
     def line(self, text: str = "") -> None:
@@ -147,11 +157,19 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
                                               "emitter takes pointers and scalars only")
                 self.info.tiling.append((a.name, cpp_type(a.type.dtype), i))
                 self.syms[id(a)] = Scalar(f"tiling_.{a.name}", a.type.dtype)
-        self.emit_block(fn.body)
-        body = self.lines
-        return self._assemble(body), self.info
+        if not self.info.mixed:
+            self.emit_block(fn.body)
+            return self._assemble({"": drop_unused_scalars(self.lines)}), self.info
+        bodies, syms = {}, dict(self.syms)
+        for side in ("AIC", "AIV"):
+            self.side, self.syms, self.lines = side, dict(syms), []
+            self.queue_state, self.stores_emitted, self.pinned = {}, {}, []
+            self.scratch_free, self.last_comment = [], None
+            self.emit_block(fn.body)
+            bodies[side.capitalize()] = drop_unused_scalars(self.lines)
+        return self._assemble(bodies), self.info
 
-    def _assemble(self, body: list) -> str:
+    def _assemble(self, bodies: dict) -> str:
         info, cls = self.info, self.class_name
         tiling = f"{cls}Tiling"
         gm = [n for n, _ in info.gm_args]
@@ -190,38 +208,70 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
             out += ["// C's remainder on ints (sign of the dividend); x % 0 is 0.",
                     "template <typename T>", "__aicore__ inline T IntRem(T a, T b)", "{",
                     "    if (b == 0 || b == -1) return 0;", "    return a % b;", "}", ""]
-        out += [f"class {cls} {{", "public:",
-                f"    __aicore__ inline void Init({', '.join('GM_ADDR ' + n for n in gm)}"
-                f"{', ' if gm else ''}const {tiling}& tiling)", "    {",
+        mixed = info.mixed
+        out += [f"class {cls} {{", "public:"]
+        if mixed:
+            out += ["    // GM workspace floats per program: the AIC -> AIV hand-offs",
+                    f"    static constexpr int64_t kWorkspaceFloats = {info.workspace_bytes // 4};", ""]
+        out += [f"    __aicore__ inline void Init({', '.join('GM_ADDR ' + n for n in gm)}"
+                f"{', ' if gm else ''}{'GM_ADDR workspace, ' if mixed else ''}const {tiling}& tiling)", "    {",
                 "        tiling_ = tiling;"]
         for (name, i) in info.gm_args:
             a = self.fn.args[i]
             t = cpp_type(a.type.dtype)
             out.append(f"        {self.gm_members[id(a)]}.SetGlobalBuffer(reinterpret_cast<__gm__ {t}*>({name}));")
+        if mixed:
+            out.append("        workspaceGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(workspace));")
+        inits = []
         for m in self.members.values():
+            side = "AIC" if m.position in AIC_POSITIONS else "AIV"
             if m.kind == "TQue":
-                out.append(f"        pipe_.InitBuffer({m.name}, {m.depth}, {m.bytes});")
+                inits.append((side, f"pipe_.InitBuffer({m.name}, {m.depth}, {m.bytes});"))
             else:
-                out.append(f"        pipe_.InitBuffer({m.name}, {m.bytes * m.depth});")
+                inits.append((side, f"pipe_.InitBuffer({m.name}, {m.bytes * m.depth});"))
         for i, size in enumerate(self.scratch_sizes):
-            out.append(f"        pipe_.InitBuffer(tmp{i}_, {size});")
+            inits.append(("AIV", f"pipe_.InitBuffer(tmp{i}_, {size});"))
+        if mixed:       # each core carves its own memories
+            for side in ("AIC", "AIV"):
+                out += ([f"        if ASCEND_IS_{side} {{"]
+                        + [" " * 12 + x for s, x in inits if s == side] + ["        }"])
+        else:
+            out += [" " * 8 + x for _, x in inits]
         pids = sorted(self.used_pids)
         grid = "static_cast<int64_t>(tiling_.grid0) * tiling_.grid1 * tiling_.grid2"
         pid_exprs = {0: "static_cast<int32_t>(program % tiling_.grid0)",
                      1: "static_cast<int32_t>(program / tiling_.grid0 % tiling_.grid1)",
                      2: "static_cast<int32_t>(program / (static_cast<int64_t>(tiling_.grid0) * tiling_.grid1))"}
+        every = [(f"pid{p}", f"int32_t pid{p}", pid_exprs[p]) for p in pids]
+        if mixed:
+            every.append(("program", "int64_t program", "program"))
+        used = {suffix: [e for e in every if re.search(rf"\b{e[0]}\b", "\n".join(body))]
+                for suffix, body in bodies.items()}
+
+        def run(suffix):
+            return f"RunProgram{suffix}({', '.join(e[2] for e in used[suffix])});"
+        if mixed:
+            call = ["            if ASCEND_IS_AIC {", f"                {run('Aic')}",
+                    "            } else {", f"                {run('Aiv')}", "            }"]
+        else:
+            call = [f"            {run('')}"]
         out += ["    }", "",
                 "    __aicore__ inline void Process()", "    {",
                 "        // The grid may exceed the cores: core b runs programs b, b + GetBlockNum(), ...",
                 f"        const int64_t programs = {grid};",
                 "        for (int64_t program = AscendC::GetBlockIdx(); program < programs;",
                 "             program += AscendC::GetBlockNum()) {",
-                f"            RunProgram({', '.join(pid_exprs[p] for p in pids)});",
-                "        }", "    }", "", "private:",
-                f"    __aicore__ inline void RunProgram({', '.join(f'int32_t pid{p}' for p in pids)})",
-                "    {"]
-        out += body
-        out += ["    }", "", "    AscendC::TPipe pipe_;"]
+                *call,
+                "        }", "    }", "", "private:"]
+        for suffix, body in bodies.items():
+            if mixed:
+                out.append(f"    // the {suffix.upper()}'s half of one program")
+            params = ", ".join(e[1] for e in used[suffix]) if mixed else \
+                ", ".join(e[1] for e in every)
+            out += [f"    __aicore__ inline void RunProgram{suffix}({params})", "    {"]
+            out += body
+            out += ["    }", ""]
+        out += ["    AscendC::TPipe pipe_;"]
         for m in self.members.values():
             if m.kind == "TQue":
                 out.append(f"    AscendC::TQue<AscendC::TPosition::{m.position}, {m.depth}> {m.name};")
@@ -232,12 +282,18 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
         for (name, i) in info.gm_args:
             a = self.fn.args[i]
             out.append(f"    AscendC::GlobalTensor<{cpp_type(a.type.dtype)}> {self.gm_members[id(a)]};")
+        if mixed:
+            out.append("    AscendC::GlobalTensor<float> workspaceGm_;   // the hand-offs, a slot per program")
         out += [f"    {tiling} tiling_;", "};", "",
                 f'extern "C" __global__ __aicore__ void {info.entry}('
-                + "".join(f"GM_ADDR {n}, " for n in gm) + "GM_ADDR /*workspace*/, GM_ADDR tiling)",
+                + "".join(f"GM_ADDR {n}, " for n in gm)
+                + ("GM_ADDR workspace, " if mixed else "GM_ADDR /*workspace*/, ") + "GM_ADDR tiling)",
                 "{",
+                *(["    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);   // one AIC and one AIV per block"]
+                  if mixed else []),
                 f"    {cls} op;",
-                f"    op.Init({''.join(n + ', ' for n in gm)}*reinterpret_cast<__gm__ {tiling}*>(tiling));",
+                f"    op.Init({''.join(n + ', ' for n in gm)}{'workspace, ' if mixed else ''}"
+                f"*reinterpret_cast<__gm__ {tiling}*>(tiling));",
                 "    op.Process();", "}", ""]
         return "\n".join(out)
 
@@ -248,15 +304,19 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
             for inner in op.walk():
                 for v in inner.operands:
                     last[id(v)] = i
+        pinned = len(self.pinned)
         for i, op in enumerate(block.ops):
             if op.kind in (Kind.RETURN, Kind.YIELD):
                 continue
             self.comment_source(op)
             self.emit_op(op)
             self.release_after(op, [v for v in _defined_in(block) if last.get(id(v)) == i])
+        self.free_pinned(pinned)
 
     def emit_op(self, op) -> None:
         k = op.kind
+        if self.left_to_other_side(op):
+            return self.skip_op(op)
         if k is Kind.FOR:
             return self.emit_for(op)
         if k is Kind.IF:
@@ -282,11 +342,14 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
             self.syms[id(op.result)] = Scalar(expr, op.result.type.dtype)
             return None
         if k is Kind.HANDOFF:
-            raise not_lowered(op)
-        if k in (Kind.LOAD, Kind.STORE):
+            return self.emit_handoff(op)
+        if k in (Kind.LOAD, Kind.STORE) and sv.scope(op) != "L1":
             return self.emit_ub_transfer(op)
         if k is Kind.ATOMIC_RMW:
             return self.emit_atomic_add(op)
+        if (k is Kind.BLOCK_LOAD and sv.scope(op) == "UB") or (
+                k is Kind.BLOCK_STORE and isinstance(self.sym(op.operands[-1]), (Tile, Splat))):
+            return self.ub_block_transfer(op)
         if k in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT) or sv.scope(op) in ("L0C", "L1"):
             return self.emit_cube_op(op)
         self.emit_flags(op, "wait_flags")
@@ -450,7 +513,7 @@ class KernelWriter(MemoryLowering, VectorLowering, CubeLowering, ControlLowering
         realised by TQue EnQue/DeQue/AllocTensor/FreeTensor; see docs/ascendc.md)."""
         call = "WaitFlag" if "wait" in which else "SetFlag"
         for f in sv.flags_of(op, which):
-            if f.event in _QUEUE_EVENTS:
+            if f.event in _QUEUE_EVENTS or not self.flag_on_side(f, op):
                 continue
             if pipes is not None and (f.dst if call == "WaitFlag" else f.src) not in pipes:
                 continue

@@ -13,7 +13,7 @@ from npujit.ir.ops import Kind
 
 from . import schedule_view as sv
 from .lowering import cpp_type, not_lowered
-from .values import Bits, Index, Mask, Scalar, Splat, Tile, scalar_arg
+from .values import Bits, Grid, Index, Mask, Mask2, RowVal, Scalar, Splat, Tile, scalar_arg
 
 
 class MemoryLowering:
@@ -93,9 +93,17 @@ class MemoryLowering:
         for v in values:
             s = self.syms.get(id(v))
             if (isinstance(s, Tile) and getattr(s.home, "position", None) == "VECIN"
-                    and self.queue_state.get(s.var) == "held"):
+                    and self.queue_state.get(s.var) == "held"):   # not "pinned" (emit_rows.py)
                 self.line(f"{s.home.name}.FreeTensor({s.var});")
                 self.queue_state[s.var] = "freed"
+
+    def free_pinned(self, since: int) -> None:
+        """Free the VECIN slots of tiles the scalar unit read per row (``row_of_tile``),
+        pinned since ``since``, at the end of the block that loaded them."""
+        for s in self.pinned[since:]:
+            self.line(f"{s.home.name}.FreeTensor({s.var});")
+            self.queue_state[s.var] = "freed"
+        del self.pinned[since:]
 
     # --- loads and stores --------------------------------------------------------------
     def emit_ub_transfer(self, op) -> None:
@@ -117,13 +125,18 @@ class MemoryLowering:
         offs = self.sym(op.operands[1])
         if isinstance(offs, Scalar):
             return self.scalar_transfer(op, gm, t, offs, mask, other if load else None)
-        if not isinstance(offs, Index):
+        grid = isinstance(offs, Grid)
+        if load and isinstance(offs, Tile) and offs.home is not None and not offs.dtype.is_float:
+            offs = self.row_of_tile(op, offs)       # a gather by loaded indices
+        if load and isinstance(offs, RowVal) and offs.cols == 1:
+            return self.lanes_transfer(op, gm, t, offs, mask, other)
+        if not isinstance(offs, (Index, Grid)):
             raise not_lowered(op, "a gather or scatter (offsets that are not a scalar plus "
-                                  "nl.arange) is not emitted yet")
-        if mask is not None and not isinstance(mask, Mask):
+                                  "nl.arange, or rows of such) is not emitted yet")
+        if mask is not None and not isinstance(mask, Mask2 if grid else Mask):
             raise not_lowered(op, "a mask that is not `lanes < bound` is not emitted yet")
-        n = offs.length
-        count = mask.count if mask is not None else str(n)
+        n = offs.rows * offs.cols if grid else offs.length
+        count = mask.count if mask is not None and not grid else str(n)
         whole = mask is None and n * dt.itemsize % 32 == 0
         if load and not op.result.uses:
             return None                  # a load nobody reads moves nothing
@@ -141,7 +154,9 @@ class MemoryLowering:
                 self.line(f"AscendC::Duplicate({var}, {fill}, {n});   // masked-off lanes read {why}")
                 self.line("AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(0);")
                 self.line("AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(0);")
-            if whole:
+            if grid:
+                self.grid_copy(op, True, gm, t, var, offs, mask, fill)
+            elif whole:
                 self.line(f"AscendC::DataCopy({var}, {gm}[{offs.offset()}], {n});")
             else:
                 self.helpers.add("tail_pad")
@@ -160,17 +175,14 @@ class MemoryLowering:
         value = self.sym(op.operands[2])
         if isinstance(value, Splat):
             value = self.materialize_splat(value, dt, "stored")
+        elif isinstance(value, RowVal) and value.cols == 1:
+            value = self.rows_as_tile(value, dt)
         if not isinstance(value, Tile):
             raise not_lowered(op, "storing an index or mask tile is not emitted yet")
-        self.use_tile(value)
-        home = value.home
-        queued_out = getattr(home, "position", None) == "VECOUT"
-        from_load = getattr(home, "position", None) == "VECIN"
-        if not queued_out:
-            event = "MTE2_MTE3" if from_load else "V_MTE3"
-            self.line(f"AscendC::SetFlag<AscendC::HardEvent::{event}>(0);")
-            self.line(f"AscendC::WaitFlag<AscendC::HardEvent::{event}>(0);")
-        if whole:
+        self.store_prologue(value)
+        if grid:
+            self.grid_copy(op, False, gm, t, value.var, offs, mask, "")
+        elif whole:
             self.line(f"AscendC::DataCopy({gm}[{offs.offset()}], {value.var}, {n});")
         else:
             copy = (f"AscendC::DataCopyPad({gm}[{offs.offset()}], {value.var}, "
@@ -181,19 +193,35 @@ class MemoryLowering:
                 self.line(f"if ({count} > 0) {{")
                 self.line("    " + copy)
                 self.line("}")
-        if queued_out:
-            stored = op.operands[2]
+        self.store_epilogue(op, value)
+        return None
+
+    def store_prologue(self, value: Tile) -> None:
+        """Before a UB -> GM copy of ``value``: DeQue it, or order the copy after the
+        vector unit (or the load) that wrote a buffer no queue guards."""
+        self.use_tile(value)
+        position = getattr(value.home, "position", None)
+        if position != "VECOUT":
+            event = "MTE2_MTE3" if position == "VECIN" else "V_MTE3"
+            self.line(f"AscendC::SetFlag<AscendC::HardEvent::{event}>(0);")
+            self.line(f"AscendC::WaitFlag<AscendC::HardEvent::{event}>(0);")
+
+    def store_epilogue(self, op, value: Tile) -> None:
+        """After a UB -> GM copy: free a VECOUT slot after its last store, or keep the
+        vector unit from writing the buffer before the copy read it."""
+        home = value.home
+        position = getattr(home, "position", None)
+        if position == "VECOUT":
+            stored = op.operands[-1] if op.kind is Kind.BLOCK_STORE else op.operands[2]
             done = self.stores_emitted.setdefault(id(stored), set())
             done.add(id(op))
             if all(id(u) in done for u in stored.users):
                 self.line(f"{home.name}.FreeTensor({value.var});")
                 self.queue_state[value.var] = "freed"
-        elif not from_load:
-            # the buffer may be written again by the vector unit: wait for the copy out
+        elif position != "VECIN":
             self.line("AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(0);")
             self.line("AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(0);")
         self.release(value)
-        return None
 
     def emit_atomic_add(self, op) -> None:
         """``nl.atomic_add`` of a tile: the store's UB -> GM copy between
@@ -209,7 +237,7 @@ class MemoryLowering:
         dt = op.operands[0].type.dtype
         if dt.name not in ("f32", "f16", "bf16", "i32"):
             raise not_lowered(op, f"an atomic add of {dt} (the device adds f32, f16, bf16, i32)")
-        if not isinstance(self.sym(op.operand("offsets")), Index):
+        if not isinstance(self.sym(op.operand("offsets")), (Index, Grid)):
             raise not_lowered(op, "an atomic add that is not a tile at `scalar + nl.arange` "
                                   "(a scalar or a scatter) is not emitted yet")
         self.emit_flags(op, "wait_flags")
@@ -217,6 +245,23 @@ class MemoryLowering:
         self.ub_transfer(op)
         self.line("AscendC::SetAtomicNone();")
         self.emit_flags(op, "set_flags")
+
+    def lanes_transfer(self, op, gm, t, offs, mask, other) -> None:
+        """A 1-D load at per-lane offsets into a VECIN slot (emit_rows.py ``lanes_load``)."""
+        if not op.result.uses:
+            return None
+        dt = op.result.type.dtype
+        if other is not None and not isinstance(other, Splat):
+            raise not_lowered(op, "`other=` must be a scalar for the emitter")
+        fill = scalar_arg(other.value, dt) if other is not None else _zero(dt)
+        var = self.user_name(op, "x")
+        m = self.member(sv.buffers(op)[0], "TQue", "VECIN", var)
+        self.line(f"AscendC::LocalTensor<{t}> {var} = {m.name}.AllocTensor<{t}>();")
+        self.lanes_load(op, gm, t, var, offs, mask, fill)
+        self.line(f"{m.name}.EnQue({var});")
+        self.queue_state[var] = "enqueued"
+        self.syms[id(op.result)] = Tile(var, dt, offs.rows, home=m)
+        return None
 
     def scalar_transfer(self, op, gm, t, offs, mask, other):
         """One element: GlobalTensor::GetValue / SetValue on the scalar unit."""

@@ -12,9 +12,9 @@ from npujit.ir.ops import Kind
 from npujit.ir.types import float32, int32
 
 from . import schedule_view as sv
-from .lowering import (CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY, VECTOR_DTYPES,
+from .lowering import (ACTIVATIONS, CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY, VECTOR_DTYPES,
                        VECTOR_UNARY, cpp_type, not_lowered, raw_name, round_mode)
-from .values import Bits, Index, Mask, Scalar, Splat, Tile, scalar_arg
+from .values import Bits, Cell, Index, Mask, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
 
 
 class VectorLowering:
@@ -79,8 +79,12 @@ class VectorLowering:
     def lower(self, op, args, result, dest):
         k = op.kind
         rt = result.type
-        if rt.rank > 1:
-            raise not_lowered(op, "2-D vector tiles are not emitted yet")
+        rows = self.rows_symbolic(op, args, rt)
+        if rows is not None:
+            return rows
+        if rt.rank == 1 and not rt.is_scalar:
+            args = [self.rows_as_tile(a, a.dtype) if isinstance(a, RowVal) and a.cols == 1 else a
+                    for a in args]
         if k is Kind.ARANGE:
             return Index(str(int(op.attrs["start"])), rt.numel)
         if k is Kind.SPLAT:
@@ -93,7 +97,10 @@ class VectorLowering:
                 return Splat(args[0], 1)
             if src.rank == 1 and rt.rank == 1:
                 return args[0]
-            raise not_lowered(op, "2-D vector tiles are not emitted yet")
+            if isinstance(args[0], Tile) and rt.rank == 2 and src.rank == 2 and \
+                    tuple(src.shape) == tuple(rt.shape):
+                return args[0]
+            raise not_lowered(op, "a reshape of a 2-D vector tile is not emitted yet")
         if rt.is_scalar:
             if k is Kind.REDUCE:
                 return self.reduce(op, args[0], result)
@@ -108,14 +115,26 @@ class VectorLowering:
             return symbolic
         if dest is None:
             raise not_lowered(op, "a vector result without a buffer in the schedule")
+        if any(isinstance(a, RowVal) for a in args):
+            return self.row_binary(op, args, rt.dtype, dest)
+        if k is Kind.REDUCE:
+            return self.reduce_axis(op, args[0], result, dest)
+        if any(isinstance(a, Cell) for a in args):
+            raise not_lowered(op, "this use of a per-element scalar tile is not emitted yet")
+        if k is Kind.SCAN:
+            return self.scan(op, args[0], result, dest)
+        if k is Kind.CAST and isinstance(args[0], OneHot):
+            return self.one_hot(op, args[0], rt.dtype, dest)
         if k is Kind.CAST:
             return self.cast(op, args[0], rt.dtype, dest)
-        if k in VECTOR_BINARY or k in VECTOR_UNARY or k is Kind.NEG:
+        if k in VECTOR_BINARY or k in VECTOR_UNARY or k in ACTIVATIONS or k is Kind.NEG:
             if rt.dtype.name == "bf16":
                 return self.on_f32_copies(op, args, rt, dest)
             if rt.dtype.name not in VECTOR_DTYPES:
                 raise not_lowered(op, f"{rt.dtype} arithmetic on tiles (the vector unit computes "
                                       f"on {', '.join(VECTOR_DTYPES)})")
+            if k in ACTIVATIONS and rt.dtype.is_half:
+                return self.on_f32_copies(op, args, rt, dest)
             return self.arithmetic(op, args, rt.dtype, dest)
         if k is Kind.CMP:
             return self.compare(op, args)
@@ -127,6 +146,8 @@ class VectorLowering:
         k = op.kind
         if k in VECTOR_BINARY:
             return self.binary(op, args, dest, dt)
+        if k in ACTIVATIONS:
+            return self.activation(op, args[0], dt, dest)
         src = self.as_tile(args[0], dt)
         out = dest()
         if k is Kind.NEG:
@@ -134,6 +155,26 @@ class VectorLowering:
         else:
             self.line(f"AscendC::{VECTOR_UNARY[k]}({out.var}, {src.var}, {out.length});")
         if src is not args[0]:
+            self.release(src)
+        return out
+
+    def activation(self, op, s, dt, dest) -> Tile:
+        """sigmoid(x) = 1 / (1 + exp(-x)) and silu(x) = x / (1 + exp(-x)) from the basic
+        API, as the reference interpreter defines them (one rounding per step on f32)."""
+        src = self.as_tile(s, dt)
+        n = src.length
+        t = self.scratch(dt, n, "denom")
+        self.line(f"AscendC::Muls({t.var}, {src.var}, {_scalar(-1, dt)}, {n});   // {ACTIVATIONS[op.kind]}")
+        self.line(f"AscendC::Exp({t.var}, {t.var}, {n});")
+        self.line(f"AscendC::Adds({t.var}, {t.var}, {_scalar(1, dt)}, {n});")
+        out = dest()
+        if op.kind is Kind.SILU:
+            self.line(f"AscendC::Div({out.var}, {src.var}, {t.var}, {n});")
+        else:
+            self.line(f"AscendC::Duplicate({out.var}, {_scalar(1, dt)}, {n});")
+            self.line(f"AscendC::Div({out.var}, {out.var}, {t.var}, {n});")
+        self.release(t)
+        if src is not s:
             self.release(src)
         return out
 
@@ -316,6 +357,8 @@ class VectorLowering:
 
     def reduce(self, op, s, result) -> Scalar:
         kind = op.attrs["kind"]
+        if isinstance(s, RowVal) or (isinstance(s, Tile) and not s.dtype.is_float):
+            return self.fold_lanes(op, s, result)
         if kind not in ("sum", "max", "min") or not isinstance(s, Tile):
             raise not_lowered(op, f"a {kind} reduction is not emitted yet")
         dt = result.type.dtype

@@ -82,3 +82,65 @@ def scalar_arg(s: Scalar, dtype: DType) -> str:
     if s.dtype == dtype and (s.expr.isidentifier() or dtype.is_float or dtype.name == "i32"):
         return s.expr              # already a T (float literals and half(...) are typed)
     return f"static_cast<{cpp_type(dtype)}>({s.expr})"
+
+
+@dataclass
+class RowVal:
+    """A per-row value of a ``[rows, 1]`` tile (broadcast along ``cols`` columns): a C++
+    scalar expression in the row number ``{r}``, computed by the scalar unit where it is
+    used (``x.GetValue({r})`` for a tile in UB, ``(base + {r})`` for ``nl.arange`` rows)."""
+
+    expr: str
+    dtype: DType
+    rows: int
+    cols: int = 1
+
+    def at(self, r: str) -> str:
+        return self.expr.replace("{r}", r)
+
+
+@dataclass
+class Grid:
+    """A 2-D address tile ``row[r] + col.base + c``: ``row`` an int ``RowVal`` (a row's
+    first element, affine or gathered), the columns contiguous."""
+
+    row: RowVal
+    col: Index
+    rows: int
+    cols: int
+
+
+@dataclass
+class Mask2:
+    """A 2-D mask ``row[r] & (c < col.count)``; either part may be ``None`` (all true)."""
+
+    row: RowVal | None
+    col: Mask | None
+    rows: int
+    cols: int
+
+
+@dataclass
+class OneHot:
+    """The 2-D i1 tile ``row[r] == col.base + c`` (a per-row value against the columns),
+    kept symbolic until a cast makes it data."""
+
+    row: RowVal
+    col: Index
+    rows: int
+    cols: int
+
+
+@dataclass
+class Cell:
+    """A 2-D tile each of whose elements is a C++ scalar expression in ``{r}`` and
+    ``{c}`` (a data row ``x[None, :]`` against per-row values), made by the scalar unit
+    where a consumer needs the elements."""
+
+    expr: str
+    dtype: DType
+    rows: int
+    cols: int
+
+    def at(self, r: str, c: str) -> str:
+        return self.expr.replace("{r}", r).replace("{c}", c)

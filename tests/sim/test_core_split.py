@@ -230,10 +230,30 @@ def matmul_relu_kernel(a_ptr, b_ptr, c_ptr, M: nl.constexpr, N: nl.constexpr,
     nl.store(blk(c_ptr, M, N, M, N), nl.maximum(acc, 0.0))
 
 
-def test_ascend_c_refuses_the_hand_off_by_name(tmp_path):
+def test_ascend_c_emits_the_cube_to_vector_hand_off():
+    # the AIC's L0C result reaches the AIV through the GM workspace (CrossCoreSetFlag /
+    # CrossCoreWaitFlag), run on the CPU twin against numpy
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((32, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 32)).astype(np.float16)
+    c = np.zeros((32, 32), np.float32)
+    matmul_relu_kernel.with_options(backend="ascendc-twin")[(1,)](a, b, c, M=32, N=32, K=32)
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+@npu_kernel
+def relu_matmul_kernel(a_ptr, b_ptr, c_ptr, M: nl.constexpr, N: nl.constexpr, K: nl.constexpr):
+    a = nl.maximum(nl.load(blk(a_ptr, M, K, M, K)), 0.0)     # on the Vector, then to the Cube
+    acc = nl.zeros((M, N), dtype=nl.float32)
+    acc = nl.dot(a, nl.load(blk(b_ptr, K, N, K, N)), acc)
+    nl.store(blk(c_ptr, M, N, M, N), acc)
+
+
+def test_ascend_c_refuses_a_vector_to_cube_hand_off_by_name(tmp_path):
     a = np.ones((32, 32), np.float16)
     with pytest.raises(NotImplementedError, match=r"npu\.handoff at test_core_split\.py:\d+"):
-        matmul_relu_kernel.emit("ascendc", str(tmp_path), a, a, np.zeros((32, 32), np.float32),
+        relu_matmul_kernel.emit("ascendc", str(tmp_path), a, a, np.zeros((32, 32), np.float32),
                                 M=32, N=32, K=32)
 
 

@@ -18,6 +18,7 @@ from npujit.backends.ascendc import lowering
 from npujit.ir.ops import Kind
 from npujit.kernels import layernorm, matmul, softmax
 from npujit.kernels.elementwise import add_kernel, add_stream_kernel
+from npujit.kernels.moe.launch import KernelLaunch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -78,7 +79,36 @@ def _shipped_sources(tmp_path) -> str:
         c = np.zeros((64, 64), out_dtype)
         emit(matmul.matmul_kernel, a, a.T.copy(), c, 64, 64, 32, 32, 1, 64, 1, 64, 1,
              BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, NUM_STAGES=2)
+    for launch in _moe_launches():
+        emit(launch.kernel, *launch.args, **launch.meta)
     return "\n".join(p.read_text() for d in dirs for p in d.glob("*.cpp") if not p.name.startswith("launch_"))
+
+
+def _moe_launches() -> list:
+    """One launch of each MoE kernel that emits (kernels/moe/)."""
+    from npujit.kernels.moe import combine, dispatch, experts
+    from npujit.kernels.moe.router import score_kernel
+    ids = np.array([[0, 1], [2, 0], [1, 3]], np.int32)
+    count, aligned = dispatch.align_launches(ids, 4, 16)[0][0], dispatch.align(ids, 4, backend="reference")
+    y = np.zeros((aligned.sorted_ids.size, 32), np.float32)
+    logits = np.zeros((3, 4), np.float32)
+    return [count, combine.combine_launch(y, aligned.row_idx, np.ones((3, 2), np.float32),
+                                          np.zeros((3, 32), np.float32)),
+            dispatch.permute_launch(y, aligned, y.copy()),
+            experts.act_launch(np.zeros((3, 64), np.float32), np.zeros((3, 32), np.float32)),
+            KernelLaunch(score_kernel, (1,), (logits, logits.copy(), 3, 4),
+                         dict(SIGMOID=False, BLOCK_T=16, BLOCK_E=16)),
+            *_expert_launches(experts, aligned),
+            experts.grouped_gemm_launch(np.zeros((aligned.sorted_ids.size, 200), np.float16),
+                                        aligned.expert_ids, np.zeros((4, 80, 200), np.float16),
+                                        np.zeros((aligned.sorted_ids.size, 80), np.float16), 16)]
+
+
+def _expert_launches(experts, aligned):
+    x = np.zeros((3, 48), np.float16)
+    return experts.experts_launches(x, aligned, np.ones((3, 2), np.float32),
+                                    np.zeros((4, 80, 48), np.float16), np.zeros((4, 48, 40), np.float16),
+                                    np.zeros((3, 48), np.float32))
 
 
 def _documented_names() -> set:
@@ -112,16 +142,16 @@ def test_lowering_table_covers_every_op_kind():
 
 
 @npu_kernel
-def sigmoid_kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
+def erf_kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
     offs = nl.arange(0, BLOCK)
-    nl.store(out_ptr + offs, nl.sigmoid(nl.load(x_ptr + offs)))
+    nl.store(out_ptr + offs, nl.erf(nl.load(x_ptr + offs)))
 
 
 def test_an_op_that_cannot_be_lowered_names_itself_and_its_line(tmp_path):
     x = np.zeros(64, np.float32)
-    with pytest.raises(NotImplementedError, match=r"npu\.sigmoid at test_ascendc_emit\.py:\d+ "
-                                                   r"\(`nl\.store\(out_ptr \+ offs, nl\.sigmoid"):
-        sigmoid_kernel.emit("ascendc", str(tmp_path), x, x.copy(), BLOCK=64)
+    with pytest.raises(NotImplementedError, match=r"npu\.erf at test_ascendc_emit\.py:\d+ "
+                                                   r"\(`nl\.store\(out_ptr \+ offs, nl\.erf"):
+        erf_kernel.emit("ascendc", str(tmp_path), x, x.copy(), BLOCK=64)
 
 
 def _cann_root():

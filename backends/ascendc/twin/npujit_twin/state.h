@@ -105,4 +105,21 @@ inline Block& block() {
   return b;
 }
 
+// Which core of a separated part runs the block now: a mixed (AIC + AIV) kernel's block
+// runs once as its AIC and then once as its AIV, each with fresh on-chip memory.
+enum class CoreType { AIC, AIV };
+
+inline CoreType& core_type() {
+  static CoreType c = CoreType::AIV;
+  return c;
+}
+
 }  // namespace npujit_twin
+
+#define ASCEND_IS_AIC (npujit_twin::core_type() == npujit_twin::CoreType::AIC)
+#define ASCEND_IS_AIV (npujit_twin::core_type() == npujit_twin::CoreType::AIV)
+
+// The kernel type a mixed kernel declares (one AIC and one AIV per block); the twin runs
+// every block's AIC and then its AIV (launch.h), so the declaration itself does nothing.
+enum KernelType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIC_1_1, KERNEL_TYPE_MIX_AIC_1_2 };
+#define KERNEL_TASK_TYPE_DEFAULT(type) static_cast<void>(type)

@@ -58,6 +58,20 @@ inline void check_flags_drained() {
   }
 }
 
+inline std::map<int, int>& cross_flags() {
+  static std::map<int, int> f;
+  return f;
+}
+
+inline void check_cross_flags_drained() {
+  for (const auto& kv : cross_flags()) {
+    if (kv.second != 0) {
+      twin_fail("CrossCoreSetFlag(" + std::to_string(kv.first) + ") never waited by the other core");
+    }
+  }
+  cross_flags().clear();
+}
+
 }  // namespace npujit_twin
 
 namespace AscendC {
@@ -83,5 +97,25 @@ template <HardEvent E> inline void WaitFlag(int32_t id) {
 }
 
 template <pipe_t P> inline void PipeBarrier() {}
+
+// Cross-core flags between a block's AIC and AIV (mode 2): a counter per id (0..10, at
+// most 15 sets outstanding).  The twin runs the AIC first, so a wait finds the sets the
+// AIC made; a wait with none, or a set never waited by the block's end, is an error.
+template <uint8_t MODE, pipe_t P> inline void CrossCoreSetFlag(uint16_t id) {
+  static_assert(MODE == 2, "the emitter synchronises a block's AIC and AIV (mode 2)");
+  if (id > 10) npujit_twin::twin_fail("CrossCoreSetFlag(" + std::to_string(id) + "): flag ids run from 0 to 10");
+  int& count = npujit_twin::cross_flags()[id];
+  if (count >= 15) npujit_twin::twin_fail("CrossCoreSetFlag(" + std::to_string(id) + "): 15 sets outstanding");
+  ++count;
+}
+
+inline void CrossCoreWaitFlag(uint16_t id) {
+  int& count = npujit_twin::cross_flags()[id];
+  if (count == 0) {
+    npujit_twin::twin_fail("CrossCoreWaitFlag(" + std::to_string(id) +
+                           ") with no CrossCoreSetFlag by the other core (on the device it would hang)");
+  }
+  --count;
+}
 
 }  // namespace AscendC

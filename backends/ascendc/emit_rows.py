@@ -1,0 +1,563 @@
+"""2-D vector tiles for the Ascend C emitter: rows of a tile in UB, per-row addresses and
+masks computed by the scalar unit, and block pointers on the vector unit.
+
+A 2-D tile ``[R, C]`` lives in UB row-major with a row pitch of ``C`` elements, so
+elementwise ops run on it as on a 1-D tile of ``R * C`` lanes; a row must then be a whole
+number of 32-byte blocks (``C * itemsize % 32 == 0``) for each row's copy to land aligned.
+
+Per-row values (``x[:, None]`` of ``nl.arange`` rows or of a loaded index tile, and
+scalar arithmetic on them) stay ``RowVal`` expressions in the row number: an address
+``row[:, None] * stride + cols[None, :]`` is one ``DataCopyPad`` per row (a gathered
+row's index read with ``GetValue``), as the schedule places it (one descriptor per row,
+ir/schedule/placement.py); ``w[:, None] * y`` is one ``Muls`` per row.
+"""
+from __future__ import annotations
+
+from npujit.ir.ops import Kind
+from npujit.ir.types import float32
+
+from . import schedule_view as sv
+from .lowering import CMP_CPP, VECTOR_BINARY, cpp_type, not_lowered
+from .values import Cell, Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+
+# The event id of the emitter's own SetFlag/WaitFlag pairs here: the last of the 8 ids
+# per event kind; the schedule hands ids out from 0 by liveness (ir/schedule/event_ids.py),
+# and a clash would be caught by the twin as a set that is still pending.
+OWN_ID = 7
+
+# Scalar C++ operators of RowVal arithmetic (the scalar unit's, as in scalar_op).
+_ROW_OPS = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*"}
+
+
+class RowLowering:
+    """Mixin of ``KernelWriter``: 2-D tiles, per-row values, UB block pointers."""
+
+    # --- per-row values ----------------------------------------------------------------
+    def row_of_tile(self, op, s: Tile) -> RowVal:
+        """A 1-D tile in UB read per row by the scalar unit: DeQue it, order the scalar
+        reads after its producer, and keep its slot until the end of the block."""
+        self.use_tile(s)
+        home = getattr(s.home, "position", None)
+        event = "MTE2_S" if home == "VECIN" else "V_S"
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::{event}>({OWN_ID});   // the scalar unit reads {s.var}")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::{event}>({OWN_ID});")
+        if home == "VECIN" and self.queue_state.get(s.var) == "held":
+            self.queue_state[s.var] = "pinned"
+            self.pinned.append(s)
+        return RowVal(f"{s.var}.GetValue({{r}})", s.dtype, s.length)
+
+    def rows_symbolic(self, op, args, rt):
+        """The 2-D and per-row patterns, or ``None`` when ``op`` is none of them."""
+        k = op.kind
+        shape = tuple(rt.shape)
+        if k is Kind.RESHAPE:
+            src = op.operands[0].type
+            if src.rank == 1 and len(shape) == 2:
+                a = args[0]
+                if shape[0] == 1:                      # [C] -> [1, C]: the same lanes
+                    return a
+                if isinstance(a, Index):
+                    return RowVal(f"({a.base} + {{r}})", rt.dtype, shape[0])
+                if isinstance(a, RowVal):
+                    return a
+                if isinstance(a, Tile):
+                    return self.row_of_tile(op, a)
+                if isinstance(a, Splat):
+                    return Splat(a.value, rt.numel)
+            return None
+        if k is Kind.BROADCAST:
+            a = args[0]
+            if isinstance(a, RowVal):
+                return RowVal(a.expr, a.dtype, a.rows, shape[1])
+            if isinstance(a, (Index, Grid, Mask2)):
+                return a if not isinstance(a, Mask) else Mask2(None, a, shape[0], shape[1])
+            if isinstance(a, Mask):
+                return Mask2(None, a, shape[0], shape[1])
+            if isinstance(a, Splat):
+                return Splat(a.value, rt.numel)
+            if isinstance(a, Tile) and op.operands[0].type.shape[-1] == 1:
+                return RowVal(self.row_of_tile(op, a).expr, a.dtype, a.length, shape[1])
+            if isinstance(a, Tile) and op.operands[0].type.shape[0] == 1 and len(shape) == 2:
+                col = self.row_of_tile(op, a).expr.replace("{r}", "{c}")
+                return Cell(col, a.dtype, shape[0], shape[1])
+            raise not_lowered(op, "this broadcast of a data tile is not emitted yet")
+        if k is Kind.MUL and len(shape) == 1 and any(isinstance(a, Index) for a in args) \
+                and any(isinstance(a, Splat) for a in args):
+            a = next(a for a in args if isinstance(a, Index))
+            b = next(a for a in args if isinstance(a, Splat))
+            return RowVal(f"({a.base} + {{r}}) * {b.value.expr}", rt.dtype, a.length)
+        if any(isinstance(a, Cell) for a in args) and k is not Kind.REDUCE:
+            return self.cell_op(op, args, rt)
+        if k is Kind.SELECT and len(shape) == 1 and isinstance(args[0], RowVal) and all(
+                isinstance(a, (RowVal, Splat, Tile)) for a in args):
+            args = [self.row_of_tile(op, a) if isinstance(a, Tile) else a for a in args]
+            e = [f"({a.expr})" if isinstance(a, RowVal) else a.value.expr for a in args]
+            return RowVal(f"{e[0]} ? {e[1]} : {e[2]}", rt.dtype, shape[0])
+        if len(shape) == 1 and self.per_row_only(op, args):
+            # integer division of a loaded index tile (no such vector instruction), or a
+            # compare only read as a row condition: the scalar unit computes it per row
+            args = [self.row_of_tile(op, a) if isinstance(a, Tile) else a for a in args]
+        if not any(isinstance(a, (RowVal, Grid, Mask2)) for a in args):
+            if k is Kind.AND and len(shape) == 2 and any(isinstance(a, Mask) for a in args):
+                return self.mask2(op, args, shape)
+            return None
+        if all(isinstance(a, (RowVal, Splat)) for a in args):
+            return self.row_scalar(op, args, rt)
+        if k is Kind.ADD:
+            a, b = args
+            if isinstance(b, RowVal):
+                a, b = b, a
+            if isinstance(a, RowVal) and isinstance(b, Index):
+                return Grid(a, b, shape[0], shape[1])
+            if isinstance(a, Grid) and isinstance(b, Splat):
+                return Grid(a.row, Index(f"{a.col.base} + {b.value.expr}", a.col.length), a.rows, a.cols)
+            if isinstance(b, Grid) and isinstance(a, Splat):
+                return Grid(b.row, Index(f"{b.col.base} + {a.value.expr}", b.col.length), b.rows, b.cols)
+        if k is Kind.AND:
+            return self.mask2(op, args, shape)
+        if k is Kind.CMP and op.attrs["predicate"] == "eq" and len(shape) == 2:
+            a, b = args
+            if isinstance(b, RowVal):
+                a, b = b, a
+            if isinstance(a, RowVal) and isinstance(b, Index) and not a.dtype.is_float:
+                return OneHot(a, b, shape[0], shape[1])
+        return None
+
+    def per_row_only(self, op, args) -> bool:
+        """Whether ``op`` on a 1-D int tile and scalars is better done per row by the
+        scalar unit: ``//`` and ``%`` (the vector unit divides floats only), and compares
+        whose results only become row conditions (``valid[:, None]``)."""
+        if not (any(isinstance(a, Tile) for a in args)
+                and all(isinstance(a, (Tile, Splat, RowVal)) for a in args)
+                and all(not a.dtype.is_float for a in args if isinstance(a, Tile))):
+            return False
+        if op.kind in (Kind.IDIV, Kind.REM):
+            return True
+        return op.kind is Kind.CMP and all(_row_condition_use(u) for u in _users_through_fused(op))
+
+    def cell_op(self, op, args, rt) -> Cell:
+        """Scalar arithmetic, compares and casts on ``Cell`` elements."""
+        k = op.kind
+        dt = rt.dtype
+        e = []
+        for a in args:
+            if isinstance(a, Cell):
+                e.append(f"({a.expr})")
+            elif isinstance(a, RowVal):
+                e.append(f"({a.expr})")
+            elif isinstance(a, Splat):
+                e.append(a.value.expr)
+            elif isinstance(a, Index):
+                e.append(f"({a.base} + {{c}})")
+            else:
+                raise not_lowered(op, "this operand of a per-element scalar tile is not emitted yet")
+        if k in _ROW_OPS:
+            expr = f"{e[0]} {_ROW_OPS[k]} {e[1]}"
+        elif k is Kind.CMP:
+            expr = f"{e[0]} {CMP_CPP[op.attrs['predicate']]} {e[1]}"
+        elif k is Kind.AND and dt.is_bool:
+            expr = f"{e[0]} && {e[1]}"
+        elif k is Kind.CAST and not dt.is_float:
+            expr = f"static_cast<{cpp_type(dt)}>({e[0]})"
+        else:
+            raise not_lowered(op, "this per-element scalar tile operation is not emitted yet")
+        return Cell(expr, dt, int(rt.shape[0]), int(rt.shape[1]))
+
+    def row_scalar(self, op, args, rt) -> RowVal:
+        """Scalar arithmetic on per-row values (and splats): a new per-row expression."""
+        k = op.kind
+        dt = rt.dtype
+        e = [f"({a.expr})" if isinstance(a, RowVal) else a.value.expr for a in args]
+        rows = next(a for a in args if isinstance(a, RowVal))
+        t = cpp_type(dt)
+        if k in _ROW_OPS:
+            expr = f"{e[0]} {_ROW_OPS[k]} {e[1]}"
+        elif k is Kind.AND and dt.is_bool:
+            expr = f"{e[0]} && {e[1]}"
+        elif k is Kind.CMP:
+            expr = f"{e[0]} {CMP_CPP[op.attrs['predicate']]} {e[1]}"
+        elif k in (Kind.IDIV, Kind.REM) and dt.is_int:
+            self.helpers.add("idiv" if k is Kind.IDIV else "irem")
+            expr = f"{'IntDiv' if k is Kind.IDIV else 'IntRem'}<{t}>({e[0]}, {e[1]})"
+        elif k is Kind.CAST and (dt.is_int or dt.is_float) and not args[0].dtype.is_float:
+            expr = f"static_cast<{t}>({e[0]})"
+        elif rt.rank <= 1:
+            return None          # data work on the lanes: a tile, or a scalar-unit fold
+        else:
+            raise not_lowered(op, "this per-row ([R, 1]) operation is not emitted yet")
+        return RowVal(expr, dt, rows.rows, max(getattr(a, "cols", 1) for a in args))
+
+    def fold_lanes(self, op, s, result):
+        """``nl.sum/max/min`` of an integer 1-D tile or of per-lane values to a scalar, on
+        the scalar unit (exact, wrapping like the reference; ReduceSum takes floats)."""
+        from .values import Scalar as _Scalar
+        kind = op.attrs["kind"]
+        if result.type.dtype.is_float:
+            raise not_lowered(op, "a float reduction of per-lane values is not emitted yet")
+        if kind not in ("sum", "max", "min"):
+            raise not_lowered(op, f"a {kind} reduction of integer lanes is not emitted yet")
+        rows = s if isinstance(s, RowVal) else self.row_of_tile(op, s)
+        dt = result.type.dtype
+        t = cpp_type(dt)
+        name, r = self.user_name(op, kind), self.fresh("r")
+        self.line(f"{t} {name} = static_cast<{t}>({rows.at('0')});")
+        self.line(f"for (int32_t {r} = 1; {r} < {rows.rows}; ++{r}) {{")
+        self.fold_step(kind, t, name, rows.at(r), "    ")
+        self.line("}")
+        return _Scalar(name, dt)
+
+    def fold_step(self, kind: str, t: str, acc: str, value: str, indent: str) -> None:
+        """``acc`` takes one more value of a sum / max / min fold (ints wrap)."""
+        value = f"static_cast<{t}>({value})"
+        if kind == "sum":
+            self.line(f"{indent}{acc} = static_cast<{t}>({acc} + {value});")
+        else:
+            self.line(f"{indent}if ({value} {'>' if kind == 'max' else '<'} {acc}) {acc} = {value};")
+
+    def fold_cells(self, op, s, dest, R, C, axis, kind, dt) -> Tile:
+        """A reduction along an axis of integer elements on the scalar unit (exact and
+        wrapping, as the reference; the vector unit's ReduceSum takes floats)."""
+        if dt.is_float or kind not in ("sum", "max", "min"):
+            raise not_lowered(op, f"a {kind} of {dt} per-element values is not emitted yet")
+        if isinstance(s, Tile):
+            src = self.row_of_tile(op, s)
+            s = Cell(src.expr.replace("{r}", f"{{r}} * {C} + {{c}}"), s.dtype, R, C)
+        out = dest()
+        t = cpp_type(dt)
+        outer, inner = (R, C) if axis == 1 else (C, R)
+        i, j, acc = self.fresh("i"), self.fresh("j"), self.fresh("folded")
+        cell = (lambda a, b: s.at(a, b)) if axis == 1 else (lambda a, b: s.at(b, a))
+        self.line(f"for (int32_t {i} = 0; {i} < {outer}; ++{i}) {{   // one {kind} per lane, on the scalar unit")
+        self.line(f"    {t} {acc} = static_cast<{t}>({cell(i, '0')});")
+        self.line(f"    for (int32_t {j} = 1; {j} < {inner}; ++{j}) {{")
+        self.fold_step(kind, t, acc, cell(i, j), "        ")
+        self.line("    }")
+        self.line(f"    {out.var}.SetValue({i}, {acc});")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        return out
+
+    def rows_as_tile(self, s: RowVal, dtype) -> Tile:
+        """Per-lane values written into a scratch tile by the scalar unit, for vector
+        work on them (``nl.cumsum`` of ``x // k``, say)."""
+        t = self.scratch(dtype, s.rows, "lanes")
+        r = self.fresh("r")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"for (int32_t {r} = 0; {r} < {s.rows}; ++{r}) {{   // the lanes, one by one")
+        self.line(f"    {t.var}.SetValue({r}, static_cast<{cpp_type(dtype)}>({s.at(r)}));")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        return t
+
+    def mask2(self, op, args, shape) -> Mask2:
+        """``&`` of per-row conditions and column masks."""
+        row, col = None, None
+        for a in args:
+            parts = ([a.row, a.col] if isinstance(a, Mask2) else [a])
+            for p in parts:
+                if p is None:
+                    continue
+                if isinstance(p, RowVal) and p.dtype.is_bool:
+                    row = p if row is None else RowVal(f"({row.expr}) && ({p.expr})", p.dtype, p.rows)
+                elif isinstance(p, Mask):
+                    if col is not None:
+                        name = self.fresh("both_len")
+                        self.line(f"const uint32_t {name} = {col.count} < {p.count} ? {col.count} : {p.count};")
+                        p = Mask(name, p.length)
+                    col = p
+                else:
+                    raise not_lowered(op, "a 2-D mask that is not `rows_ok[:, None] & "
+                                          "(cols[None, :] < bound)` is not emitted yet")
+        return Mask2(row, col, shape[0], shape[1])
+
+    # --- data with per-row values ------------------------------------------------------
+    def row_binary(self, op, args, dt, dest) -> Tile:
+        """``tile (op) x[:, None]`` on a 2-D tile, one row at a time: the scalar form of
+        the API (``Adds``, ``Muls``, ``Maxs``, ``Mins``) where there is one, else the
+        row's value duplicated into a scratch row and the tensor form."""
+        k = op.kind
+        if k not in VECTOR_BINARY:
+            raise not_lowered(op, "a per-row ([R, 1]) operand of this op is not emitted yet")
+        a, b = args
+        row_left = isinstance(a, RowVal)
+        tile, row = (b, a) if row_left else (a, b)
+        if not isinstance(tile, Tile):
+            tile = self.as_tile(tile, dt)
+        tile_api, scalar_api = VECTOR_BINARY[k]
+        commutes = k in (Kind.ADD, Kind.MUL, Kind.MAXIMUM, Kind.MINIMUM)
+        rows, cols = row.rows, tile.length // row.rows
+        src = self.use_tile(tile)
+        out = dest()
+        r = self.fresh("r")
+        value = scalar_arg(Scalar(row.at(r), row.dtype), dt)
+        at = f"[{r} * {cols}]"
+        self.line(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{   // {row.expr.replace('{r}', 'r')} per row")
+        spread = None
+        if scalar_api and (commutes or not row_left):
+            self.line(f"    AscendC::{scalar_api}({out.var}{at}, {src.var}{at}, {value}, {cols});")
+        elif k is Kind.SUB and not row_left:
+            self.line(f"    AscendC::Adds({out.var}{at}, {src.var}{at}, static_cast<{cpp_type(dt)}>(-({value})), {cols});")
+        else:
+            spread = self.scratch(dt, cols, "row_value")
+            self.lines.insert(len(self.lines) - 1, self.lines.pop())   # declared before the loop
+            self.line(f"    AscendC::Duplicate({spread.var}, {value}, {cols});")
+            x, y = (spread.var, src.var + at) if row_left else (src.var + at, spread.var)
+            self.line(f"    AscendC::{tile_api}({out.var}{at}, {x}, {y}, {cols});")
+        self.line("}")
+        self.release(spread)
+        if src is not tile and tile is not a and tile is not b:
+            self.release(src)
+        return out
+
+    def one_hot(self, op, s: OneHot, dt, dest) -> Tile:
+        """``(row[:, None] == cols[None, :]).to(dt)``: zeros, then the scalar unit sets
+        the one lane of each row whose column is the row's value."""
+        out = dest()
+        R, C = s.rows, s.cols
+        self.line(f"AscendC::Duplicate({out.var}, {_scalar(0, dt)}, {R * C});")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        r, c = self.fresh("r"), self.fresh("col")
+        self.line(f"for (int32_t {r} = 0; {r} < {R}; ++{r}) {{   // one hot lane per row")
+        self.line(f"    const int64_t {c} = static_cast<int64_t>({s.row.at(r)}) - ({s.col.base});")
+        self.line(f"    if ({c} >= 0 && {c} < {C}) {out.var}.SetValue({r} * {C} + {c}, {_scalar(1, dt)});")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the tile")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        return out
+
+    # --- reductions along an axis of a 2-D tile ----------------------------------------
+    def reduce_axis(self, op, s, result, dest) -> Tile:
+        """``nl.sum/max/min(x, axis)`` of a 2-D tile: along rows (axis 0) the vector unit
+        folds row after row (``Add``/``Max``/``Min``); along columns (axis 1) one
+        ``ReduceSum``/``ReduceMax``/``ReduceMin`` per row, each row's result moved to its
+        lane by the scalar unit.  Float sums accumulate in f32, as the reference does."""
+        kind = op.attrs["kind"]
+        axis = int(op.attrs["axis"])
+        R, C = (int(x) for x in op.operands[0].type.shape)
+        dt = result.type.dtype
+        if isinstance(s, Cell) or (isinstance(s, Tile) and not dt.is_float and axis == 1):
+            return self.fold_cells(op, s, dest, R, C, axis, kind, dt)
+        if kind not in ("sum", "max", "min") or not isinstance(s, Tile) or s.dtype != dt:
+            raise not_lowered(op, f"a {kind} reduction along an axis of {op.operands[0].type} "
+                                  "is not emitted yet")
+        if not (dt.is_float or (dt.name == "i32" and axis == 0)):
+            raise not_lowered(op, f"a {kind} reduction of {dt} along axis {axis} (ReduceSum/"
+                                  "Max/Min take f16 and f32; rows fold in f16, f32, i32)")
+        self.check_row_pitch(op, C, dt)
+        src = self.use_tile(s)
+        widened = None
+        if dt.name == "bf16" or (kind == "sum" and dt.is_half):
+            widened = self.scratch(float32, R * C, "widened")
+            self.line(f"AscendC::Cast({widened.var}, {src.var}, AscendC::RoundMode::CAST_NONE, {R * C});")
+            src = widened
+        work_dt = src.dtype
+        r = self.fresh("r")
+        if axis == 0:
+            api = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
+            acc = self.scratch(work_dt, C, "folded") if widened is not None else dest()
+            self.line(f"AscendC::Muls({acc.var}, {src.var}, {_scalar(1, work_dt)}, {C});   // row 0")
+            self.line(f"for (int32_t {r} = 1; {r} < {R}; ++{r}) {{")
+            self.line(f"    AscendC::{api}({acc.var}, {acc.var}, {src.var}[{r} * {C}], {C});")
+            self.line("}")
+            if widened is None:
+                return acc
+            out = dest()
+            self.line(f"AscendC::Cast({out.var}, {acc.var}, AscendC::RoundMode::CAST_RINT, {C});")
+            self.release(acc)
+            self.release(widened)
+            return out
+        api = {"sum": "ReduceSum", "max": "ReduceMax", "min": "ReduceMin"}[kind]
+        one = self.scratch(work_dt, 1, f"{kind}_out")
+        work = self.scratch(work_dt, C, "work")
+        out = dest()
+        value = f"{one.var}.GetValue(0)"
+        if work_dt != dt:
+            value = f"static_cast<{cpp_type(dt)}>({value})"
+        self.line(f"for (int32_t {r} = 0; {r} < {R}; ++{r}) {{   // one reduction per row")
+        self.line(f"    AscendC::{api}({one.var}, {src.var}[{r} * {C}], {work.var}, {C});")
+        self.line(f"    AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"    AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"    {out.var}.SetValue({r}, {value});")
+        self.line(f"    AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        self.line(f"    AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        self.line("}")
+        for t in (work, one, widened):
+            self.release(t)
+        return out
+
+    def scan(self, op, s, result, dest) -> Tile:
+        """``nl.cumsum`` of a 1-D tile: the scalar unit keeps the running sum (f32 for
+        floats, as the reference does, rounding each prefix once to the result dtype;
+        wrapping for ints) and writes each lane."""
+        if op.attrs["kind"] != "sum" or result.type.rank != 1 or not isinstance(s, Tile):
+            raise not_lowered(op, "a scan other than cumsum of a 1-D tile is not emitted yet")
+        dt = result.type.dtype
+        acc_t = "float" if dt.is_float else cpp_type(dt)
+        src = self.use_tile(s)
+        out = dest()
+        r, acc = self.fresh("r"), self.fresh("running")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});   // the scalar unit sums the lanes")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"{acc_t} {acc} = 0;")
+        self.line(f"for (int32_t {r} = 0; {r} < {src.length}; ++{r}) {{")
+        self.line(f"    {acc} = static_cast<{acc_t}>({acc} + static_cast<{acc_t}>({src.var}.GetValue({r})));")
+        self.line(f"    {out.var}.SetValue({r}, static_cast<{cpp_type(dt)}>({acc}));")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the sums")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        return out
+
+    # --- GM <-> UB of 2-D tiles and of lanes at per-lane offsets -------------------------
+    def lanes_load(self, op, gm: str, t: str, var: str, offs: RowVal, mask, fill: str) -> None:
+        """A 1-D load at per-lane offsets (strided, or gathered by loaded indices): the
+        scalar unit reads each in-bounds lane from GM into UB, then hands the tile to the
+        vector unit."""
+        r = self.fresh("r")
+        if mask is None:
+            cond = None
+        elif isinstance(mask, Mask):
+            cond = f"static_cast<uint32_t>({r}) < {mask.count}"
+        elif isinstance(mask, RowVal) and mask.dtype.is_bool:
+            cond = mask.at(r)
+        else:
+            raise not_lowered(op, "a mask the emitter cannot build for a strided or gathered load")
+        if mask is not None:
+            self.line(f"AscendC::Duplicate({var}, {fill}, {offs.rows});   // masked-off lanes")
+            self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+            self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        read = f"{var}.SetValue({r}, {gm}.GetValue({offs.at(r)}));"
+        self.line(f"for (int32_t {r} = 0; {r} < {offs.rows}; ++{r}) {{   // one element per lane")
+        self.line(f"    {read}" if cond is None else f"    if ({cond}) {read}")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+
+    def check_row_pitch(self, op, cols: int, dtype) -> None:
+        if cols * dtype.itemsize % 32:
+            raise not_lowered(op, f"a 2-D tile whose rows ({cols} x {dtype}) are not a whole "
+                                  "number of 32-byte blocks")
+
+    def grid_copy(self, op, load: bool, gm: str, t: str, var: str, offs: Grid, mask, fill: str) -> None:
+        """One copy per row of a 2-D tile at ``offs`` under ``mask`` (a ``Mask2``)."""
+        if mask is not None and not isinstance(mask, Mask2):
+            raise not_lowered(op, "a 2-D mask the emitter cannot build")
+        dt = op.operands[0].type.dtype
+        R, C = offs.rows, offs.cols
+        self.check_row_pitch(op, C, dt)
+        r = self.fresh("r")
+        col = mask.col if mask is not None else None
+        count = col.count if col is not None else str(C)
+        conds = ([mask.row.at(r)] if mask is not None and mask.row is not None else [])
+        if col is not None:
+            conds.append(f"{count} > 0")
+        at_gm = f"{gm}[{offs.row.at(r)} + {offs.col.base}]"
+        at_ub = f"{var}[{r} * {C}]"
+        if col is None:
+            copy = (f"AscendC::DataCopy({at_ub}, {at_gm}, {C});" if load
+                    else f"AscendC::DataCopy({at_gm}, {at_ub}, {C});")
+        else:
+            self.helpers.add("tail_pad")
+            params = f"{{1, static_cast<uint32_t>({count} * sizeof({t})), 0, 0, 0}}"
+            copy = (f"AscendC::DataCopyPad({at_ub}, {at_gm}, {params}, "
+                    f"{{true, 0, TailPad<{t}>({count}), {fill}}});" if load
+                    else f"AscendC::DataCopyPad({at_gm}, {at_ub}, {params});")
+        self.line(f"for (int32_t {r} = 0; {r} < {R}; ++{r}) {{   // one copy per row")
+        if conds:
+            self.line(f"    if ({' && '.join(conds)}) {{")
+            self.line(f"        {copy}")
+            self.line("    }")
+        else:
+            self.line(f"    {copy}")
+        self.line("}")
+
+    def ub_block_transfer(self, op) -> None:
+        """``nl.load`` / ``nl.store`` of a block pointer into / out of UB: one
+        ``DataCopyPad`` of the in-bounds rows, row stride in GM, row pitch in UB."""
+        load = op.kind is Kind.BLOCK_LOAD
+        shape0, shape1, stride0, stride1, off0, off1 = (self.sym(v) for v in op.operands[1:7])
+        if stride1.expr not in ("1", "1LL"):
+            raise not_lowered(op, "a block pointer whose inner stride is not the constant 1 "
+                                  "on the vector unit")
+        if op.attrs.get("padding", "zero") != "zero" and load:
+            raise not_lowered(op, "block-pointer padding other than zero")
+        dt = op.operands[0].type.dtype
+        t = cpp_type(dt)
+        R, C = (int(x) for x in op.attrs["block_shape"])
+        self.check_row_pitch(op, C, dt)
+        checked = {int(a) for a in op.attrs.get("boundary_check", ())}
+        self.helpers.add("clamp")
+        rows, cols = self.fresh("rows_in"), self.fresh("cols_in")
+        self.line(f"const uint32_t {rows} = "
+                  + (f"LanesInBounds({shape0.expr} - {off0.expr}, {R});" if 0 in checked else f"{R};"))
+        self.line(f"const uint32_t {cols} = "
+                  + (f"LanesInBounds({shape1.expr} - {off1.expr}, {C});" if 1 in checked else f"{C};"))
+        gm = self.gm_members[id(op.operands[0])]
+        at_gm = f"{gm}[static_cast<int64_t>({off0.expr}) * {stride0.expr} + {off1.expr}]"
+        gm_gap = f"static_cast<uint32_t>(({stride0.expr} - {cols}) * sizeof({t}))"
+        ub_gap = f"static_cast<uint32_t>(({C} * sizeof({t}) - ({cols} * sizeof({t}) + 31) / 32 * 32) / 32)"
+        params = f"{{static_cast<uint16_t>({rows}), static_cast<uint32_t>({cols} * sizeof({t})), "
+        self.emit_flags(op, "wait_flags")
+        if load:
+            buf = sv.buffers(op)[0]
+            var = self.user_name(op, "x")
+            m = self.member(buf, "TQue", "VECIN", var)
+            self.line(f"AscendC::LocalTensor<{t}> {var} = {m.name}.AllocTensor<{t}>();")
+            if checked:
+                self.line(f"AscendC::Duplicate({var}, {_zero(dt)}, {R * C});   // out-of-bounds elements read 0")
+                self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_MTE2>({OWN_ID});")
+                self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>({OWN_ID});")
+            self.helpers.add("tail_pad")
+            self.line(f"if ({rows} > 0 && {cols} > 0) {{")
+            self.line(f"    AscendC::DataCopyPad({var}, {at_gm}, {params}{gm_gap}, {ub_gap}, 0}},")
+            self.line(f"                         {{true, 0, TailPad<{t}>({cols}), {_zero(dt)}}});")
+            self.line("}")
+            self.line(f"{m.name}.EnQue({var});")
+            self.queue_state[var] = "enqueued"
+            self.syms[id(op.result)] = Tile(var, dt, R * C, home=m)
+        else:
+            value = self.sym(op.operands[7])
+            if isinstance(value, Splat):
+                value = self.materialize_splat(value, dt, "stored")
+            if not isinstance(value, Tile):
+                raise not_lowered(op, "a block store of a value that is not a tile in UB")
+            self.store_prologue(value)
+            self.line(f"if ({rows} > 0 && {cols} > 0) {{")
+            self.line(f"    AscendC::DataCopyPad({at_gm}, {value.var}, {params}{ub_gap}, {gm_gap}, 0}});")
+            self.line("}")
+            self.store_epilogue(op, value)
+        self.emit_flags(op, "set_flags")
+
+
+def _row_condition_use(user) -> bool:
+    """``valid[:, None]``, or the mask of a load of 1-D lanes."""
+    if user.kind is Kind.RESHAPE:
+        return True
+    return (user.kind is Kind.LOAD and user.operands[1].type.rank == 1
+            and not user.result.type.dtype.is_bool)
+
+
+def _users_through_fused(op) -> list:
+    """The ops reading ``op``'s result, looking through the fused regions that yield it."""
+    out = []
+    for u in op.result.users:
+        region = u.parent.parent_op if u.parent is not None else None
+        if u.kind is Kind.YIELD and region is not None and region.kind is Kind.FUSED:
+            for j, v in enumerate(u.operands):
+                if v is op.result:
+                    out.extend(region.results[j].users)
+        else:
+            out.append(u)
+    return out
+
+
+def _scalar(v, dtype) -> str:
+    return f"static_cast<{cpp_type(dtype)}>({v})"
+
+
+def _zero(dtype) -> str:
+    from .emit_memory import _zero as zero
+    return zero(dtype)

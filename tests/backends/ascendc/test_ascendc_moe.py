@@ -1,0 +1,156 @@
+"""The MoE kernels that emit as Ascend C (kernels/moe/), built against the CPU twin and
+compared with the reference backend on small ragged shapes: 2-D tiles, rows gathered by
+loaded indices, per-row broadcasts, strided lanes, reductions along an axis, sigmoid and
+silu, the grouped GEMM's transposed weight tiles on the Cube, and the AIC/AIV split of
+the mixed expert kernels (workspace form).  What does not emit yet raises a NotImplementedError naming the op and its line.
+
+Run: NPUJIT_CACHE_DIR=/tmp/c python -m pytest -n 0 -q tests/backends/ascendc/test_ascendc_moe.py
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from npujit.kernels.moe import combine, dispatch, experts, router
+
+from ascendc_support import TWIN, assert_matches
+
+rng = np.random.default_rng(12)
+
+
+def _routing(T, E, k, block_m=16):
+    ids = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int32)
+    return dispatch.align(ids, E, block_m=block_m, backend="reference")
+
+
+def test_combine_gathers_rows_and_weights_them():
+    # H = 40 and 72 are ragged in a 64- / 128-wide tile; row_idx -1 are dropped slots
+    for T, H, shared in ((10, 40, False), (3, 40, True), (17, 33, True)):
+        k = 2
+        rows = T * k + 5
+        y = rng.standard_normal((rows, H)).astype(np.float32)
+        row_idx = rng.permutation(rows)[:T * k].astype(np.int32)
+        row_idx[::3] = -1
+        w = rng.random((T, k)).astype(np.float32)
+        sh = rng.standard_normal((T, H)).astype(np.float32) if shared else None
+        want = combine.combine(y, row_idx, w, np.float32, shared=sh, backend="reference")
+        got = combine.combine(y, row_idx, w, np.float32, shared=sh, backend=TWIN)
+        assert_matches(got, want, f"combine T={T} H={H} shared={shared}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_activation_step(dtype):
+    # silu(gate) * up on [R, 2I] rows: a block pointer into UB and an offset 2-D load
+    for R, I in ((20, 40), (3, 64)):
+        h = (rng.standard_normal((R, 2 * I)) * 4).astype(dtype)
+        want = experts.act(h, "silu", backend="reference")
+        got = experts.act(h, "silu", backend=TWIN)
+        assert_matches(got, want, f"act R={R} I={I} {np.dtype(dtype)}")
+
+
+def test_permute_gathers_token_rows():
+    # rows by loaded slot ids (slot // TOP_K per row on the scalar unit), pad rows zero
+    x = rng.standard_normal((9, 48)).astype(np.float16)
+    aligned = _routing(9, 4, 2)
+    want = dispatch.permute(x, aligned, backend="reference")
+    got = dispatch.permute(x, aligned, backend=TWIN)
+    assert_matches(got, want, "permute")
+
+
+def test_dispatch_histogram_and_offsets():
+    # count_kernel: one-hot rows (ids[:, None] == cols[None, :]) summed along axis 0 and
+    # added by an atomic; offsets_kernel: per-lane // on the scalar unit, cumsum, an int
+    # sum, each block's expert as a count of (end[None, :] <= first_row[:, None]) along
+    # axis 1, pad rows filled through a block pointer (the capacity rule in the second case)
+    from npujit.kernels.moe.launch import run_all
+    for T, E, k, cap in ((37, 6, 2, None), (50, 16, 3, 20)):
+        ids = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int32)
+        got = {}
+        for backend in ("reference", TWIN):
+            launches, aligned = dispatch.align_launches(ids, E, 16, capacity=cap, block_s=16)
+            run_all(launches[:2], backend)
+            got[backend] = (aligned.counts, launches[0].args[2], aligned.offsets,
+                            aligned.expert_ids, aligned.sorted_ids, aligned.total_buf)
+        np.testing.assert_array_equal(got[TWIN][0], np.bincount(ids.ravel(), minlength=E))
+        for name, g, w in zip(("counts", "block counts", "offsets", "expert ids", "sorted ids",
+                               "total"), got[TWIN], got["reference"]):
+            np.testing.assert_array_equal(g, w, err_msg=f"{name}, T={T} E={E}")
+
+
+@pytest.mark.parametrize("dtype, out_dtype, K", [(np.float16, np.float16, 200),
+                                                  (ml_dtypes.bfloat16, np.float32, 48)])
+def test_grouped_gemm(dtype, out_dtype, K):
+    # a @ w[e].T per row block: the weight tile read transposed (strides (1, K)) is copied
+    # into L1 as its transpose's NZ fractals; K = 200 runs 256-wide K tiles in L0 chunks
+    T, E, N = 10, 4, 80
+    aligned = _routing(T, E, 2)
+    a = rng.standard_normal((aligned.sorted_ids.size, K)).astype(dtype)
+    w = rng.standard_normal((E, N, K)).astype(dtype)
+    want = experts.grouped_gemm(a, aligned.expert_ids, w, 16, out_dtype, backend="reference")
+    got = experts.grouped_gemm(a, aligned.expert_ids, w, 16, out_dtype, backend=TWIN)
+    assert_matches(got, want, f"grouped gemm {np.dtype(dtype)} -> {np.dtype(out_dtype)}")
+
+
+def _down_combine_case(T, E, H, I, dtype):
+    aligned = _routing(T, E, 2)
+    x = np.zeros((T, H), dtype)
+    gate_up = np.zeros((E, 2 * I, H), dtype)
+    down = (rng.standard_normal((E, H, I)) * 0.1).astype(dtype)
+    launch = experts.experts_launches(x, aligned, np.ones((T, 2), np.float32), gate_up, down,
+                                      np.zeros((T, H), np.float32))[1]
+    work = rng.standard_normal(launch.args[0].shape).astype(dtype)
+    return launch, (work,) + launch.args[1:4], launch.args[5:]
+
+
+def test_expert_ffn_workspace_form():
+    # gate_up_act_kernel: x rows gathered by slot into L1 (one ND -> NZ copy per row), gate
+    # and up on the Cube, handed to the Vector for silu(gate) * up * w; down_combine_kernel:
+    # the down GEMM handed to the Vector, added into the token rows by an atomic
+    # (the cross-core flag test below runs down + combine in f16)
+    for T, E, H, I, dtype in ((21, 3, 100, 72, ml_dtypes.bfloat16),):
+        aligned = _routing(T, E, 2)
+        x = rng.standard_normal((T, H)).astype(dtype)
+        gate_up = (rng.standard_normal((E, 2 * I, H)) * 0.3).astype(dtype)
+        down = (rng.standard_normal((E, H, I)) * 0.3).astype(dtype)
+        w = rng.random((T, 2)).astype(np.float32)
+        want = experts.experts(x, aligned, w, gate_up, down, backend="reference")
+        got = experts.experts(x, aligned, w, gate_up, down, backend=TWIN)
+        assert_matches(got, want, f"experts T={T} H={H} I={I} {np.dtype(dtype)}")
+
+
+def test_a_removed_cross_core_set_fails_naming_the_flag():
+    from npujit.backends.ascendc import AscendCTwinKernel, TwinDeviceError
+    from ascendc_support import compiled
+    launch, head, tail = _down_combine_case(10, 4, 48, 40, np.float16)
+    out = np.zeros((10, 48), np.float32)
+    k = launch.kernel.with_options(backend=TWIN, debug=False)   # a variant of its own
+    k[launch.grid](*head, out, *tail, **launch.meta)
+    run = compiled(k, **launch.meta).runnable()
+    edited = run.source.replace("AscendC::CrossCoreSetFlag<2, PIPE_FIX>(0);", "", 1)
+    assert edited != run.source
+    broken = AscendCTwinKernel(run.fn, run.options, source=edited)
+    with pytest.raises(TwinDeviceError, match=r"CrossCoreWaitFlag\(0\) with no CrossCoreSetFlag"):
+        broken(launch.grid, [a.ravel() if isinstance(a, np.ndarray) else a
+                             for a in (*head, out, *tail)])
+
+
+@pytest.mark.parametrize("sigmoid", [True, False])
+def test_router_scores(sigmoid):
+    # sigmoid, or softmax along the rows of a 2-D tile (reductions along axis 1)
+    for T, E in ((33, 60), (5, 37)):        # one 64-wide tile of experts, ragged
+        logits = (rng.standard_normal((T, E)) * 3).astype(np.float32)
+        outs = {}
+        for backend in ("reference", TWIN):
+            scores = np.zeros((T, E), np.float32)
+            router.score_kernel.with_options(backend=backend)[(-(-T // 16),)](
+                logits, scores, T, E, SIGMOID=sigmoid, BLOCK_T=16,
+                BLOCK_E=max(16, 1 << (E - 1).bit_length()))
+            outs[backend] = scores
+        assert_matches(outs[TWIN], outs["reference"], f"scores T={T} E={E}")
+
+
+def test_what_does_not_emit_names_the_op():
+    h = rng.standard_normal((4, 32)).astype(np.float32)
+    with pytest.raises(NotImplementedError, match=r"npu\.gelu at experts\.py:\d+"):
+        experts.act(h, "gelu", backend=TWIN)
