@@ -200,13 +200,12 @@ class Engine:
                        for name in [f"{k} {j}" for k, n in spec.core_counts.items()
                                     for j in range(n)]}
         self.compiler = Compiler(spec)
-        by_id: dict[int, Compiled] = {}
-        self.compiled = []
+        first: dict[int, int] = {}      # id(program) -> its first index in the launch
         for i, prog in enumerate(launch.programs):
-            c = by_id.get(id(prog))
-            if c is None:
-                c = by_id[id(prog)] = self.compiler.compile(prog, i)
-            self.compiled.append(c)
+            first.setdefault(id(prog), i)
+        progs = {i: launch.programs[i] for i in first.values()}
+        by_id = dict(zip(first, self.compiler.compile_all(list(progs.values()), list(progs))))
+        self.compiled = [by_id[id(prog)] for prog in launch.programs]
         self.heap: list = []         # (cycle, seq, CoreRun): cores becoming free
         self.seq = 0
         self.work: list = []

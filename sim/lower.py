@@ -103,17 +103,26 @@ class _Template:
     burst_bytes)`` per mark.  ``cross_sides``: the core of each cross-core flag
     instruction, by position (``sim/split.py``)."""
 
-    __slots__ = ("instrs", "marks", "cross_sides")
+    __slots__ = ("instrs", "marks", "cross_sides", "_placed")
 
     def __init__(self, instrs: list, marks: tuple, cross_sides: dict):
         self.instrs, self.marks, self.cross_sides = instrs, marks, cross_sides
+        self._placed: dict = {}    # (id of a marked Instr, place) -> the placed Instr
 
     def with_regions(self, places) -> list:
+        """The stream with each mark's ``(gm_region, burst_bytes)`` from ``places``.  A
+        copy placed the same way in several programs is one ``Instr`` object in all of
+        them (the queue compiler then finds it by identity instead of hashing it)."""
         out = list(self.instrs)
-        for (pos, _, _), (region, burst) in zip(self.marks, places):
+        placed = self._placed
+        for (pos, _, _), place in zip(self.marks, places):
             ins = out[pos]
-            if ins.gm_region != region or ins.burst_bytes != burst:
-                out[pos] = ins._replace(gm_region=region, burst_bytes=burst)
+            if ins.gm_region != place[0] or ins.burst_bytes != place[1]:
+                key = (id(ins), place)
+                new = placed.get(key)
+                if new is None:
+                    new = placed[key] = ins._replace(gm_region=place[0], burst_bytes=place[1])
+                out[pos] = new
         return out
 
 

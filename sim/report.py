@@ -161,6 +161,7 @@ class SimReport:
         kind_busy: dict[str, dict[str, int]] = {}
         bytes_by_path: dict[str, int] = {}
         hbm_read = hbm_write = flops = elems = instrs = 0
+        repeats: dict[int, list] = {}     # id(compiled program) -> [it, runs of it]
         for program, core, start, end, comp, busy in timeline.program_rows():
             prog = comp.program
             runs.append(ProgramRun(program, prog.name, prog.core, core, start, end, busy))
@@ -173,13 +174,19 @@ class SimReport:
             kb = kind_busy.setdefault(phys, {})
             for p, b in busy.items():
                 kb[p] = kb.get(p, 0) + b
-            for path, n in comp.bytes_by_path.items():
-                bytes_by_path[path] = bytes_by_path.get(path, 0) + n
-            hbm_read += comp.hbm_read
-            hbm_write += comp.hbm_write
-            flops += comp.cube_flops
-            elems += comp.vector_elems
-            instrs += comp.instr_count
+            r = repeats.get(id(comp))
+            if r is None:
+                repeats[id(comp)] = [comp, 1]
+            else:
+                r[1] += 1
+        for comp, n in repeats.values():     # whole bytes and counts: any order adds alike
+            for path, b in comp.bytes_by_path.items():
+                bytes_by_path[path] = bytes_by_path.get(path, 0) + n * b
+            hbm_read += n * comp.hbm_read
+            hbm_write += n * comp.hbm_write
+            flops += n * comp.cube_flops
+            elems += n * comp.vector_elems
+            instrs += n * comp.instr_count
         cache = getattr(timeline.hbm, "cache", None)
         l2_read = l2_hit = l2_write = 0
         l2_served = 0.0
