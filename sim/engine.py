@@ -184,6 +184,26 @@ class Timeline:
         return [(r.program, r.core, r.start, r.end, r.compiled,
                  {ps.name: ps.busy for ps in r.pipes}) for r in self.runs]
 
+    def busy_totals(self, rows: list) -> tuple:
+        """From :meth:`program_rows`: busy cycles per physical core and pipe, programs per
+        core, and per physical core kind the block time and busy cycles per pipe (what
+        the report's ratios divide)."""
+        core_busy: dict[str, dict[str, int]] = {}
+        per_core_programs: dict[str, int] = {}
+        kind_time: dict[str, int] = {}
+        kind_busy: dict[str, dict[str, int]] = {}
+        for _, core, start, end, comp, busy in rows:
+            cb = core_busy.setdefault(core, {})
+            for p, b in busy.items():
+                cb[p] = cb.get(p, 0) + b
+            per_core_programs[core] = per_core_programs.get(core, 0) + 1
+            phys = self.spec.core_kind_for(comp.program.core)
+            kind_time[phys] = kind_time.get(phys, 0) + end - start
+            kb = kind_busy.setdefault(phys, {})
+            for p, b in busy.items():
+                kb[p] = kb.get(p, 0) + b
+        return core_busy, per_core_programs, kind_time, kind_busy
+
 
 class Engine:
     """Runs a launch; see :func:`run`."""

@@ -565,7 +565,8 @@ class _Access:
     pointer argument's name, lanes or block (its shape and checked axes), the element
     size; ``burst`` = 0 when the recorder has no spec (no burst counting)."""
 
-    __slots__ = ("name", "lanes", "block", "checked", "itemsize", "regions", "burst")
+    __slots__ = ("name", "lanes", "block", "checked", "itemsize", "regions", "burst",
+                 "_blocks")
 
     def __init__(self, op, regions: bool, burst: int):
         self.name = _arg_name(op)
@@ -575,6 +576,7 @@ class _Access:
         v = op.result if op.kind in (Kind.LOAD, Kind.BLOCK_LOAD) else op.operands[0]
         self.itemsize = v.type.dtype.itemsize
         self.regions, self.burst = regions, burst
+        self._blocks: dict = {}    # (shape, offsets, strides) -> block_place's answer
 
     def lanes_place(self, count: int, lo: int, hi: int, runs: int | None = None) -> tuple:
         """``(gm_region, burst_bytes)`` of ``count`` active lanes from ``lo`` to ``hi``
@@ -596,7 +598,15 @@ class _Access:
 
     def block_place(self, shape, offsets, strides) -> tuple:
         """``(gm_region, burst_bytes)`` of the block at ``offsets`` in an array of ``shape``
-        with ``strides`` (elements)."""
+        with ``strides`` (elements).  Remembered: programs of a grid read the same tiles
+        (a matmul's A row block once per N block)."""
+        key = (*shape, *offsets, *strides)
+        got = self._blocks.get(key)
+        if got is None:
+            got = self._blocks[key] = self._block_place(shape, offsets, strides)
+        return got
+
+    def _block_place(self, shape, offsets, strides) -> tuple:
         box = in_bounds_box(self.block, self.checked, shape, offsets)
         region = (self.name, box) if self.regions else None
         if not self.burst:

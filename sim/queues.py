@@ -16,6 +16,7 @@ Example::
 """
 from __future__ import annotations
 
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -296,9 +297,10 @@ class Compiler:
         objects (cheap; the cache keeps them alive, so an id is never reused), else by
         value (hashes the tuple) for the ones not seen before."""
         by_id = cache.by_id
-        uids = list(map(by_id.get, map(id, instrs)))
-        if None not in uids:
-            return np.array(uids, dtype=np.int64)
+        known = np.fromiter(map(by_id.get, map(id, instrs), repeat(-1)), np.int64, len(instrs))
+        if not len(known) or known.min() >= 0:
+            return known
+        uids = [u if u >= 0 else None for u in known.tolist()]
         try:
             get, alive = cache.__getitem__, cache.alive
             if 4 * uids.count(None) > len(uids):
@@ -381,11 +383,15 @@ class Compiler:
             qpipe = np.concatenate([qpipe, np.tile(np.arange(npipes, dtype=np.int64),
                                                    len(full))])
         slot = P[qi] * npipes + qpipe
-        order = np.lexsort((local[qi], slot))
+        # qi is in program order but for the full barriers' copies appended at its end
+        order = (np.lexsort((local[qi], slot)) if len(full) else
+                 np.argsort(slot.astype(np.uint16) if n * npipes <= 1 << 16 else slot,
+                            kind="stable"))
         qi, slot = qi[order], slot[order]
         qpos, qids = local[qi], per[qi, C_ROW]
         bounds = np.searchsorted(slot, np.arange(n * npipes + 1, dtype=np.int64)).tolist()
         swait = per[:, C_SWAIT].astype(bool)
+        any_waits = bool(swait.any())
         # Totals per program over its distinct instructions times their counts.
         nu = len(cache.infos)
         key, counts = np.unique(P * nu + U, return_counts=True)
@@ -457,7 +463,8 @@ class Compiler:
             c = Compiled()
             c.program, c.kind = program, kind
             c._entries, c._queues = entries, None
-            waits = np.flatnonzero(swait[starts[i]:starts[i] + lengths[i]])
+            waits = (np.flatnonzero(swait[starts[i]:starts[i] + lengths[i]]) if any_waits
+                     else ())
             c.gates = len(waits)
             names_i, positions, entry_ids = [], [], []
             for p in range(npipes):

@@ -28,6 +28,7 @@ def _same(a, b):
     assert a.cycles == b.cycles
     assert a.programs == b.programs              # per program: core, start, end, busy per pipe
     assert a.ratios == b.ratios and a.waves == b.waves and a.instr_count == b.instr_count
+    assert a.core_busy == b.core_busy
     assert a.bytes_by_path == b.bytes_by_path
     assert (a.hbm_read_bytes, a.hbm_write_bytes) == (b.hbm_read_bytes, b.hbm_write_bytes)
     assert a.hbm_bytes_served == b.hbm_bytes_served
