@@ -111,13 +111,22 @@ def bundled(scale: int) -> None:
         print(f"{label:<34} {n:>9,} " + " ".join(_rates(n, *times[k]) for k in total))
     print(f"{'all of them':<34} {total['e2e'][0]:>9,} " +
           " ".join(_rates(*total[k]) for k in total))
-    for key, what in (("e2e", "end to end"), ("engine", "engine alone (auto)"),
-                      ("compiled", "engine alone, compiled (the bar)"),
-                      ("python", "engine alone, Python engine")):
+    for key, what in (("e2e", "end to end: kernel.simulate(numerics=False): run the "
+                              "stream-deciding ops, record, simulate"),
+                      ("engine", "engine alone, auto: npujit.sim.simulate(launch)"),
+                      ("compiled", "engine alone, compiled: simulate(launch, "
+                                   "engine='compiled')"),
+                      ("python", "engine alone, Python: simulate(launch, engine='python')")):
         n, c_, _ = total[key]
-        verdict = "met" if n / c_ >= SPEED_BAR else "NOT met"
-        print(f"  {what}: {n / c_ / 1e6:.2f} M instr/s of CPU; {SPEED_BAR / 1e6:g} M/s bar "
-              f"{verdict}")
+        verdict = "reaches" if n / c_ >= SPEED_BAR else "below"
+        print(f"  {n / c_ / 1e6:5.2f} M instr/s of CPU ({verdict} {SPEED_BAR / 1e6:g} M/s)  "
+              f"{what}")
+    n, c_, _ = total["compiled"]
+    print(f"  issue 10 bar (>= {SPEED_BAR / 1e6:g} M simulated instr/s timing-only, the "
+          f"engine alone, compiled, on these launches): "
+          f"{'MET' if n / c_ >= SPEED_BAR else 'NOT MET'} at {n / c_ / 1e6:.2f} M/s; "
+          f"end to end {total['e2e'][0] / total['e2e'][1] / 1e6:.2f} M/s (the bar is not "
+          "claimed end to end)")
     print()
 
 

@@ -53,6 +53,9 @@ Example::
 from __future__ import annotations
 
 import os
+from collections import Counter
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -103,10 +106,11 @@ class _Template:
     burst_bytes)`` per mark.  ``cross_sides``: the core of each cross-core flag
     instruction, by position (``sim/split.py``)."""
 
-    __slots__ = ("instrs", "marks", "cross_sides", "_placed")
+    __slots__ = ("instrs", "marks", "cross_sides", "_placed", "accesses")
 
     def __init__(self, instrs: list, marks: tuple, cross_sides: dict):
         self.instrs, self.marks, self.cross_sides = instrs, marks, cross_sides
+        self.accesses = None       # the recorder's _Access of each mark, once repeated
         self._placed: dict = {}    # (id of a marked Instr, place) -> the placed Instr
 
     def with_regions(self, places) -> list:
@@ -204,12 +208,15 @@ class StreamRecorder:
         hi, burst runs)`` of a pointer access's active lanes, ``events.block(op, event)`` ``(shape,
         offsets, strides)`` of a block access (``event`` as marked in the template)."""
         places = []
-        for _, event, op in template.marks:
-            access = self._access(op)
+        accesses = template.accesses
+        if accesses is None:
+            accesses = template.accesses = [self._access(op) for _, _, op in template.marks]
+        lanes, block = events.lanes, events.block
+        for (_, event, op), access in zip(template.marks, accesses):
             if access.lanes:
-                places.append(access.lanes_place(*events.lanes(op, event)))
+                places.append(access.lanes_place(*lanes(op, event)))
             else:
-                places.append(access.block_place(*events.block(op, event)))
+                places.append(access.block_place(*block(op, event)))
         self._streams.append((program.pid, template, tuple(places)))
         self._programs = None
 
@@ -234,16 +241,14 @@ class StreamRecorder:
     def _shared_programs(self) -> list[CoreProgram]:
         """One program per recorded stream; streams with one template and the same
         regions (a region touched once being ``ONCE``) share one ``CoreProgram``."""
-        touches: dict = {}
-        for _, _, places in self._streams:
-            for r, _ in places:
-                if r is not None:
-                    touches[r] = touches.get(r, 0) + 1
+        touches = Counter(map(itemgetter(0), chain.from_iterable(
+            places for _, _, places in self._streams)))
+        once = {r for r, n in touches.items() if n == 1 and r is not None}
         distinct: dict[tuple, CoreProgram] = {}
         programs = []
         for pid, template, places in self._streams:
-            final = tuple((ONCE, b) if r is not None and touches[r] == 1 else (r, b)
-                          for r, b in places)
+            final = tuple((ONCE, b) if r in once else (r, b)
+                          for r, b in places) if once else places
             key = (id(template), final)
             prog = distinct.get(key)
             if prog is None:

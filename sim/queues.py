@@ -394,7 +394,12 @@ class Compiler:
         any_waits = bool(swait.any())
         # Totals per program over its distinct instructions times their counts.
         nu = len(cache.infos)
-        key, counts = np.unique(P * nu + U, return_counts=True)
+        if n * nu <= 4 * len(U) + (1 << 20):      # a count per (program, uid): no sort
+            counts = np.bincount(P * nu + U, minlength=n * nu)
+            key = np.flatnonzero(counts)
+            counts = counts[key]
+        else:
+            key, counts = np.unique(P * nu + U, return_counts=True)
         prog_d, uid_d = key // nu, key % nu
         cols = cache.columns(uid_d)
         pipe_d, direction, region = cols[:, C_PIPE], cols[:, C_DIR], cols[:, C_REGION]
