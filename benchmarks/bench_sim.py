@@ -171,9 +171,9 @@ def main() -> None:
     per_core = 5000 if args.quick else 50000
     bundled(8 if args.quick else 1)
 
-    print("engine alone, synthetic launches: simulated instructions per CPU second "
-          "(ASCEND_910B_LIKE, best of 3, incl. compile + report;"
-          f" bar {SPEED_BAR / 1e6:g} M/s)")
+    print("engine alone, synthetic launches (every instruction a fresh object: a stress "
+          "case for the queue compiler, not the bar's measure): simulated instructions per "
+          "CPU second (ASCEND_910B_LIKE, best of 3, incl. compile + report)")
     print(f"{'launch':<36} {'instrs':>10} {'GM copies':>10} {'cpu s':>6} {'wall s':>7} "
           f"{'instr/s':>11} {'cycles':>11} {'of bound':>8}")
     rows = [("24 AIV, 1 Vector op per tile", build_launch(24, per_core, 1)),
@@ -183,7 +183,7 @@ def main() -> None:
         gm = sum(1 for p in launch.programs for i in p.instrs
                  if i.kind == "copy" and "GM" in i.path)
         cpu, wall, rate, report = measure_rate(launch)
-        bar = "bar met" if rate >= SPEED_BAR else f"bar NOT met ({SPEED_BAR / 1e6:g} M/s)"
+        bar = f"{'reaches' if rate >= SPEED_BAR else 'below'} {SPEED_BAR / 1e6:g} M/s"
         print(f"{label:<36} {launch.instr_count:>10,} {gm:>10,} {cpu:>6.2f} {wall:>7.2f} "
               f"{rate:>11,.0f} "
               f"{report.cycles:>11,} {100 * report.roofline_fraction:>7.0f}%  {bar}")
