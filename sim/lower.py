@@ -65,7 +65,8 @@ from npujit.ir.schedule.model import (LoopIterations, enclosing_loop, is_folded_
                                       loop_stages)
 from npujit.target import Pipe, Scope
 
-from .bursts import box_bursts, burst_runs, in_bounds_box, lanes_bursts
+from .bursts import (box_bursts, burst_runs, in_bounds_box, lanes_bursts,
+                     lanes_bursts_many)
 from .cost import round_up
 from .isa import (CoreProgram, Launch, copy, cross_set_flag, cross_wait_flag, mmad, scalar,
                   set_flag, vec, wait_flag)
@@ -158,6 +159,8 @@ class StreamRecorder:
         self.core = fn.attrs[CORE_ATTR]
         self.buffers = value_buffers(fn)
         self._streams: list = []        # (pid, template, regions) per program, in order
+        self._pending: list = []        # (stream index, template, first event row) to place
+        self._events = None             # the events of the pending programs
         self._templates: dict = {}      # stream without regions -> its _Template
         self.template: _Template | None = None   # the last recorded program's
         self._programs: list[CoreProgram] | None = None
@@ -207,10 +210,18 @@ class StreamRecorder:
         regions and bursts from ``events``: ``events.lanes(op, event)`` is ``(count, lo,
         hi, burst runs)`` of a pointer access's active lanes, ``events.block(op, event)`` ``(shape,
         offsets, strides)`` of a block access (``event`` as marked in the template)."""
-        places = []
         accesses = template.accesses
         if accesses is None:
             accesses = template.accesses = [self._access(op) for _, _, op in template.marks]
+        if accesses and all(a.lanes for a in accesses) and hasattr(events, "ev"):
+            # Pointer accesses only: placed with every other such program in one numpy
+            # pass over the events when the launch is asked for (_place_pending).
+            self._pending.append((len(self._streams), template, events.start))
+            self._events = events
+            self._streams.append((program.pid, template, None))
+            self._programs = None
+            return
+        places = []
         lanes, block = events.lanes, events.block
         for (_, event, op), access in zip(template.marks, accesses):
             if access.lanes:
@@ -229,6 +240,7 @@ class StreamRecorder:
     def programs(self) -> list[CoreProgram]:
         """One ``CoreProgram`` per recorded program; identical streams share one object."""
         if self._programs is None:
+            self._place_pending()
             self.groups = None
             separated = self.spec is not None and self.spec.arch == "separated"
             if self.split or (separated and any(needs_split(t.instrs)
@@ -237,6 +249,32 @@ class StreamRecorder:
             else:
                 self._programs = self._shared_programs()
         return self._programs
+
+    def _place_pending(self) -> None:
+        """The places of the repeated programs whose GM copies are all pointer accesses:
+        per template, every program's ``(count, lo, hi[, burst runs])`` event rows in one
+        fancy index and their regions and bursts in numpy (:meth:`_Access.lanes_places`)."""
+        if not self._pending:
+            return
+        ev, runs = self._events.ev, self._events.runs
+        groups: dict = {}
+        for i, template, start in self._pending:
+            groups.setdefault(id(template), (template, [], []))
+            groups[id(template)][1].append(i)
+            groups[id(template)][2].append(start)
+        streams = self._streams
+        for template, index, starts in groups.values():
+            rows = (np.array(starts, dtype=np.int64)[:, None] +
+                    np.array([event for _, event, _ in template.marks], dtype=np.int64))
+            at = ev[rows]
+            burst_runs_ = ev[rows + 1, 1] if runs else None
+            columns = [access.lanes_places(at[:, m, 1], at[:, m, 2], at[:, m, 3],
+                                           None if burst_runs_ is None else burst_runs_[:, m])
+                       for m, access in enumerate(template.accesses)]
+            for j, i in enumerate(index):
+                pid = streams[i][0]
+                streams[i] = (pid, template, tuple(column[j] for column in columns))
+        self._pending = []
 
     def _shared_programs(self) -> list[CoreProgram]:
         """One program per recorded stream; streams with one template and the same
@@ -592,6 +630,22 @@ class _Access:
         return region, self._unless_one_run(
             lanes_bursts(count, lo, hi, self.itemsize, self.burst, runs),
             count * self.itemsize)
+
+    def lanes_places(self, count: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                     runs: np.ndarray | None) -> list:
+        """:meth:`lanes_place` of many accesses at once (arrays of their numbers)."""
+        counts = count.tolist()
+        if self.regions:
+            regions = [(self.name, a, b, n) if n else None
+                       for a, b, n in zip(lo.tolist(), hi.tolist(), counts)]
+        else:
+            regions = [None] * len(counts)
+        if not self.burst:
+            return [(r, None) for r in regions]
+        got = lanes_bursts_many(count, lo, hi, self.itemsize, self.burst, runs)
+        one = -(-(count * self.itemsize) // self.burst) * self.burst    # round_up
+        got = np.where(got == one, 0, got).tolist()
+        return [(r, b or None) for r, b in zip(regions, got)]
 
     def offsets_place(self, offsets: np.ndarray) -> tuple:
         """:meth:`lanes_place` of the active lanes' element ``offsets`` in lane order."""
