@@ -240,8 +240,10 @@ class Engine:
         self.runs: list[CoreRun] = []
         # Program queues per physical core kind, and the physical cores.
         self.queues: dict[str, deque] = {k: deque() for k in spec.core_counts}
+        queue_of = {core: self.queues[spec.core_kind_for(core)]
+                    for core in {prog.core for prog in launch.programs}}
         for i, prog in enumerate(launch.programs):
-            self.queues[spec.core_kind_for(prog.core)].append(i)
+            queue_of[prog.core].append(i)
         self.core_names = [f"{k} {j}" for k, n in spec.core_counts.items() for j in range(n)]
         for k, q in self.queues.items():
             if q and spec.core_counts[k] == 0:

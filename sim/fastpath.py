@@ -263,8 +263,9 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     names = eng.core_names
     core_kind = np.array([kinds.index(n.split()[0]) for n in names], dtype=np.int64)
     jitter = np.array([eng.jitter[n] for n in names], dtype=np.int64)
-    pkind = np.array([kinds.index(spec.core_kind_for(p.core)) for p in launch.programs],
-                     dtype=np.int64)
+    pkind = np.zeros(len(launch.programs), dtype=np.int64)
+    for k, kind in enumerate(kinds):            # every program is in its kind's queue
+        pkind[list(eng.queues[kind])] = k
     kq = np.array([i for k in kinds for i in eng.queues[k]], dtype=np.int64)
     kqoff = np.cumsum([0] + [len(eng.queues[k]) for k in kinds]).astype(np.int64)
     if len(groups):
