@@ -111,13 +111,22 @@ def bundled(scale: int) -> None:
         print(f"{label:<34} {n:>9,} " + " ".join(_rates(n, *times[k]) for k in total))
     print(f"{'all of them':<34} {total['e2e'][0]:>9,} " +
           " ".join(_rates(*total[k]) for k in total))
-    for key, what in (("e2e", "end to end"), ("engine", "engine alone (auto)"),
-                      ("compiled", "engine alone, compiled (the bar)"),
-                      ("python", "engine alone, Python engine")):
+    for key, what in (("e2e", "end to end: kernel.simulate(numerics=False): run the "
+                              "stream-deciding ops, record, simulate"),
+                      ("engine", "engine alone, auto: npujit.sim.simulate(launch)"),
+                      ("compiled", "engine alone, compiled: simulate(launch, "
+                                   "engine='compiled')"),
+                      ("python", "engine alone, Python: simulate(launch, engine='python')")):
         n, c_, _ = total[key]
-        verdict = "met" if n / c_ >= SPEED_BAR else "NOT met"
-        print(f"  {what}: {n / c_ / 1e6:.2f} M instr/s of CPU; {SPEED_BAR / 1e6:g} M/s bar "
-              f"{verdict}")
+        verdict = "reaches" if n / c_ >= SPEED_BAR else "below"
+        print(f"  {n / c_ / 1e6:5.2f} M instr/s of CPU ({verdict} {SPEED_BAR / 1e6:g} M/s)  "
+              f"{what}")
+    n, c_, _ = total["compiled"]
+    print(f"  issue 10 bar (>= {SPEED_BAR / 1e6:g} M simulated instr/s timing-only, the "
+          f"engine alone, compiled, on these launches): "
+          f"{'MET' if n / c_ >= SPEED_BAR else 'NOT MET'} at {n / c_ / 1e6:.2f} M/s; "
+          f"end to end {total['e2e'][0] / total['e2e'][1] / 1e6:.2f} M/s (the bar is not "
+          "claimed end to end)")
     print()
 
 
@@ -162,9 +171,9 @@ def main() -> None:
     per_core = 5000 if args.quick else 50000
     bundled(8 if args.quick else 1)
 
-    print("engine alone, synthetic launches: simulated instructions per CPU second "
-          "(ASCEND_910B_LIKE, best of 3, incl. compile + report;"
-          f" bar {SPEED_BAR / 1e6:g} M/s)")
+    print("engine alone, synthetic launches (every instruction a fresh object: a stress "
+          "case for the queue compiler, not the bar's measure): simulated instructions per "
+          "CPU second (ASCEND_910B_LIKE, best of 3, incl. compile + report)")
     print(f"{'launch':<36} {'instrs':>10} {'GM copies':>10} {'cpu s':>6} {'wall s':>7} "
           f"{'instr/s':>11} {'cycles':>11} {'of bound':>8}")
     rows = [("24 AIV, 1 Vector op per tile", build_launch(24, per_core, 1)),
@@ -174,7 +183,7 @@ def main() -> None:
         gm = sum(1 for p in launch.programs for i in p.instrs
                  if i.kind == "copy" and "GM" in i.path)
         cpu, wall, rate, report = measure_rate(launch)
-        bar = "bar met" if rate >= SPEED_BAR else f"bar NOT met ({SPEED_BAR / 1e6:g} M/s)"
+        bar = f"{'reaches' if rate >= SPEED_BAR else 'below'} {SPEED_BAR / 1e6:g} M/s"
         print(f"{label:<36} {launch.instr_count:>10,} {gm:>10,} {cpu:>6.2f} {wall:>7.2f} "
               f"{rate:>11,.0f} "
               f"{report.cycles:>11,} {100 * report.roofline_fraction:>7.0f}%  {bar}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 from npujit import knobs
 from npujit.backends import get_backend
 from npujit.sim import StreamRecorder, simulate
+from npujit.sim.simulate import no_cyclic_gc
 
 from .compiler import resolve_spec
 
@@ -125,6 +126,7 @@ def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True, spec
     if backend not in ("reference", "numba"):
         raise ValueError(f"lower: backend must be 'reference' or 'numba', got {backend!r}")
     recorder = StreamRecorder(fn, gm_regions=gm_regions, spec=spec)
-    get_backend(backend).run_recorded(fn, grid, args, recorder, buffers=buffers,
-                                      numerics=numerics)
-    return recorder.launch(name)
+    with no_cyclic_gc():     # the recording makes many small tuples and no cycles
+        get_backend(backend).run_recorded(fn, grid, args, recorder, buffers=buffers,
+                                          numerics=numerics)
+        return recorder.launch(name)

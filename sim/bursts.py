@@ -49,6 +49,23 @@ def lanes_bursts(count: int, lo: int, hi: int, itemsize: int, burst: int,
     return min(count, spanned, runs or count) * burst
 
 
+def lanes_bursts_many(count: np.ndarray, lo: np.ndarray, hi: np.ndarray, itemsize: int,
+                      burst: int, runs: np.ndarray | None = None) -> np.ndarray:
+    """:func:`lanes_bursts` of many accesses at once (int64 arrays; a ``runs`` of 0, or
+    none, counts as unknown).
+
+    Example::
+
+        >>> lanes_bursts_many(np.array([2048, 64]), np.array([0, 0]),
+        ...                   np.array([2047, 63 * 256]), 2, 512).tolist()
+        [4096, 32768]
+    """
+    start = lo * itemsize
+    spanned = run_bursts(start, (hi - lo + 1) * itemsize, burst)
+    known = count if runs is None else np.where(runs > 0, runs, count)
+    return np.where(count > 0, np.minimum(np.minimum(count, spanned), known) * burst, 0)
+
+
 def burst_runs(offsets: np.ndarray, itemsize: int, burst: int) -> int:
     """How often the burst of consecutive lanes changes, ``offsets`` (elements) in lane
     order: the bursts a DMA walking the lanes fetches.

@@ -184,6 +184,26 @@ class Timeline:
         return [(r.program, r.core, r.start, r.end, r.compiled,
                  {ps.name: ps.busy for ps in r.pipes}) for r in self.runs]
 
+    def busy_totals(self, rows: list) -> tuple:
+        """From :meth:`program_rows`: busy cycles per physical core and pipe, programs per
+        core, and per physical core kind the block time and busy cycles per pipe (what
+        the report's ratios divide)."""
+        core_busy: dict[str, dict[str, int]] = {}
+        per_core_programs: dict[str, int] = {}
+        kind_time: dict[str, int] = {}
+        kind_busy: dict[str, dict[str, int]] = {}
+        for _, core, start, end, comp, busy in rows:
+            cb = core_busy.setdefault(core, {})
+            for p, b in busy.items():
+                cb[p] = cb.get(p, 0) + b
+            per_core_programs[core] = per_core_programs.get(core, 0) + 1
+            phys = self.spec.core_kind_for(comp.program.core)
+            kind_time[phys] = kind_time.get(phys, 0) + end - start
+            kb = kind_busy.setdefault(phys, {})
+            for p, b in busy.items():
+                kb[p] = kb.get(p, 0) + b
+        return core_busy, per_core_programs, kind_time, kind_busy
+
 
 class Engine:
     """Runs a launch; see :func:`run`."""
@@ -200,13 +220,12 @@ class Engine:
                        for name in [f"{k} {j}" for k, n in spec.core_counts.items()
                                     for j in range(n)]}
         self.compiler = Compiler(spec)
-        by_id: dict[int, Compiled] = {}
-        self.compiled = []
+        first: dict[int, int] = {}      # id(program) -> its first index in the launch
         for i, prog in enumerate(launch.programs):
-            c = by_id.get(id(prog))
-            if c is None:
-                c = by_id[id(prog)] = self.compiler.compile(prog, i)
-            self.compiled.append(c)
+            first.setdefault(id(prog), i)
+        progs = {i: launch.programs[i] for i in first.values()}
+        by_id = dict(zip(first, self.compiler.compile_all(list(progs.values()), list(progs))))
+        self.compiled = [by_id[id(prog)] for prog in launch.programs]
         self.heap: list = []         # (cycle, seq, CoreRun): cores becoming free
         self.seq = 0
         self.work: list = []
@@ -221,8 +240,10 @@ class Engine:
         self.runs: list[CoreRun] = []
         # Program queues per physical core kind, and the physical cores.
         self.queues: dict[str, deque] = {k: deque() for k in spec.core_counts}
+        queue_of = {core: self.queues[spec.core_kind_for(core)]
+                    for core in {prog.core for prog in launch.programs}}
         for i, prog in enumerate(launch.programs):
-            self.queues[spec.core_kind_for(prog.core)].append(i)
+            queue_of[prog.core].append(i)
         self.core_names = [f"{k} {j}" for k, n in spec.core_counts.items() for j in range(n)]
         for k, q in self.queues.items():
             if q and spec.core_counts[k] == 0:

@@ -88,6 +88,54 @@ class FastTimeline(Timeline):
                         dict(zip(comp.pipes, busy[base:base + len(comp.pipes)]))))
         return out
 
+    def busy_totals(self, rows=None) -> tuple:
+        """:meth:`Timeline.busy_totals <npujit.sim.engine.Timeline.busy_totals>` from the
+        run arrays, in a few numpy passes instead of a pass per run."""
+        RUN, PR = self._arrays[0], self._arrays[1]
+        names = self.core_names
+        pipe_names: dict[str, int] = {}
+        distinct, prog_d = distinct_programs(self.compiled)
+        tables = [[pipe_names.setdefault(p, len(pipe_names)) for p in c.pipes]
+                  for c in distinct]
+        width = max((len(t) for t in tables), default=0)
+        table = np.zeros((len(tables), max(width, 1)), dtype=np.int64)
+        for d, t in enumerate(tables):
+            table[d, :len(t)] = t
+        run_of = PR[:, fe.P_RUN]
+        pipe = table[prog_d[RUN[run_of, fe.R_PROG]],
+                     np.arange(len(PR)) - RUN[run_of, fe.R_PRBASE]]
+        busy = PR[:, fe.P_END] - PR[:, fe.P_START] - PR[:, fe.P_IDLE]
+        npn = len(pipe_names)
+        pnames = list(pipe_names)
+        run_core = RUN[:, fe.R_CORE]
+        kinds = list(self.spec.core_counts)
+        core_kind = np.array([kinds.index(n.split()[0]) for n in names], dtype=np.int64)
+
+        def table_of(groups: np.ndarray, count: int) -> tuple:
+            sums = np.zeros(count * npn, dtype=np.int64)
+            np.add.at(sums, groups * npn + pipe, busy)
+            seen = np.zeros(count * npn, dtype=bool)
+            seen[groups * npn + pipe] = True
+            return sums.reshape(count, npn).tolist(), seen.reshape(count, npn).tolist()
+
+        def as_dict(sums, seen, k) -> dict:
+            return {pnames[p]: sums[k][p] for p in range(npn) if seen[k][p]}
+
+        cores, first = np.unique(run_core, return_index=True)
+        order = cores[np.argsort(first)].tolist()      # cores as their first run starts
+        sums, seen = table_of(run_core[run_of], len(names))
+        core_busy = {names[k]: as_dict(sums, seen, k) for k in order}
+        counts = np.bincount(run_core, minlength=len(names)).tolist()
+        per_core_programs = {names[k]: counts[k] for k in order}
+        run_kind = core_kind[run_core]
+        ksums, kseen = table_of(run_kind[run_of], len(kinds))
+        ktime = np.bincount(run_kind, RUN[:, fe.R_END] - RUN[:, fe.R_START],
+                            len(kinds)).astype(np.int64).tolist()
+        present = [kinds[k] for k in dict.fromkeys(core_kind[order].tolist())]
+        kind_time = {k: ktime[kinds.index(k)] for k in present}
+        kind_busy = {k: as_dict(ksums, kseen, kinds.index(k)) for k in present}
+        return core_busy, per_core_programs, kind_time, kind_busy
+
     def _build_runs(self) -> list:
         RUN, PR, MK = self._arrays
         runs = []
@@ -112,6 +160,28 @@ class FastTimeline(Timeline):
         for run, partner in zip(runs, RUN[:, fe.R_PARTNER].tolist()):
             run.partner = runs[partner] if partner >= 0 else None
         return runs
+
+
+def distinct_programs(compiled: list) -> tuple:
+    """The distinct :class:`Compiled` programs of a launch (first-run order) and, per
+    program index, the number of its distinct program.
+
+    Example::
+
+        >>> a, b = object(), object()
+        >>> distinct_programs([a, b, a])[1].tolist()
+        [0, 1, 0]
+    """
+    index: dict[int, int] = {}
+    distinct = []
+    number = np.empty(len(compiled), dtype=np.int64)
+    for i, c in enumerate(compiled):
+        d = index.get(id(c))
+        if d is None:
+            d = index[id(c)] = len(distinct)
+            distinct.append(c)
+        number[i] = d
+    return distinct, number
 
 
 def _entry_table(entries: list, has_l2: bool):
@@ -150,43 +220,36 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     nflags = len(comp.flag_index)
     code, arg = E[:, fe.CODE], E[:, fe.A]
     # Distinct compiled programs and their queues.
-    dindex: dict[int, int] = {}
-    distinct = []
-    pdist = np.empty(len(eng.compiled), dtype=np.int64)
-    for i, c in enumerate(eng.compiled):
-        d = dindex.get(id(c))
-        if d is None:
-            d = dindex[id(c)] = len(distinct)
-            distinct.append(c)
-        pdist[i] = d
+    distinct, pdist = distinct_programs(eng.compiled)
     nd = len(distinct)
     DP = np.zeros((nd, fe.N_DP), dtype=np.int64)
+    # Every distinct program's queues end to end: qrow, with (offset, length) per queue
+    # in PQ and each program's queues from row DP[d, QOFF]; counts per program by bincount.
+    qs = [ids for c in distinct for ids in c.entry_ids]
+    qlen = np.array([len(ids) for ids in qs], dtype=np.int64)
+    npipes = np.array([len(c.entry_ids) for c in distinct], dtype=np.int64)
+    DP[:, fe.NPIPES] = npipes
+    DP[:, fe.QOFF] = np.cumsum(npipes) - npipes
+    DP[:, fe.NGATES] = [c.gates for c in distinct]
+    pq = np.stack([np.cumsum(qlen) - qlen, qlen], axis=1) if qs else []
+    qrow = np.concatenate(qs) if qs else np.empty(0, dtype=np.int64)
+    row_d = np.repeat(np.repeat(np.arange(nd, dtype=np.int64), npipes), qlen)
+    DP[:, fe.NMARKS] = np.bincount(row_d, minlength=nd)
+    cd, ca = code[qrow], arg[qrow]
     SC = np.zeros((nd, max(nflags, 1)), dtype=np.int64)
     XC = np.zeros_like(SC)
-    gm_n = np.zeros(nd, dtype=np.int64)
-    wb_n = np.zeros(nd, dtype=np.int64)
-    once_n = np.zeros(nd, dtype=np.int64)
-    pq, qs = [], []
-    off = 0
-    for d, c in enumerate(distinct):
-        DP[d, fe.NPIPES], DP[d, fe.QOFF], DP[d, fe.NGATES] = len(c.pipes), len(pq), c.gates
-        for ids in c.entry_ids:
-            pq.append((off, len(ids)))
-            qs.append(ids)
-            off += len(ids)
-        rows = np.concatenate(c.entry_ids) if c.entry_ids else np.empty(0, dtype=np.int64)
-        DP[d, fe.NMARKS] = len(rows)
-        cd = code[rows]
-        if nflags:
-            sets = (cd == SET) | (cd == SETD)
-            SC[d] = np.bincount(arg[rows[sets]], minlength=nflags)
-            XC[d] = np.bincount(arg[rows[cd == CSET]], minlength=nflags)
-        gm = rows[cd == GM]
-        gm_n[d] = len(gm)
-        wb_n[d] = int((E[gm, fe.GMW] == 1).sum())
-        once_n[d] = int((E[gm, fe.KEY] == -2).sum())
+    if nflags:
+        sets = (cd == SET) | (cd == SETD)
+        SC[:] = np.bincount(row_d[sets] * nflags + ca[sets], minlength=nd * nflags
+                            ).reshape(nd, nflags)
+        cross = cd == CSET
+        XC[:] = np.bincount(row_d[cross] * nflags + ca[cross], minlength=nd * nflags
+                            ).reshape(nd, nflags)
+    gm = cd == GM
+    gm_n = np.bincount(row_d[gm], minlength=nd)
+    wb_n = np.bincount(row_d[gm & (E[qrow, fe.GMW] == 1)], minlength=nd)
+    once_n = np.bincount(row_d[gm & (E[qrow, fe.KEY] == -2)], minlength=nd)
     PQ = np.array(pq, dtype=np.int64).reshape(-1, 2)
-    qrow = np.concatenate(qs) if qs else np.empty(0, dtype=np.int64)
     nprog = len(pdist)
     total_gm = int(gm_n[pdist].sum())
     total_wb = int(wb_n[pdist].sum())
@@ -200,8 +263,9 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     names = eng.core_names
     core_kind = np.array([kinds.index(n.split()[0]) for n in names], dtype=np.int64)
     jitter = np.array([eng.jitter[n] for n in names], dtype=np.int64)
-    pkind = np.array([kinds.index(spec.core_kind_for(p.core)) for p in launch.programs],
-                     dtype=np.int64)
+    pkind = np.zeros(len(launch.programs), dtype=np.int64)
+    for k, kind in enumerate(kinds):            # every program is in its kind's queue
+        pkind[list(eng.queues[kind])] = k
     kq = np.array([i for k in kinds for i in eng.queues[k]], dtype=np.int64)
     kqoff = np.cumsum([0] + [len(eng.queues[k]) for k in kinds]).astype(np.int64)
     if len(groups):

@@ -53,6 +53,9 @@ Example::
 from __future__ import annotations
 
 import os
+from collections import Counter
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -62,7 +65,8 @@ from npujit.ir.schedule.model import (LoopIterations, enclosing_loop, is_folded_
                                       loop_stages)
 from npujit.target import Pipe, Scope
 
-from .bursts import box_bursts, burst_runs, in_bounds_box, lanes_bursts
+from .bursts import (box_bursts, burst_runs, in_bounds_box, lanes_bursts,
+                     lanes_bursts_many)
 from .cost import round_up
 from .isa import (CoreProgram, Launch, copy, cross_set_flag, cross_wait_flag, mmad, scalar,
                   set_flag, vec, wait_flag)
@@ -103,17 +107,27 @@ class _Template:
     burst_bytes)`` per mark.  ``cross_sides``: the core of each cross-core flag
     instruction, by position (``sim/split.py``)."""
 
-    __slots__ = ("instrs", "marks", "cross_sides")
+    __slots__ = ("instrs", "marks", "cross_sides", "_placed", "accesses")
 
     def __init__(self, instrs: list, marks: tuple, cross_sides: dict):
         self.instrs, self.marks, self.cross_sides = instrs, marks, cross_sides
+        self.accesses = None       # the recorder's _Access of each mark, once repeated
+        self._placed: dict = {}    # (id of a marked Instr, place) -> the placed Instr
 
     def with_regions(self, places) -> list:
+        """The stream with each mark's ``(gm_region, burst_bytes)`` from ``places``.  A
+        copy placed the same way in several programs is one ``Instr`` object in all of
+        them (the queue compiler then finds it by identity instead of hashing it)."""
         out = list(self.instrs)
-        for (pos, _, _), (region, burst) in zip(self.marks, places):
+        placed = self._placed
+        for (pos, _, _), place in zip(self.marks, places):
             ins = out[pos]
-            if ins.gm_region != region or ins.burst_bytes != burst:
-                out[pos] = ins._replace(gm_region=region, burst_bytes=burst)
+            if ins.gm_region != place[0] or ins.burst_bytes != place[1]:
+                key = (id(ins), place)
+                new = placed.get(key)
+                if new is None:
+                    new = placed[key] = ins._replace(gm_region=place[0], burst_bytes=place[1])
+                out[pos] = new
         return out
 
 
@@ -145,6 +159,8 @@ class StreamRecorder:
         self.core = fn.attrs[CORE_ATTR]
         self.buffers = value_buffers(fn)
         self._streams: list = []        # (pid, template, regions) per program, in order
+        self._pending: list = []        # (stream index, template, first event row) to place
+        self._events = None             # the events of the pending programs
         self._templates: dict = {}      # stream without regions -> its _Template
         self.template: _Template | None = None   # the last recorded program's
         self._programs: list[CoreProgram] | None = None
@@ -194,13 +210,24 @@ class StreamRecorder:
         regions and bursts from ``events``: ``events.lanes(op, event)`` is ``(count, lo,
         hi, burst runs)`` of a pointer access's active lanes, ``events.block(op, event)`` ``(shape,
         offsets, strides)`` of a block access (``event`` as marked in the template)."""
+        accesses = template.accesses
+        if accesses is None:
+            accesses = template.accesses = [self._access(op) for _, _, op in template.marks]
+        if accesses and all(a.lanes for a in accesses) and hasattr(events, "ev"):
+            # Pointer accesses only: placed with every other such program in one numpy
+            # pass over the events when the launch is asked for (_place_pending).
+            self._pending.append((len(self._streams), template, events.start))
+            self._events = events
+            self._streams.append((program.pid, template, None))
+            self._programs = None
+            return
         places = []
-        for _, event, op in template.marks:
-            access = self._access(op)
+        lanes, block = events.lanes, events.block
+        for (_, event, op), access in zip(template.marks, accesses):
             if access.lanes:
-                places.append(access.lanes_place(*events.lanes(op, event)))
+                places.append(access.lanes_place(*lanes(op, event)))
             else:
-                places.append(access.block_place(*events.block(op, event)))
+                places.append(access.block_place(*block(op, event)))
         self._streams.append((program.pid, template, tuple(places)))
         self._programs = None
 
@@ -213,6 +240,7 @@ class StreamRecorder:
     def programs(self) -> list[CoreProgram]:
         """One ``CoreProgram`` per recorded program; identical streams share one object."""
         if self._programs is None:
+            self._place_pending()
             self.groups = None
             separated = self.spec is not None and self.spec.arch == "separated"
             if self.split or (separated and any(needs_split(t.instrs)
@@ -222,19 +250,43 @@ class StreamRecorder:
                 self._programs = self._shared_programs()
         return self._programs
 
+    def _place_pending(self) -> None:
+        """The places of the repeated programs whose GM copies are all pointer accesses:
+        per template, every program's ``(count, lo, hi[, burst runs])`` event rows in one
+        fancy index and their regions and bursts in numpy (:meth:`_Access.lanes_places`)."""
+        if not self._pending:
+            return
+        ev, runs = self._events.ev, self._events.runs
+        groups: dict = {}
+        for i, template, start in self._pending:
+            groups.setdefault(id(template), (template, [], []))
+            groups[id(template)][1].append(i)
+            groups[id(template)][2].append(start)
+        streams = self._streams
+        for template, index, starts in groups.values():
+            rows = (np.array(starts, dtype=np.int64)[:, None] +
+                    np.array([event for _, event, _ in template.marks], dtype=np.int64))
+            at = ev[rows]
+            burst_runs_ = ev[rows + 1, 1] if runs else None
+            columns = [access.lanes_places(at[:, m, 1], at[:, m, 2], at[:, m, 3],
+                                           None if burst_runs_ is None else burst_runs_[:, m])
+                       for m, access in enumerate(template.accesses)]
+            for j, i in enumerate(index):
+                pid = streams[i][0]
+                streams[i] = (pid, template, tuple(column[j] for column in columns))
+        self._pending = []
+
     def _shared_programs(self) -> list[CoreProgram]:
         """One program per recorded stream; streams with one template and the same
         regions (a region touched once being ``ONCE``) share one ``CoreProgram``."""
-        touches: dict = {}
-        for _, _, places in self._streams:
-            for r, _ in places:
-                if r is not None:
-                    touches[r] = touches.get(r, 0) + 1
+        touches = Counter(map(itemgetter(0), chain.from_iterable(
+            places for _, _, places in self._streams)))
+        once = {r for r, n in touches.items() if n == 1 and r is not None}
         distinct: dict[tuple, CoreProgram] = {}
         programs = []
         for pid, template, places in self._streams:
-            final = tuple((ONCE, b) if r is not None and touches[r] == 1 else (r, b)
-                          for r, b in places)
+            final = tuple((ONCE, b) if r in once else (r, b)
+                          for r, b in places) if once else places
             key = (id(template), final)
             prog = distinct.get(key)
             if prog is None:
@@ -556,7 +608,8 @@ class _Access:
     pointer argument's name, lanes or block (its shape and checked axes), the element
     size; ``burst`` = 0 when the recorder has no spec (no burst counting)."""
 
-    __slots__ = ("name", "lanes", "block", "checked", "itemsize", "regions", "burst")
+    __slots__ = ("name", "lanes", "block", "checked", "itemsize", "regions", "burst",
+                 "_blocks")
 
     def __init__(self, op, regions: bool, burst: int):
         self.name = _arg_name(op)
@@ -566,6 +619,7 @@ class _Access:
         v = op.result if op.kind in (Kind.LOAD, Kind.BLOCK_LOAD) else op.operands[0]
         self.itemsize = v.type.dtype.itemsize
         self.regions, self.burst = regions, burst
+        self._blocks: dict = {}    # (shape, offsets, strides) -> block_place's answer
 
     def lanes_place(self, count: int, lo: int, hi: int, runs: int | None = None) -> tuple:
         """``(gm_region, burst_bytes)`` of ``count`` active lanes from ``lo`` to ``hi``
@@ -577,6 +631,22 @@ class _Access:
             lanes_bursts(count, lo, hi, self.itemsize, self.burst, runs),
             count * self.itemsize)
 
+    def lanes_places(self, count: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                     runs: np.ndarray | None) -> list:
+        """:meth:`lanes_place` of many accesses at once (arrays of their numbers)."""
+        counts = count.tolist()
+        if self.regions:
+            regions = [(self.name, a, b, n) if n else None
+                       for a, b, n in zip(lo.tolist(), hi.tolist(), counts)]
+        else:
+            regions = [None] * len(counts)
+        if not self.burst:
+            return [(r, None) for r in regions]
+        got = lanes_bursts_many(count, lo, hi, self.itemsize, self.burst, runs)
+        one = -(-(count * self.itemsize) // self.burst) * self.burst    # round_up
+        got = np.where(got == one, 0, got).tolist()
+        return [(r, b or None) for r, b in zip(regions, got)]
+
     def offsets_place(self, offsets: np.ndarray) -> tuple:
         """:meth:`lanes_place` of the active lanes' element ``offsets`` in lane order."""
         if not offsets.size:
@@ -587,7 +657,15 @@ class _Access:
 
     def block_place(self, shape, offsets, strides) -> tuple:
         """``(gm_region, burst_bytes)`` of the block at ``offsets`` in an array of ``shape``
-        with ``strides`` (elements)."""
+        with ``strides`` (elements).  Remembered: programs of a grid read the same tiles
+        (a matmul's A row block once per N block)."""
+        key = (*shape, *offsets, *strides)
+        got = self._blocks.get(key)
+        if got is None:
+            got = self._blocks[key] = self._block_place(shape, offsets, strides)
+        return got
+
+    def _block_place(self, shape, offsets, strides) -> tuple:
         box = in_bounds_box(self.block, self.checked, shape, offsets)
         region = (self.name, box) if self.regions else None
         if not self.burst:

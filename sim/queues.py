@@ -16,6 +16,7 @@ Example::
 """
 from __future__ import annotations
 
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -54,10 +55,19 @@ class Compiled:
     engine's table, sim/fastpath.py).
     """
 
-    __slots__ = ("program", "kind", "pipes", "queues", "positions", "entry_ids", "pipe_work",
-                 "bytes_by_path", "hbm_read", "hbm_write", "cube_flops", "vector_elems",
-                 "gm_latency_min", "instr_count", "read_regions", "written_regions",
-                 "hbm_floor", "gates")
+    __slots__ = ("program", "kind", "pipes", "_queues", "_entries", "positions", "entry_ids",
+                 "pipe_work", "bytes_by_path", "hbm_read", "hbm_write", "cube_flops",
+                 "vector_elems", "gm_latency_min", "instr_count", "read_regions",
+                 "written_regions", "hbm_floor", "gates")
+
+    @property
+    def queues(self) -> list:
+        """Per pipe, its queue entries (tuples, what the Python engine runs): built from
+        ``entry_ids`` when first asked for (the compiled engine reads only the ids)."""
+        if self._queues is None:
+            entries = self._entries
+            self._queues = [[entries[e] for e in ids.tolist()] for ids in self.entry_ids]
+        return self._queues
 
 
 def _gated(q: list, pos: np.ndarray, ids: np.ndarray, scalar_waits: np.ndarray,
@@ -103,6 +113,16 @@ class _InstrInfo(NamedTuple):
     region: object       # the copy's gm_region (None: unknown, never an L2 hit)
 
 
+# Columns of a uid's numbers in _KindCache: its pipe (-1: barrier("ALL")), cost (entry[2]),
+# issue latency of a GM copy, direction (+1 reads GM, -1 writes GM), moved and asked
+# bytes, path number (-1: not a copy), FLOPs, elements, whether it is a scalar wait,
+# region (0 none, 1 a key, 2 ONCE), and its row in the compiler's entries.
+COL = dict.fromkeys(("PIPE", "COST", "ISSUE", "DIR", "MOVED", "NBYTES", "PATH", "FLOPS",
+                     "ELEMS", "SWAIT", "REGION", "ROW"))
+(C_PIPE, C_COST, C_ISSUE, C_DIR, C_MOVED, C_NBYTES, C_PATH, C_FLOPS, C_ELEMS, C_SWAIT,
+ C_REGION, C_ROW) = range(len(COL))
+
+
 class _KindCache(dict):
     """Instruction -> uid for one core kind; a miss validates the instruction and records
     its info, so equal instructions share one uid however many times they appear."""
@@ -115,6 +135,11 @@ class _KindCache(dict):
         self.by_id: dict[int, int] = {}   # id(instr) -> uid: a cheap first look-up
         self.alive: list = []             # every Instr object by_id knows, kept alive
         self.entry_ids: list[int] = []    # uid -> row of its entry in compiler.entries
+        # uid -> its numbers (columns ``COL``), for totals over a program's uids in numpy
+        self._cols = np.zeros((64, len(COL)), dtype=np.int64)
+        self.paths: dict[str, int] = {}   # copy path -> its number in the PATH column
+        scalar = self.pipes.index("SCALAR") if "SCALAR" in self.pipes else -2
+        self._scalar = scalar
 
     def __missing__(self, ins):
         if not isinstance(ins, Instr):
@@ -122,10 +147,24 @@ class _KindCache(dict):
         uid = len(self.infos)
         info = self.compiler._info(ins, self.kind, self.pipes)
         self.infos.append(info)
-        self.entry_ids.append(self.compiler.entry_id(info.entry))
+        row = self.compiler.entry_id(info.entry)
+        self.entry_ids.append(row)
+        if uid == len(self._cols):
+            self._cols = np.concatenate([self._cols, np.zeros_like(self._cols)])
+        entry, region = info.entry, info.region
+        self._cols[uid] = (
+            info.pipe, entry[2], entry[1] if info.direction else 0, info.direction,
+            info.moved, info.nbytes,
+            self.paths.setdefault(info.path, len(self.paths)) if info.path else -1,
+            info.flops, info.elems, entry[0] == WAIT and info.pipe == self._scalar,
+            0 if region is None else (2 if region == ONCE else 1), row)
         self[ins] = uid
         self.by_id[id(ins)] = uid
         return uid
+
+    def columns(self, uids: np.ndarray) -> np.ndarray:
+        """The ``COL`` numbers of ``uids``, one row each."""
+        return self._cols[uids]
 
 
 class Compiler:
@@ -148,6 +187,7 @@ class Compiler:
         # per gate number): the rows of the compiled engine's entry table.
         self.entries: list[tuple] = []
         self._gate_ids: dict[tuple, int] = {}
+        self._copy_infos: dict[tuple, _InstrInfo] = {}   # a copy without region -> its info
 
     def entry_id(self, entry: tuple) -> int:
         """The row of a new instruction's queue entry in ``entries`` (a gate entry: the
@@ -163,6 +203,25 @@ class Compiler:
 
     def _info(self, ins: Instr, kind: str, pipes: tuple) -> _InstrInfo:
         """Validate one instruction against the spec and build its :class:`_InstrInfo`."""
+        if ins.kind == "copy" and ins.gm_region is not None:
+            # Copies that differ only in their region cost alike: validate and cost the
+            # copy once, then give each region its own L2 key.
+            key = (kind, ins.pipe, ins.path, ins.nbytes, ins.burst_bytes)
+            base = self._copy_infos.get(key)
+            if base is None:
+                try:
+                    base = self._info(ins._replace(gm_region=None), kind, pipes)
+                except ProgramError:
+                    base = None       # validated below, with this copy in the message
+                else:
+                    self._copy_infos[key] = base
+            if base is not None:
+                if not base.direction:
+                    return base
+                self.has_regions = True
+                return base._replace(entry=base.entry[:5] + ((base.direction < 0,
+                                                                ins.gm_region),),
+                                     region=ins.gm_region)
         spec = self.spec
 
         def fail(msg: str):
@@ -238,9 +297,10 @@ class Compiler:
         objects (cheap; the cache keeps them alive, so an id is never reused), else by
         value (hashes the tuple) for the ones not seen before."""
         by_id = cache.by_id
-        uids = list(map(by_id.get, map(id, instrs)))
-        if None not in uids:
-            return np.array(uids, dtype=np.int64)
+        known = np.fromiter(map(by_id.get, map(id, instrs), repeat(-1)), np.int64, len(instrs))
+        if not len(known) or known.min() >= 0:
+            return known
+        uids = [u if u >= 0 else None for u in known.tolist()]
         try:
             get, alive = cache.__getitem__, cache.alive
             if 4 * uids.count(None) > len(uids):
@@ -272,99 +332,168 @@ class Compiler:
             >>> c.pipes, c.pipe_work
             (('SCALAR', 'VECTOR'), {'SCALAR': 5, 'VECTOR': 11})
         """
-        kind = program.core
-        cache = self._caches.get(kind)
-        if cache is None:
-            cache = self._caches[kind] = _KindCache(self, kind)
-        pipes = cache.pipes
-        # Work on the program's distinct instructions (local numbers), not on every one
-        # the cache has seen: a launch of many programs that differ in their GM regions
-        # would otherwise cost quadratic time.
-        distinct, local, counts = np.unique(self._uids(cache, program.instrs, index),
-                                            return_inverse=True, return_counts=True)
-        infos = [cache.infos[u] for u in distinct.tolist()]
-        pipe_of = np.array([info.pipe for info in infos], dtype=np.int64)
-        entries = [info.entry for info in infos]
-        uids = local.reshape(-1)
-        ids = np.array([cache.entry_ids[u] for u in distinct.tolist()], dtype=np.int64)[uids]
-        per_instr_pipe = pipe_of[uids]
-        c = Compiled()
-        c.pipes, c.queues, c.positions, c.entry_ids = [], [], [], []
-        c.pipe_work = {}
-        scalar_waits = np.empty(0, dtype=np.int64)
-        if "SCALAR" in pipes:
-            s = pipes.index("SCALAR")
-            is_wait = np.array([info.entry[0] == WAIT and info.pipe == s for info in infos],
-                               dtype=bool)
-            scalar_waits = np.flatnonzero(is_wait[uids])
-        c.gates = len(scalar_waits)
-        for p, name in enumerate(pipes):
-            pos = np.flatnonzero((per_instr_pipe == p) | (per_instr_pipe < 0))
-            if not len(pos):
-                continue
-            c.pipes.append(name)
-            q = list(map(entries.__getitem__, uids[pos].tolist()))
-            qids = ids[pos]
-            if c.gates:
-                q, pos, qids = _gated(q, pos, qids, scalar_waits, name == "SCALAR",
-                                      self.entry_id)
-            c.queues.append(q)
-            c.positions.append(pos)
-            c.entry_ids.append(qids)
-        c.pipes = tuple(c.pipes)
-        # Totals over distinct instructions times their counts.
-        work = dict.fromkeys(pipes, 0)
-        gm_work = dict.fromkeys(pipes, 0)
-        cached_pipes = set()     # pipes with GM copies the L2 may serve
-        bytes_by_path: dict[str, int] = {}
-        read_regions: dict = {}
-        written_regions = set()
-        hbm_read = hbm_write = flops = elems = floor = 0
-        lat_min = INF
-        l2 = self.spec.l2_bytes > 0
-        for info, n in zip(infos, counts.tolist()):
-            pidx, entry, path, nbytes, moved, direction, fl, el, region = info
-            if pidx < 0:
-                for name in pipes:
-                    work[name] += n * entry[2]
-                continue
-            name = pipes[pidx]
-            work[name] += n * entry[2]
-            if path is not None:
-                bytes_by_path[path] = bytes_by_path.get(path, 0) + n * nbytes
-            if direction:
-                gm_work[name] += n * entry[2]
-                lat_min = min(lat_min, entry[1])
-                if direction > 0:
-                    hbm_read += n * moved
-                    if l2 and region is not None and region != ONCE:
-                        read_regions[region] = min(read_regions.get(region, moved), moved)
-                        cached_pipes.add(name)
-                    else:
-                        floor += n * moved
-                else:
-                    hbm_write += n * moved
-                    floor += n * moved
-                    if l2 and region is not None:
-                        if region != ONCE:
-                            written_regions.add(region)
-                        cached_pipes.add(name)    # a write lands in the L2
-            flops += n * fl
-            elems += n * el
-        c.program, c.kind = program, kind
-        spec = self.spec
-        # A pipe with GM copies ends no earlier than its last copy's data lands (other work
-        # on the pipe may overlap that landing); an L2 hit lands sooner.
-        landing = {name: min(spec.hbm_latency_cycles, spec.l2_latency_cycles)
-                   if name in cached_pipes else spec.hbm_latency_cycles for name in pipes}
-        c.pipe_work = {name: max(work[name], gm_work[name] + landing[name]) if gm_work[name]
-                       else work[name] for name in c.pipes}
-        c.read_regions = read_regions
-        c.written_regions = frozenset(written_regions)
-        c.hbm_floor = floor
-        c.bytes_by_path = bytes_by_path
-        c.hbm_read, c.hbm_write = hbm_read, hbm_write
-        c.cube_flops, c.vector_elems = flops, elems
-        c.gm_latency_min = lat_min
-        c.instr_count = len(program.instrs)
-        return c
+        return self.compile_all([program], [index])[0]
+
+    def compile_all(self, programs: list, indices: list | None = None) -> list[Compiled]:
+        """:meth:`compile` every program of ``programs`` (``indices``: their numbers in the
+        launch, for errors), in a few passes of numpy over all their instructions at once
+        rather than a pass per program.
+
+        Example::
+
+            >>> from npujit.target import TINY
+            >>> from npujit.sim.isa import CoreProgram, vec, scalar
+            >>> a, b = Compiler(TINY).compile_all([CoreProgram("AIV", [vec("add", 128)]),
+            ...                                    CoreProgram("AIV", [scalar(5)] * 2)])
+            >>> a.pipe_work, b.pipe_work
+            ({'VECTOR': 11}, {'SCALAR': 10})
+        """
+        indices = range(len(programs)) if indices is None else indices
+        out: list = [None] * len(programs)
+        by_kind: dict[str, list] = {}
+        for j, prog in enumerate(programs):
+            by_kind.setdefault(prog.core, []).append(j)
+        for kind, js in by_kind.items():
+            cache = self._caches.get(kind)
+            if cache is None:
+                cache = self._caches[kind] = _KindCache(self, kind)
+            uids = [self._uids(cache, programs[j].instrs, indices[j]) for j in js]
+            for j, c in zip(js, self._compile_kind(cache, [programs[j] for j in js], uids)):
+                out[j] = c
+        return out
+
+    def _compile_kind(self, cache: _KindCache, programs: list, uid_lists: list) -> list:
+        """The :class:`Compiled` of programs of one core kind from their instructions' uids."""
+        kind, pipes, spec = cache.kind, cache.pipes, self.spec
+        n, npipes = len(programs), len(pipes)
+        lengths = np.array([len(u) for u in uid_lists], dtype=np.int64)
+        U = np.concatenate(uid_lists) if n else np.empty(0, dtype=np.int64)
+        P = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        local = np.arange(len(U), dtype=np.int64) - starts[P]
+        per = cache.columns(U)
+        pipe = per[:, C_PIPE]
+        # Queues: every instruction to its pipe, a barrier("ALL") to every pipe; ordered by
+        # (program, pipe, position).
+        full = np.flatnonzero(pipe < 0)
+        qi = np.flatnonzero(pipe >= 0)
+        qpipe = pipe[qi]
+        if len(full):
+            qi = np.concatenate([qi, np.repeat(full, npipes)])
+            qpipe = np.concatenate([qpipe, np.tile(np.arange(npipes, dtype=np.int64),
+                                                   len(full))])
+        slot = P[qi] * npipes + qpipe
+        # qi is in program order but for the full barriers' copies appended at its end
+        order = (np.lexsort((local[qi], slot)) if len(full) else
+                 np.argsort(slot.astype(np.uint16) if n * npipes <= 1 << 16 else slot,
+                            kind="stable"))
+        qi, slot = qi[order], slot[order]
+        qpos, qids = local[qi], per[qi, C_ROW]
+        bounds = np.searchsorted(slot, np.arange(n * npipes + 1, dtype=np.int64)).tolist()
+        swait = per[:, C_SWAIT].astype(bool)
+        any_waits = bool(swait.any())
+        # Totals per program over its distinct instructions times their counts.
+        nu = len(cache.infos)
+        if n * nu <= 4 * len(U) + (1 << 20):      # a count per (program, uid): no sort
+            counts = np.bincount(P * nu + U, minlength=n * nu)
+            key = np.flatnonzero(counts)
+            counts = counts[key]
+        else:
+            key, counts = np.unique(P * nu + U, return_counts=True)
+        prog_d, uid_d = key // nu, key % nu
+        cols = cache.columns(uid_d)
+        pipe_d, direction, region = cols[:, C_PIPE], cols[:, C_DIR], cols[:, C_REGION]
+        cost_n = counts * cols[:, C_COST]
+        moved_n = counts * cols[:, C_MOVED]
+
+        def per_program(mask, weights) -> list:
+            """Per program, the int sum of ``weights`` over its distinct rows in ``mask``."""
+            return np.bincount(prog_d[mask], weights[mask], n).astype(np.int64).tolist()
+
+        def per_pipe(mask, weights) -> np.ndarray:
+            return np.bincount(prog_d[mask] * npipes + pipe_d[mask], weights[mask],
+                               n * npipes).astype(np.int64).reshape(n, npipes)
+
+        on, gm = pipe_d >= 0, direction != 0
+        work = per_pipe(on, cost_n) + np.array(per_program(~on, cost_n))[:, None]
+        gm_work = per_pipe(gm, cost_n)
+        l2 = spec.l2_bytes > 0
+        reads, writes = direction > 0, direction < 0
+        keyed_reads = reads & (region == 1) if l2 else np.zeros_like(reads)
+        hbm_read, hbm_write = per_program(reads, moved_n), per_program(writes, moved_n)
+        floor = per_program((reads & ~keyed_reads) | writes, moved_n)
+        flops = per_program(on | ~on, counts * cols[:, C_FLOPS])
+        elems = per_program(on | ~on, counts * cols[:, C_ELEMS])
+        big = np.iinfo(np.int64).max
+        lat = np.full(n, big, dtype=np.int64)
+        np.minimum.at(lat, prog_d[gm], cols[gm, C_ISSUE])
+        cached = keyed_reads | (writes & (region > 0)) if l2 else keyed_reads
+        cached_pipes = np.zeros(n * npipes, dtype=bool)
+        cached_pipes[prog_d[cached] * npipes + pipe_d[cached]] = True
+        cached_pipes = cached_pipes.reshape(n, npipes)
+        landing_hbm = spec.hbm_latency_cycles
+        landing_l2 = min(spec.hbm_latency_cycles, spec.l2_latency_cycles)
+        pipe_work = np.where(gm_work > 0, np.maximum(
+            work, gm_work + np.where(cached_pipes, landing_l2, landing_hbm)), work).tolist()
+        # GM regions for the L2 (read: the least bytes any copy of a region moves).
+        read_regions = [{} for _ in range(n)]
+        written_regions = [frozenset()] * n
+        if l2:
+            infos = cache.infos
+            rows = np.flatnonzero(keyed_reads)
+            rows = rows[np.lexsort((-cols[rows, C_MOVED], prog_d[rows]))]  # last = least
+            rp = prog_d[rows]
+            cut = np.searchsorted(rp, np.arange(n + 1)).tolist()
+            ru, rm = uid_d[rows].tolist(), cols[rows, C_MOVED].tolist()
+            for i in range(n):
+                if cut[i] < cut[i + 1]:
+                    read_regions[i] = dict(zip([infos[u].region for u in ru[cut[i]:cut[i + 1]]],
+                                               rm[cut[i]:cut[i + 1]]))
+            rows = np.flatnonzero(writes & (region == 1))
+            for i, u in zip(prog_d[rows].tolist(), uid_d[rows].tolist()):
+                written_regions[i] = written_regions[i] | {infos[u].region}
+        # Bytes the copies asked for, per path (a path a copy names counts even at 0 bytes).
+        names = list(cache.paths)
+        copies = cols[:, C_PATH] >= 0
+        nb = len(names)
+        path_rows = prog_d[copies] * nb + cols[copies, C_PATH]
+        asked = np.bincount(path_rows, (counts * cols[:, C_NBYTES])[copies],
+                            n * nb).astype(np.int64).reshape(n, nb).tolist()
+        named = np.zeros(n * nb, dtype=bool)
+        named[path_rows] = True
+        named = named.reshape(n, nb).tolist()
+        out = []
+        entries = self.entries
+        for i, program in enumerate(programs):
+            c = Compiled()
+            c.program, c.kind = program, kind
+            c._entries, c._queues = entries, None
+            waits = (np.flatnonzero(swait[starts[i]:starts[i] + lengths[i]]) if any_waits
+                     else ())
+            c.gates = len(waits)
+            names_i, positions, entry_ids = [], [], []
+            for p in range(npipes):
+                a, b = bounds[i * npipes + p], bounds[i * npipes + p + 1]
+                if a == b:
+                    continue
+                pos, ids = qpos[a:b], qids[a:b]
+                if c.gates:
+                    q = list(map(entries.__getitem__, ids.tolist()))
+                    _, pos, ids = _gated(q, pos, ids, waits, pipes[p] == "SCALAR",
+                                         self.entry_id)
+                names_i.append(pipes[p])
+                positions.append(pos)
+                entry_ids.append(ids)
+            c.pipes, c.positions, c.entry_ids = tuple(names_i), positions, entry_ids
+            pw = pipe_work[i]
+            c.pipe_work = {pipes[p]: pw[p] for p in range(npipes) if pipes[p] in c.pipes}
+            c.read_regions = read_regions[i]
+            c.written_regions = written_regions[i]
+            c.hbm_floor = floor[i]
+            c.bytes_by_path = {names[k]: asked[i][k] for k in range(nb) if named[i][k]}
+            c.hbm_read, c.hbm_write = hbm_read[i], hbm_write[i]
+            c.cube_flops, c.vector_elems = flops[i], elems[i]
+            c.gm_latency_min = int(lat[i]) if lat[i] != big else INF
+            c.instr_count = int(lengths[i])
+            out.append(c)
+        return out

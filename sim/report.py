@@ -155,31 +155,27 @@ class SimReport:
         """
         spec = timeline.spec
         runs = []
-        core_busy: dict[str, dict[str, int]] = {}
-        per_core_programs: dict[str, int] = {}
-        kind_time: dict[str, int] = {}
-        kind_busy: dict[str, dict[str, int]] = {}
         bytes_by_path: dict[str, int] = {}
         hbm_read = hbm_write = flops = elems = instrs = 0
-        for program, core, start, end, comp, busy in timeline.program_rows():
+        repeats: dict[int, list] = {}     # id(compiled program) -> [it, runs of it]
+        rows = timeline.program_rows()
+        for program, core, start, end, comp, busy in rows:
             prog = comp.program
             runs.append(ProgramRun(program, prog.name, prog.core, core, start, end, busy))
-            cb = core_busy.setdefault(core, {})
-            for p, b in busy.items():
-                cb[p] = cb.get(p, 0) + b
-            per_core_programs[core] = per_core_programs.get(core, 0) + 1
-            phys = spec.core_kind_for(prog.core)
-            kind_time[phys] = kind_time.get(phys, 0) + end - start
-            kb = kind_busy.setdefault(phys, {})
-            for p, b in busy.items():
-                kb[p] = kb.get(p, 0) + b
-            for path, n in comp.bytes_by_path.items():
-                bytes_by_path[path] = bytes_by_path.get(path, 0) + n
-            hbm_read += comp.hbm_read
-            hbm_write += comp.hbm_write
-            flops += comp.cube_flops
-            elems += comp.vector_elems
-            instrs += comp.instr_count
+            r = repeats.get(id(comp))
+            if r is None:
+                repeats[id(comp)] = [comp, 1]
+            else:
+                r[1] += 1
+        core_busy, per_core_programs, kind_time, kind_busy = timeline.busy_totals(rows)
+        for comp, n in repeats.values():     # whole bytes and counts: any order adds alike
+            for path, b in comp.bytes_by_path.items():
+                bytes_by_path[path] = bytes_by_path.get(path, 0) + n * b
+            hbm_read += n * comp.hbm_read
+            hbm_write += n * comp.hbm_write
+            flops += n * comp.cube_flops
+            elems += n * comp.vector_elems
+            instrs += n * comp.instr_count
         cache = getattr(timeline.hbm, "cache", None)
         l2_read = l2_hit = l2_write = 0
         l2_served = 0.0

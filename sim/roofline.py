@@ -169,17 +169,26 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
     hbm_floor = 0
     regions: dict = {}
     written: set = set()
+    # Each distinct work once, times how often the launch runs it (the sums are of whole
+    # cycles and bytes, so the order of adding them does not change them).
+    repeats: dict[int, list] = {}
     for w in works:
+        r = repeats.get(id(w))
+        if r is None:
+            repeats[id(w)] = [w, 1]
+        else:
+            r[1] += 1
+    for w, n in repeats.values():
         kp = spec.core_kind_for(w.kind)
-        core_sum[kp] = core_sum.get(kp, 0.0) + max(w.pipe_work.values(), default=0)
+        core_sum[kp] = core_sum.get(kp, 0.0) + n * max(w.pipe_work.values(), default=0)
         for p, c in w.pipe_work.items():
             name = PIPE_TERM[p]
             terms[name] = max(terms.get(name, 0.0), float(c))
-            kind_sum[(kp, name)] = kind_sum.get((kp, name), 0.0) + c
-        gm_bytes += w.gm_bytes
+            kind_sum[(kp, name)] = kind_sum.get((kp, name), 0.0) + n * c
+        gm_bytes += n * w.gm_bytes
         lat_min = min(lat_min, w.gm_latency_min)
         if l2:
-            hbm_floor += w.gm_bytes if w.hbm_floor is None else w.hbm_floor
+            hbm_floor += n * (w.gm_bytes if w.hbm_floor is None else w.hbm_floor)
             for r, b in w.read_regions.items():
                 regions[r] = min(regions.get(r, b), b)
             written.update(w.written_regions)

@@ -10,6 +10,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 
 from .debug import DebugOptions, RaceError, find_races, flag_issues, landing_points
@@ -73,11 +74,10 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
         landings = {i: landing_points(prog) for i, prog in distinct.values()}
     if one_bit_flags is None:
         one_bit_flags = knobs.one_bit_flags()
-    # The engine makes millions of short-lived tuples that hold no cycles; the cyclic
-    # collector's passes over them cost 5-10 % of the run and free nothing.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    # The engine and the report make millions of short-lived tuples that hold no cycles;
+    # the cyclic collector's passes over them cost 5-10 % of the run (more when the
+    # process holds a large heap) and free nothing.
+    with no_cyclic_gc():
         timeline = None
         if use_compiled(launch, engine):
             from .fastpath import run_fast     # imports numba's cached machine code
@@ -86,20 +86,37 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
         if timeline is None:    # the Python engine (or the compiled one met an error)
             timeline = Engine(launch, spec, record_hbm=trace, one_bit_flags=one_bit_flags,
                               start_jitter=start_jitter, seed=seed).run()
+        works = {}
+        for c in timeline.compiled:
+            if id(c) not in works:
+                works[id(c)] = ProgramWork(c.kind, c.pipe_work, c.hbm_read + c.hbm_write,
+                                           c.gm_latency_min, c.cube_flops, c.hbm_floor,
+                                           c.read_regions, c.written_regions)
+        bound = bound_from_work([works[id(c)] for c in timeline.compiled], spec)
+        issues = flag_issues(timeline) if debug.check_flags else []
+        return SimReport.from_timeline(timeline, bound, races=races, flag_issues=issues,
+                                       landings=landings)
+
+
+@contextlib.contextmanager
+def no_cyclic_gc():
+    """Turn the cyclic garbage collector off for the block, then back on if it was:
+    reference counting still frees the acyclic garbage at once, and any cycles made in
+    the block are collected after it.
+
+    Example::
+
+        >>> with no_cyclic_gc():
+        ...     gc.isenabled()
+        False
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if collecting:
             gc.enable()
-    works = {}
-    for c in timeline.compiled:
-        if id(c) not in works:
-            works[id(c)] = ProgramWork(c.kind, c.pipe_work, c.hbm_read + c.hbm_write,
-                                       c.gm_latency_min, c.cube_flops, c.hbm_floor,
-                                       c.read_regions, c.written_regions)
-    bound = bound_from_work([works[id(c)] for c in timeline.compiled], spec)
-    issues = flag_issues(timeline) if debug.check_flags else []
-    return SimReport.from_timeline(timeline, bound, races=races, flag_issues=issues,
-                                   landings=landings)
-
 
 ENGINES = ("auto", "compiled", "python")
 

@@ -9,7 +9,7 @@ import pytest
 import npujit.language as nl
 from npujit import npu_kernel
 from npujit.sim import ASCEND_910B_LIKE, TINY, CoreProgram, copy, simulate
-from npujit.sim.bursts import block_bursts, burst_runs, lanes_bursts
+from npujit.sim.bursts import block_bursts, burst_runs, lanes_bursts, lanes_bursts_many
 from npujit.sim.cost import copy_bytes, copy_occupancy
 
 
@@ -158,3 +158,29 @@ def test_a_gather_of_rows_pays_for_its_rows_not_their_span(backend):
     gathered = [int(i) * H + c for i in rows for c in range(H)]
     index_read = burst                       # the 16 B of indices: one burst
     assert r.hbm_read_bytes == _brute(gathered, 4, burst) + index_read == 17 * burst
+
+
+def test_many_lane_accesses_at_once_match_one_at_a_time():
+    """lanes_bursts_many (the recorder's pass over every repeated program) against
+    lanes_bursts per access, and the bursts against a walk of the real offsets."""
+    rng = np.random.default_rng(3)
+    cases = []
+    for _ in range(300):
+        stride = int(rng.choice([1, 2, 3, 256, 1000]))
+        count = int(rng.integers(0, 70))
+        lo = int(rng.integers(0, 5000))
+        offsets = lo + stride * np.arange(count)
+        cases.append((count, lo, int(offsets[-1]) if count else lo, offsets))
+    count = np.array([c for c, _, _, _ in cases], dtype=np.int64)
+    lo = np.array([a for _, a, _, _ in cases], dtype=np.int64)
+    hi = np.array([b for _, _, b, _ in cases], dtype=np.int64)
+    for itemsize, burst in ((2, 512), (4, 32)):
+        runs = np.array([burst_runs(o, itemsize, burst) for *_, o in cases], dtype=np.int64)
+        for r in (runs, None):
+            many = lanes_bursts_many(count, lo, hi, itemsize, burst, r).tolist()
+            one = [lanes_bursts(c, a, b, itemsize, burst, None if r is None else int(r[i]))
+                   for i, (c, a, b, _) in enumerate(cases)]
+            assert many == one
+        # uniform strides: exact, the distinct bursts the offsets fall in
+        touched = [len(set((o * itemsize // burst).tolist())) * burst for *_, o in cases]
+        assert lanes_bursts_many(count, lo, hi, itemsize, burst, runs).tolist() == touched

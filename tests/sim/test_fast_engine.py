@@ -28,6 +28,7 @@ def _same(a, b):
     assert a.cycles == b.cycles
     assert a.programs == b.programs              # per program: core, start, end, busy per pipe
     assert a.ratios == b.ratios and a.waves == b.waves and a.instr_count == b.instr_count
+    assert a.core_busy == b.core_busy
     assert a.bytes_by_path == b.bytes_by_path
     assert (a.hbm_read_bytes, a.hbm_write_bytes) == (b.hbm_read_bytes, b.hbm_write_bytes)
     assert a.hbm_bytes_served == b.hbm_bytes_served
@@ -131,3 +132,63 @@ def test_auto_engine_threshold_both_ways(monkeypatch):
     _same(below, at)
     with pytest.raises(ValueError, match="engine must be one of"):
         simulate(launch, TINY, engine="fast")
+
+
+def _named_flags(compiled, compiler) -> list:
+    """A compiled program's queues with each flag number replaced by its flag."""
+    from npujit.sim.queues import CSET, SET, SETD, WAIT
+    flags = {v: k for k, v in compiler.flag_index.items()}
+    return [[(e[0], flags[e[1]]) + e[2:] if e[0] in (SET, SETD, WAIT, CSET) else e for e in q]
+            for q in compiled.queues]
+
+
+def test_queue_compiler_over_a_launch_matches_instruction_by_instruction_totals():
+    """``Compiler.compile_all`` deals and totals every program of a launch in one numpy
+    pass; each result must equal compiling that program alone, and its totals must equal
+    the roofline's instruction-by-instruction sums (``program_work``, the oracle) and
+    plain sums of the instructions' own bytes, FLOPs and elements."""
+    from npujit.sim import barrier
+    from npujit.sim.queues import GATE, OPEN, Compiler
+    from npujit.sim.roofline import program_work
+
+    def gated(r):
+        return CoreProgram("AIV", [
+            copy("GM_to_UB", 4096 + 512 * r, gm_region=("x", r % 3)),
+            set_flag("MTE2", "SCALAR"), wait_flag("MTE2", "SCALAR"), scalar(7),
+            vec("add", 2048), barrier("ALL"), copy("GM_to_UB", 4096),
+            copy("UB_to_GM", 2048, gm_region=("y", r)), vec("exp", 1024 * (r + 1)),
+            copy("GM_to_UB", 1000, gm_region="<touched once>", burst_bytes=1536)])
+    programs = ([gated(r) for r in range(5)] + [vector_pipeline(6, 4096 + 512 * c)
+                                                 for c in range(3)]
+                + [cube_pipeline(4, 128, 64 + 16 * c, 64) for c in range(3)] + [gated(1)])
+    for spec in (ASCEND_910B_LIKE, TINY):
+        launch_compiler = Compiler(spec)
+        together = launch_compiler.compile_all(programs)
+        for prog, c in zip(programs, together):
+            one = Compiler(spec)
+            alone = one.compile(prog)
+            assert c.pipes == alone.pipes and c.gates == alone.gates
+            assert all(np.array_equal(x, y) for x, y in zip(c.positions, alone.positions,
+                                                            strict=True))
+            # entries by value; flag numbers are per compiler, so compare the flags
+            assert _named_flags(c, launch_compiler) == _named_flags(alone, one)
+            w = program_work(prog, spec)
+            assert c.pipe_work == {p: w.pipe_work[p] for p in c.pipes}
+            assert (c.hbm_read + c.hbm_write, c.gm_latency_min, c.cube_flops) == (
+                w.gm_bytes, w.gm_latency_min, w.cube_flops)
+            assert (c.hbm_floor, c.read_regions, c.written_regions) == (
+                w.hbm_floor, w.read_regions, w.written_regions)
+            paths: dict = {}
+            for ins in prog.instrs:
+                if ins.kind == "copy":
+                    paths[ins.path] = paths.get(ins.path, 0) + ins.nbytes
+            assert c.bytes_by_path == paths
+            assert c.vector_elems == sum(i.elems for i in prog.instrs if i.kind == "vec")
+            assert c.instr_count == len(prog.instrs)
+            # every instruction in its pipe's queue, in program order (a full barrier in
+            # each); the rest are the scalar wait's issue gates
+            for name, pos, q in zip(c.pipes, c.positions, c.queues):
+                got = [x for x, e in zip(pos.tolist(), q) if e[0] not in (GATE, OPEN)]
+                assert got == [i for i, ins in enumerate(prog.instrs)
+                               if ins.pipe in (name, "ALL")]
+                assert len(got) < len(q) if c.gates and name in ("MTE3", "VECTOR") else True
