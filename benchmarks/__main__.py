@@ -73,6 +73,30 @@ def _verdict(ratio, bar) -> str:
     return "met" if ratio >= bar else "NOT met"
 
 
+def _ratios(r: dict) -> str:
+    """Every peer's ratio, with its bar and verdict where the row has one."""
+    out = []
+    peers = [k for k in r["times"] if k != "npujit"]
+    for peer in peers + [p for p in r["bars"] if p not in peers]:
+        b = r["bars"].get(peer)
+        if r["ratios"].get(peer) is None:
+            out.append(f"{peer}: skipped")
+        elif b is None:
+            out.append(f"{peer} {r['ratios'][peer]:.2f}x")
+        else:
+            out.append(f"{peer} {b['ratio']:.2f}x (bar {b['bar']}x: "
+                       f"{_verdict(b['ratio'], b['bar'])})")
+    return "; ".join(out)
+
+
+def _triton_rows(quick: bool) -> list[dict]:
+    cmd = [sys.executable, os.path.join(HERE, "triton_rows.py"), "--json"]
+    res = subprocess.run(cmd + (["--quick"] if quick else []), capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"triton_rows.py failed:\n{res.stderr}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller problems, fewer rounds")
@@ -92,19 +116,18 @@ def main(argv=None) -> int:
         rows = _cpu_rows(t, args.quick, rounds)
         report["cpu"][t] = rows
         print(f"\nCPU rows at {t} thread(s): median ms (min-max) of {rounds} interleaved rounds")
-        print(f"  {'row':<11} {'problem':<34} {'npujit':>20} {'numpy':>20}  ratio vs bars")
+        print(f"  {'row':<11} {'problem':<38} {'npujit':>20} {'numpy':>20} {'torch':>20}"
+              "  peer / npujit (bar)")
         for r in rows:
             def cell(impl):
                 ts = r["times"].get(impl)
                 if not ts:
                     return "-"
                 return f"{r['median'][impl] * 1e3:.3f} ({min(ts) * 1e3:.2f}-{max(ts) * 1e3:.2f})"
-            verdicts = "; ".join(
-                f"{peer} {b['ratio']:.2f}x (bar {b['bar']}x: {_verdict(b['ratio'], b['bar'])})"
-                if b["ratio"] is not None else f"{peer}: skipped"
-                for peer, b in r["bars"].items())
-            print(f"  {r['row']:<11} {r['problem']:<34} {cell('npujit'):>20} {cell('numpy'):>20}"
-                  f"  {verdicts}")
+            extra = [k for k in r["times"] if k not in ("npujit", "numpy", "torch")]
+            print(f"  {r['row']:<11} {r['problem']:<38} {cell('npujit'):>20} {cell('numpy'):>20}"
+                  f" {cell('torch'):>20}  {_ratios(r)}"
+                  + "".join(f"\n  {'':<11} {'':<38} {k} {cell(k)}" for k in extra))
     print("\nStart-up and launch (fresh processes, medians):")
     su = _startup(3 if args.quick else 5)
     report["startup"] = su
@@ -112,8 +135,21 @@ def main(argv=None) -> int:
         print(f"  {k:<28} {su[k]:10.3f}   bar <= {bar}: "
               f"{'met' if su[k] <= bar else 'NOT met'}")
     print(f"  {'import numpy (s)':<28} {su['import numpy (s)']:10.3f}   (for scale)")
-    print("\nvs Triton's interpreter, cold compile vs Triton's compiler: "
-          + ("skipped (triton not installed)" if v["triton"] is None else "not built yet"))
+    if v["triton"] is None or v["torch"] is None:
+        print("\nvs Triton's interpreter: skipped (needs triton and torch)")
+    else:
+        tr = report["triton_interpreter"] = _triton_rows(args.quick)
+        print("\nvs Triton's interpreter (TRITON_INTERPRET=1), the gallery's kernels, median ms "
+              "(min-max)")
+        for r in tr:
+            ts = r["times"]
+            print(f"  {r['row']:<11} {r['problem']:<38} npujit {r['median']['npujit'] * 1e3:.3f}"
+                  f"  triton {r['median']['triton interpreter'] * 1e3:.0f} "
+                  f"({min(ts['triton interpreter']) * 1e3:.0f}-"
+                  f"{max(ts['triton interpreter']) * 1e3:.0f})  {r['ratio']:.0f}x "
+                  f"(bar {r['bar']:.0f}x: {'met' if r['met'] else 'NOT met'})")
+    print("cold compile vs Triton's compiler: not measured (Triton's compiler needs a GPU "
+          "target; this machine has none)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -26,6 +27,8 @@ from npujit.kernels import elementwise, layernorm, matmul, softmax
 from npujit.kernels import numpy_reference as ref
 from npujit.kernels.moe import reference as moe_ref
 from npujit.kernels.moe import router
+
+import moe_layer_row
 
 # Bars (issue 16): peer time / npujit time must be at least this, per peer.
 BARS = {
@@ -38,10 +41,14 @@ BARS = {
 
 
 def _torch():
+    """torch with its intra-op threads set to this process's thread count, or None."""
     try:
         import torch
     except ImportError:
         return None
+    threads = os.environ.get("NPUJIT_NUM_THREADS")
+    if threads:
+        torch.set_num_threads(int(threads))
     return torch
 
 
@@ -101,6 +108,8 @@ def rows(quick: bool):
         ta, tb_ = torch.from_numpy(a), torch.from_numpy(bb)
         impls["torch"] = lambda: (ta.float() @ tb_.float())
     yield "matmul", f"{m}^3 f16->f32", impls, 1e-3
+
+    yield from moe_layer_row.row(quick, torch)
 
 
 def _as_numpy(out):
