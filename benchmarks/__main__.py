@@ -8,8 +8,9 @@ It runs, each in fresh child processes so that thread settings and caches do not
 * start-up and launch (benchmarks/bench_startup.py): ``import npujit``, the first launch
   of a disk-cached kernel in a fresh process, the warm launch overhead.
 
-Rows against Triton's interpreter and Triton's compiler need Triton; without it they are
-listed as skipped, as are torch's columns without torch.  The machine (cores, load
+Rows against Triton's interpreter (benchmarks/triton_rows.py) and Triton's compiler
+(benchmarks/compile_vs_triton.py) need Triton and torch; without them they are listed as
+skipped, as are torch's columns without torch.  The machine (cores, load
 average) and the library versions are printed and written with the numbers.  The latest
 full run is in docs/benchmarks.md.
 """
@@ -89,11 +90,12 @@ def _ratios(r: dict) -> str:
     return "; ".join(out)
 
 
-def _triton_rows(quick: bool) -> list[dict]:
-    cmd = [sys.executable, os.path.join(HERE, "triton_rows.py"), "--json"]
-    res = subprocess.run(cmd + (["--quick"] if quick else []), capture_output=True, text=True)
+def _child_json(script: str, extra: list) -> list[dict]:
+    """The JSON that ``benchmarks/<script> --json *extra`` prints last."""
+    cmd = [sys.executable, os.path.join(HERE, script), "--json", *extra]
+    res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
-        raise RuntimeError(f"triton_rows.py failed:\n{res.stderr}")
+        raise RuntimeError(f"{script} failed:\n{res.stderr}")
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -138,7 +140,8 @@ def main(argv=None) -> int:
     if v["triton"] is None or v["torch"] is None:
         print("\nvs Triton's interpreter: skipped (needs triton and torch)")
     else:
-        tr = report["triton_interpreter"] = _triton_rows(args.quick)
+        tr = report["triton_interpreter"] = _child_json(
+            "triton_rows.py", ["--quick"] if args.quick else [])
         print("\nvs Triton's interpreter (TRITON_INTERPRET=1), the gallery's kernels, median ms "
               "(min-max)")
         for r in tr:
@@ -148,8 +151,14 @@ def main(argv=None) -> int:
                   f"({min(ts['triton interpreter']) * 1e3:.0f}-"
                   f"{max(ts['triton interpreter']) * 1e3:.0f})  {r['ratio']:.0f}x "
                   f"(bar {r['bar']:.0f}x: {'met' if r['met'] else 'NOT met'})")
-    print("cold compile vs Triton's compiler: not measured (Triton's compiler needs a GPU "
-          "target; this machine has none)")
+    if v["triton"] is not None and v["torch"] is not None:
+        cc = report["compile_vs_triton"] = _child_json("compile_vs_triton.py", [])
+        print("\ncold compile, npujit (numba backend, disk cache off) vs Triton's compiler "
+              "(to an sm_80 cubin, no GPU needed), median ms:")
+        for r in cc:
+            print(f"  {r['row']:<11} npujit {r['median']['npujit'] * 1e3:7.0f}  triton "
+                  f"{r['median']['triton'] * 1e3:7.0f}  {r['ratio']:.2f}x (bar <= {r['bar']}x: "
+                  f"{'met' if r['met'] else 'NOT met'})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

@@ -240,10 +240,10 @@ def lower_store(cg, op) -> None:
                 cg.copy(v, t)
                 v = t
             copied.append(v)
-        _store(cg, op, d, ptr, *copied, shape)
+        _store(cg, op, d, ptr, *copied, shape, versioned=False)   # rare: one loop
 
 
-def _store(cg, op, d, ptr: str, offs, value, mask, shape) -> None:
+def _store(cg, op, d, ptr: str, offs, value, mask, shape, versioned: bool = True) -> None:
     w = cg.w
     index = _Index(cg, offs, shape)
     guard = range_check.tile(cg, op, ptr, index, mask) if shape != () else None
@@ -259,7 +259,10 @@ def _store(cg, op, d, ptr: str, offs, value, mask, shape) -> None:
             else:
                 with w.block(f"if {nest.at(mask)}:"):
                     write()
-    _versioned(w, guard, access)
+    if versioned:
+        _versioned(w, guard, access)
+    else:           # every active lane tested where the range check needs it
+        access(None if guard is None else "False")
 
 
 def lower_atomic_rmw(cg, op) -> None:
