@@ -34,7 +34,7 @@ STARTUP_BARS = {"import npujit (s)": 0.3, "first launch all-in (s)": 0.1,
 
 def _versions() -> dict:
     out = {"python": platform.python_version()}
-    for lib in ("numpy", "numba", "llvmlite", "torch", "triton"):
+    for lib in ("numpy", "numba", "llvmlite", "torch", "triton", "transformers"):
         try:
             out[lib] = importlib.metadata.version(lib)
         except importlib.metadata.PackageNotFoundError:
