@@ -8,8 +8,9 @@ It runs, each in fresh child processes so that thread settings and caches do not
 * start-up and launch (benchmarks/bench_startup.py): ``import npujit``, the first launch
   of a disk-cached kernel in a fresh process, the warm launch overhead.
 
-Rows against Triton's interpreter and Triton's compiler need Triton; without it they are
-listed as skipped, as are torch's columns without torch.  The machine (cores, load
+Rows against Triton's interpreter (benchmarks/triton_rows.py) and Triton's compiler
+(benchmarks/compile_vs_triton.py) need Triton and torch; without them they are listed as
+skipped, as are torch's columns without torch.  The machine (cores, load
 average) and the library versions are printed and written with the numbers.  The latest
 full run is in docs/benchmarks.md.
 """
@@ -33,7 +34,7 @@ STARTUP_BARS = {"import npujit (s)": 0.3, "first launch all-in (s)": 0.1,
 
 def _versions() -> dict:
     out = {"python": platform.python_version()}
-    for lib in ("numpy", "numba", "llvmlite", "torch", "triton"):
+    for lib in ("numpy", "numba", "llvmlite", "torch", "triton", "transformers"):
         try:
             out[lib] = importlib.metadata.version(lib)
         except importlib.metadata.PackageNotFoundError:
@@ -73,6 +74,31 @@ def _verdict(ratio, bar) -> str:
     return "met" if ratio >= bar else "NOT met"
 
 
+def _ratios(r: dict) -> str:
+    """Every peer's ratio, with its bar and verdict where the row has one."""
+    out = []
+    peers = [k for k in r["times"] if k != "npujit"]
+    for peer in peers + [p for p in r["bars"] if p not in peers]:
+        b = r["bars"].get(peer)
+        if r["ratios"].get(peer) is None:
+            out.append(f"{peer}: skipped")
+        elif b is None:
+            out.append(f"{peer} {r['ratios'][peer]:.2f}x")
+        else:
+            out.append(f"{peer} {b['ratio']:.2f}x (bar {b['bar']}x: "
+                       f"{_verdict(b['ratio'], b['bar'])})")
+    return "; ".join(out)
+
+
+def _child_json(script: str, extra: list) -> list[dict]:
+    """The JSON that ``benchmarks/<script> --json *extra`` prints last."""
+    cmd = [sys.executable, os.path.join(HERE, script), "--json", *extra]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"{script} failed:\n{res.stderr}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller problems, fewer rounds")
@@ -92,19 +118,18 @@ def main(argv=None) -> int:
         rows = _cpu_rows(t, args.quick, rounds)
         report["cpu"][t] = rows
         print(f"\nCPU rows at {t} thread(s): median ms (min-max) of {rounds} interleaved rounds")
-        print(f"  {'row':<11} {'problem':<34} {'npujit':>20} {'numpy':>20}  ratio vs bars")
+        print(f"  {'row':<11} {'problem':<38} {'npujit':>20} {'numpy':>20} {'torch':>20}"
+              "  peer / npujit (bar)")
         for r in rows:
             def cell(impl):
                 ts = r["times"].get(impl)
                 if not ts:
                     return "-"
                 return f"{r['median'][impl] * 1e3:.3f} ({min(ts) * 1e3:.2f}-{max(ts) * 1e3:.2f})"
-            verdicts = "; ".join(
-                f"{peer} {b['ratio']:.2f}x (bar {b['bar']}x: {_verdict(b['ratio'], b['bar'])})"
-                if b["ratio"] is not None else f"{peer}: skipped"
-                for peer, b in r["bars"].items())
-            print(f"  {r['row']:<11} {r['problem']:<34} {cell('npujit'):>20} {cell('numpy'):>20}"
-                  f"  {verdicts}")
+            extra = [k for k in r["times"] if k not in ("npujit", "numpy", "torch")]
+            print(f"  {r['row']:<11} {r['problem']:<38} {cell('npujit'):>20} {cell('numpy'):>20}"
+                  f" {cell('torch'):>20}  {_ratios(r)}"
+                  + "".join(f"\n  {'':<11} {'':<38} {k} {cell(k)}" for k in extra))
     print("\nStart-up and launch (fresh processes, medians):")
     su = _startup(3 if args.quick else 5)
     report["startup"] = su
@@ -112,8 +137,28 @@ def main(argv=None) -> int:
         print(f"  {k:<28} {su[k]:10.3f}   bar <= {bar}: "
               f"{'met' if su[k] <= bar else 'NOT met'}")
     print(f"  {'import numpy (s)':<28} {su['import numpy (s)']:10.3f}   (for scale)")
-    print("\nvs Triton's interpreter, cold compile vs Triton's compiler: "
-          + ("skipped (triton not installed)" if v["triton"] is None else "not built yet"))
+    if v["triton"] is None or v["torch"] is None:
+        print("\nvs Triton's interpreter: skipped (needs triton and torch)")
+    else:
+        tr = report["triton_interpreter"] = _child_json(
+            "triton_rows.py", ["--quick"] if args.quick else [])
+        print("\nvs Triton's interpreter (TRITON_INTERPRET=1), the gallery's kernels, median ms "
+              "(min-max)")
+        for r in tr:
+            ts = r["times"]
+            print(f"  {r['row']:<11} {r['problem']:<38} npujit {r['median']['npujit'] * 1e3:.3f}"
+                  f"  triton {r['median']['triton interpreter'] * 1e3:.0f} "
+                  f"({min(ts['triton interpreter']) * 1e3:.0f}-"
+                  f"{max(ts['triton interpreter']) * 1e3:.0f})  {r['ratio']:.0f}x "
+                  f"(bar {r['bar']:.0f}x: {'met' if r['met'] else 'NOT met'})")
+    if v["triton"] is not None and v["torch"] is not None:
+        cc = report["compile_vs_triton"] = _child_json("compile_vs_triton.py", [])
+        print("\ncold compile, npujit (numba backend, disk cache off) vs Triton's compiler "
+              "(to an sm_80 cubin, no GPU needed), median ms:")
+        for r in cc:
+            print(f"  {r['row']:<11} npujit {r['median']['npujit'] * 1e3:7.0f}  triton "
+                  f"{r['median']['triton'] * 1e3:7.0f}  {r['ratio']:.2f}x (bar <= {r['bar']}x: "
+                  f"{'met' if r['met'] else 'NOT met'})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

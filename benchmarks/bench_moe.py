@@ -28,6 +28,8 @@ import time
 
 import numpy as np
 
+import moe_layer_row
+
 
 def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
@@ -36,31 +38,19 @@ def _verdict(ok: bool) -> str:
 def cpu_bar(rounds: int, quick: bool) -> None:
     import npujit.moe as moe
 
-    T, H, I, E, k = (64, 256, 512, 8, 2) if quick else (512, 1024, 3584, 8, 2)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((T, H)).astype(np.float32)
-    rw = rng.standard_normal((E, H)).astype(np.float32)
-    gu = (rng.standard_normal((E, 2 * I, H)) * 0.02).astype(np.float32)
-    dn = (rng.standard_normal((E, H, I)) * 0.02).astype(np.float32)
+    x, rw, gu, dn, k = moe_layer_row.layer(quick)
+    (T, H), (E, two_i, _) = x.shape, gu.shape
+    I = two_i // 2           # noqa: E741
     peers = {"numpy reference": lambda: moe.reference.moe(x, rw, gu, dn, k)}
     try:
         import torch
-        from transformers.models.mixtral.configuration_mixtral import MixtralConfig
-        from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
-        cfg = MixtralConfig(hidden_size=H, intermediate_size=I, num_local_experts=E,
-                            num_experts_per_tok=k)
-        block = MixtralSparseMoeBlock(cfg).eval()
-        with torch.no_grad():
-            block.gate.weight.copy_(torch.from_numpy(rw))
-            for e, expert in enumerate(block.experts):
-                expert.w1.weight.copy_(torch.from_numpy(gu[e, :I]))
-                expert.w3.weight.copy_(torch.from_numpy(gu[e, I:]))
-                expert.w2.weight.copy_(torch.from_numpy(dn[e]))
+        block = moe_layer_row.transformers_block(torch, rw, gu, dn, k)
         tx = torch.from_numpy(x)[None]
 
         def torch_moe():
             with torch.no_grad():
-                return block(tx)[0][0].numpy()
+                out = block(tx)
+            return (out[0] if isinstance(out, tuple) else out)[0].numpy()
         peers["transformers MixtralSparseMoeBlock (torch eager)"] = torch_moe
     except Exception as e:          # torch / transformers absent or a different version
         print(f"  torch / transformers peer skipped: {type(e).__name__}: {e}"[:160])

@@ -2,10 +2,11 @@
 installed) on the same problem, timed in interleaved rounds at one thread count.
 
 Each row is a problem with one callable per implementation; every round times each
-implementation once (best of ``inner`` calls, after a warm-up that also compiles), in
-turn, so a slow minute of the machine hits all of them alike; each turn starts after a
-pause (``SETTLE_S``) so that one implementation's threads do not run into the next.  The result of each
-implementation is checked against numpy's before any timing.
+implementation once (the best of at least ``inner`` calls and ``TURN_S`` seconds of
+calls, after a warm-up that also compiles), in turn, so a slow minute of the machine hits
+all of them alike; each turn starts after a pause (``SETTLE_S``) so that one
+implementation's threads do not run into the next.  The result of each implementation is
+checked against numpy's before any timing.
 
     python benchmarks/cpu_rows.py [--quick] [--rounds 5]      # one thread count: the env's
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -26,6 +28,8 @@ from npujit.kernels import elementwise, layernorm, matmul, softmax
 from npujit.kernels import numpy_reference as ref
 from npujit.kernels.moe import reference as moe_ref
 from npujit.kernels.moe import router
+
+import moe_layer_row
 
 # Bars (issue 16): peer time / npujit time must be at least this, per peer.
 BARS = {
@@ -38,10 +42,14 @@ BARS = {
 
 
 def _torch():
+    """torch with its intra-op threads set to this process's thread count, or None."""
     try:
         import torch
     except ImportError:
         return None
+    threads = os.environ.get("NPUJIT_NUM_THREADS")
+    if threads:
+        torch.set_num_threads(int(threads))
     return torch
 
 
@@ -102,6 +110,8 @@ def rows(quick: bool):
         impls["torch"] = lambda: (ta.float() @ tb_.float())
     yield "matmul", f"{m}^3 f16->f32", impls, 1e-3
 
+    yield from moe_layer_row.row(quick, torch)
+
 
 def _as_numpy(out):
     if isinstance(out, tuple):
@@ -124,6 +134,11 @@ def _check(name: str, impl: str, got, want, tol: float) -> None:
 # finds the other core taken: the 512^3 matmul on 2 threads took 3.86 ms right after a
 # numpy matmul against 2.16 ms alone (medians of 30 launches each on this machine).
 SETTLE_S = 0.2
+# Each turn calls its implementation at least ``inner`` times and for at least this long,
+# and keeps the best call.  After the pause every implementation takes a few calls to
+# reach its steady speed (the 1 M-element add: 0.50, 0.31, 0.20, 0.16 ms; numpy's
+# 0.41, 0.36, 0.28, 0.17), so a best of 3 timed the warm-up of sub-millisecond rows.
+TURN_S = 0.02
 
 
 def measure(quick: bool, rounds: int, inner: int) -> list[dict]:
@@ -137,11 +152,12 @@ def measure(quick: bool, rounds: int, inner: int) -> list[dict]:
         for _ in range(rounds):
             for impl, fn in impls.items():
                 time.sleep(SETTLE_S)
-                best = float("inf")
-                for _ in range(inner):
+                best, calls, start = float("inf"), 0, time.perf_counter()
+                while calls < inner or time.perf_counter() - start < TURN_S:
                     t0 = time.perf_counter()
                     fn()
                     best = min(best, time.perf_counter() - t0)
+                    calls += 1
                 times[impl].append(best)
         out.append({"row": name, "problem": problem, "times": times})
     return out

@@ -87,7 +87,7 @@ def _built_with(opts: dict) -> tuple:
 
 
 def _launcher(ksrc, opts: dict) -> Launcher:
-    disk_cache.library_caching(bool(opts["cache"]))
+    disk_cache.library_caching(bool(opts["cache"]), ksrc.text)
     return Launcher(import_source(ksrc.text, cache=bool(opts["cache"])), ksrc, opts)
 
 

@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sys
 import types as pytypes
 
@@ -105,20 +106,40 @@ def compile_signature(module, dispatcher, sig) -> None:
 
 _library_caches: dict = {}       # the library's dispatchers -> their numba caches
 
+# The backend's library helpers by the short name generated modules call them by.  A
+# module imports only those it calls (``helpers_used``): importing all seven made ~60
+# numba dispatchers, 0.07-0.18 s of a fresh process's first launch of a kernel that
+# calls one of them or none.
+HELPERS = {"ck": "check_lib", "cl": "cube_lib", "hp": "halfprec", "rc": "record",
+           "rl": "reduce_lib", "sl": "scalar_lib", "tl": "select_lib"}
+_CALLS = re.compile(r"(?<![\w.])(" + "|".join(HELPERS) + r")\.")
 
-def library_caching(on: bool) -> None:
-    """Let numba cache the backend's library helpers (check_lib, cube_lib, ...: compiled
-    per signature a kernel calls them with) beside their sources, or not: without a
-    usable kernel cache nothing may be written, not even to numba's own default place."""
+
+def helpers_used(text: str) -> list:
+    """The short names of the helpers that the module text ``text`` calls, sorted."""
+    return sorted(set(_CALLS.findall(text)))
+
+
+def library_caching(on: bool, text: str) -> None:
+    """Import the library helpers the generated module ``text`` calls (check_lib,
+    cube_lib, ...: compiled per signature a kernel calls them with), and let numba cache
+    every helper imported so far beside its source, or not: without a usable kernel
+    cache nothing may be written, not even to numba's own default place."""
+    import importlib
+
     from numba.core.caching import NullCache
     from numba.core.dispatcher import Dispatcher
 
-    from . import check_lib, cube_lib, halfprec, record, reduce_lib, scalar_lib, select_lib
-    if not _library_caches:
-        for mod in (check_lib, cube_lib, halfprec, record, reduce_lib, scalar_lib, select_lib):
-            for v in vars(mod).values():
-                if isinstance(v, Dispatcher):
-                    _library_caches[v] = v._cache
+    for short in helpers_used(text):
+        importlib.import_module(f"{__package__}.{HELPERS[short]}")
+    for name in HELPERS.values():
+        mod = sys.modules.get(f"{__package__}.{name}")
+        if mod is None or getattr(mod, "_npujit_registered", False):
+            continue
+        for v in vars(mod).values():
+            if isinstance(v, Dispatcher):
+                _library_caches[v] = v._cache
+        mod._npujit_registered = True
     for disp, own in _library_caches.items():
         disp._cache = own if on else NullCache()
 

@@ -40,6 +40,7 @@ import re
 from npujit.ir.ops import Kind
 from npujit.ir.passes.fold import constant_value
 
+from . import deferred_load
 from . import lower_scalar as ls
 from . import range_check
 from .range_check import FIX, argument, checking, site
@@ -175,9 +176,12 @@ def lower_load(cg, op) -> None:
                 w.line(f"{name} = {other.name if other is not None else ls.zero(d)}")
         cg.bind(op.result, Val.scalar(name, d))
         return
-    out = cg.new_array(cg.hint(op.result), shape, d)
     index = _Index(cg, offs, shape)
     guard = range_check.tile(cg, op, ptr, index, mask)
+    if deferred_load.deferrable(cg, op, index, shape):
+        deferred_load.bind(cg, op, ptr, index, mask, other, guard)
+        return
+    out = cg.new_array(cg.hint(op.result), shape, d)
     walked = index.leaves + [v for v in (mask, other) if v is not None]
 
     def access(guard):
@@ -220,6 +224,27 @@ def lower_store(cg, op) -> None:
     w = cg.w
     if shape == ():
         range_check.scalar(cg, op, ptr, offs, mask)
+    reads = deferred_load.sources((offs, value, mask))
+    if not reads:
+        _store(cg, op, d, ptr, offs, value, mask, shape)
+        return
+    # deferred loads are read in the store's own loop: only if no lane can overwrite
+    # what a later lane reads (deferred_load.py); else their values go to tiles first
+    with w.block(f"if {deferred_load.disjoint(cg, ptr, reads)}:"):
+        _store(cg, op, d, ptr, offs, value, mask, shape)
+    with w.block("else:"):
+        copied = []
+        for v in (offs, value, mask):
+            if v is not None and deferred_load.sources((v,)):
+                t = cg.new_array("staged", v.shape, v.dtype)
+                cg.copy(v, t)
+                v = t
+            copied.append(v)
+        _store(cg, op, d, ptr, *copied, shape, versioned=False)   # rare: one loop
+
+
+def _store(cg, op, d, ptr: str, offs, value, mask, shape, versioned: bool = True) -> None:
+    w = cg.w
     index = _Index(cg, offs, shape)
     guard = range_check.tile(cg, op, ptr, index, mask) if shape != () else None
     walked = index.leaves + [v for v in (value, mask) if v is not None]
@@ -234,7 +259,10 @@ def lower_store(cg, op) -> None:
             else:
                 with w.block(f"if {nest.at(mask)}:"):
                     write()
-    _versioned(w, guard, access)
+    if versioned:
+        _versioned(w, guard, access)
+    else:           # every active lane tested where the range check needs it
+        access(None if guard is None else "False")
 
 
 def lower_atomic_rmw(cg, op) -> None:
