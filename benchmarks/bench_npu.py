@@ -131,9 +131,13 @@ def main() -> None:
           f"{db:>11,} {'':>7}  {'ok' if sb / db >= 2.5 else 'BELOW'}")
     launch = build_launch(24, 5000 if args.quick else 50000, 1)
     _, wall, rate, report = measure_rate(launch, repeat=1 if args.quick else 3)
-    print(f"{'sim speed (24 AIV streams), instr/CPU s':<44} {rate / 1e6:>7.2f} M "
+    # Synthetic streams, every instruction a fresh object: a stress case for the queue
+    # compiler.  Issue 10's engine bar is measured on the bundled kernels' recorded
+    # launches by benchmarks/bench_sim.py.
+    print(f"{'sim speed, synthetic (24 AIV), instr/CPU s':<44} {rate / 1e6:>7.2f} M "
           f"{f'{SPEED_BAR / 1e6:g} M':>7} {report.cycles:>11,} {wall:>7.1f}  "
           f"{'(quick)' if args.quick else 'ok' if rate >= SPEED_BAR else 'BELOW'}")
+    print("    (a stress case: the engine's bar is bench_sim.py's, on recorded kernels)")
 
 
 if __name__ == "__main__":
