@@ -68,6 +68,7 @@ class Codegen:
         self.options = options
         self.w = Writer(depth=2)
         self.tiles: list[str] = []   # allocations hoisted out of the program loop
+        self.disjoint: dict[tuple, str] = {}  # (stored, loaded) arguments -> their test
         self.env: dict[int, Val] = {}
         self._copies: list[dict] = [{}]
         self._last_line = None

@@ -10,7 +10,8 @@ other``, that its users inline into their own loops.
 
 When it is safe (``deferrable``): after the load, its block has no control flow, no atomic
 and no block store (a fused elementwise region is fine: it writes no memory), at most one
-plain store, and a terminator that passes no values; every user is in the same block; the offsets are affine (``lower_memory._Index``); the range
+plain store, and a terminator that passes no values; every user is in the same block and
+comes no later than the store; the offsets are affine (``lower_memory._Index``); the range
 check is the default one (debug mode checks each read where it happens, so it keeps the
 copy).  Everything that reads the expression then runs before the one store or inside
 its loop.  Inside the store's loop, a lane's read could see an earlier lane's write if
@@ -48,20 +49,25 @@ def deferrable(cg, op, index, shape) -> bool:
     block = op.parent
     ops = block.ops
     at = next(k for k, o in enumerate(ops) if o is op)
-    stores = 0
-    for o in ops[at + 1:]:
+    store = None
+    for k, o in enumerate(ops[at + 1:], at + 1):
         if o.kind in _WRITES or o.kind in CONTROL:
             return False
         if o.regions and any(n.kind in _WRITES or n.kind in CONTROL or n.kind is Kind.STORE
                              for n in o.walk()):
             return False            # a fused elementwise region computes, writes nothing
         if o.kind is Kind.STORE:
-            stores += 1
-            if stores > 1:
+            if store is not None:
                 return False
+            store = k
         if o.kind in (Kind.RETURN, Kind.YIELD) and o.operands:
             return False
-    return all(user.parent is block for user, _ in op.result.uses)
+    # every user reads the value before the store writes, or in its loop (a user after
+    # it, e.g. a device_print, would see what the store wrote)
+    position = {id(o): k for k, o in enumerate(ops)}
+    last = len(ops) if store is None else store
+    return all(user.parent is block and position[id(user)] <= last
+               for user, _ in op.result.uses)
 
 
 def bind(cg, op, ptr: str, index, mask: Val | None, other: Val | None, guard) -> None:
@@ -110,7 +116,7 @@ def disjoint(cg, ptr: str, reads: set) -> str:
     no byte with that of any argument in ``reads``."""
     if ptr in reads:
         return "False"
-    known = cg.__dict__.setdefault("_disjoint", {})
+    known = cg.disjoint
     names = []
     for src in sorted(reads):
         name = known.get((ptr, src))

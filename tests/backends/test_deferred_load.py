@@ -30,6 +30,15 @@ def _load_clear_store(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
 
 
 @npu_kernel
+def _store_then_print(x_ptr, n, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    mask = offs < n
+    x = nl.load(x_ptr + offs, mask=mask)
+    nl.store(x_ptr + offs, x * 0.0 - 1.0, mask=mask)
+    nl.device_print("x", x)             # read after the store: must print the old values
+
+
+@npu_kernel
 def _shifted(x_ptr, out_ptr, n, shift, BLOCK: nl.constexpr):
     offs = nl.arange(0, BLOCK)
     x = nl.load(x_ptr + offs + shift, mask=offs < n)
@@ -80,6 +89,15 @@ def test_a_store_between_load_and_use_does_not_change_the_loaded_value():
     _numba(_load_clear_store)[(1,)](x, out, 32, BLOCK=32)
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(x, np.zeros(32, np.float32))
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_a_use_after_the_store_sees_the_loaded_values(backend, capfd):
+    x = np.array([3.0, 5.0, 7.0, 9.0], np.float32)
+    _store_then_print.with_options(backend=backend)[(1,)](x, 4, BLOCK=4)
+    np.testing.assert_array_equal(x, -np.ones(4, np.float32))
+    out = capfd.readouterr().out
+    assert "x [3. 5. 7. 9.]" in out, out
 
 
 def test_deferred_load_keeps_its_range_check():
