@@ -130,7 +130,7 @@ def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, down_ptr, out_p
                         L0_BLOCK_K: nl.constexpr = 0, H_FASTEST: nl.constexpr = False):
     """Second half of the workspace form: the down GEMM over the workspace rows (already
     scaled by the routing weight) added into the token's fp32 output row.  Grid: (row
-    blocks, H tiles), or (H tiles, row blocks) with ``H_FASTEST`` (``down_grid``)."""
+    blocks, H tiles), or (H tiles, row blocks) with ``H_FASTEST`` (``down_h_fastest``)."""
     if H_FASTEST:
         pid_h = nl.program_id(0)
         pid_m = nl.program_id(1)
@@ -238,11 +238,12 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
     reach L0 in ``L0_BLOCK_K`` chunks (``workspace_tiles``): gate/up reads one burst of
     each weight row per K step into ``[block_k, 128]`` gate and up tiles, down + combine
     two bursts per step, both double-buffered (the gathered x rows' addresses are one
-    descriptor per row, made by the scalar unit: ir/schedule/placement.py).  ``npujit moe-report``, Mixtral 8x7B (bf16) on the
-    910B-like part, expert kernels before -> after: 64 tokens 1479.9 + 775.7 -> 1291.7 +
-    609.1 us, 512 tokens 3322.3 + 1728.7 -> 2577.3 + 986.6 us; with gate/up
-    double-buffered, 128-row blocks and 256-wide down tiles (``down_block_h``): 64 tokens
-    1240.7 + 604.1 us, 512 tokens 1604.2 + 692.9 us (docs/moe.md)."""
+    descriptor per row, made by the scalar unit: ir/schedule/placement.py).  ``npujit
+    moe-report``, Mixtral 8x7B (bf16) on the 910B-like part, expert kernels before ->
+    after: 64 tokens 1479.9 + 775.7 -> 1291.7 + 609.1 us, 512 tokens 3322.3 + 1728.7 ->
+    2577.3 + 986.6 us; with gate/up double-buffered, 128-row blocks and 256-wide down
+    tiles (``down_block_h``): 64 tokens 1240.7 + 604.1 us, 512 tokens 1604.2 + 692.9 us
+    (docs/moe.md)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     if form not in FORMS:
@@ -273,16 +274,17 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
             dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, BLOCK_H=bh, BLOCK_K=bk, BLOCK_I=bi,
                  NUM_STAGES=num_stages))]
     work = np.empty((rows, I), x.dtype)
+    blocks, h_tiles, h_fastest = rows // bm, cdiv(H, bh), down_h_fastest(work.nbytes)
     return [
         KernelLaunch(gate_up_act_kernel, (rows // bm, cdiv(I, gate_up["BLOCK_I"])),
                      (x, aligned.sorted_ids, aligned.expert_ids, w, gate_up_proj, work, S,
                       H, I, sx),
                      dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, **gate_up)),
-        KernelLaunch(down_combine_kernel, down_grid(rows, bm, cdiv(H, bh), work.nbytes),
+        KernelLaunch(down_combine_kernel,
+                     (h_tiles, blocks) if h_fastest else (blocks, h_tiles),
                      (work, aligned.sorted_ids, aligned.expert_ids, down_proj, out, S, H,
                       I),
-                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, **down,
-                          H_FASTEST=work.nbytes > L2_BYTES // 2)),
+                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, **down, H_FASTEST=h_fastest)),
     ]
 
 
@@ -295,25 +297,24 @@ L1_BYTES = ASCEND_910B_LIKE.capacity["L1"]
 L2_BYTES = ASCEND_910B_LIKE.l2_bytes
 
 
-def down_grid(rows: int, bm: int, h_tiles: int, work_bytes: int) -> tuple[int, int]:
-    """The down + combine grid.  Programs run in grid order, axis 0 fastest.  Row blocks
-    fastest: the programs running together read one H tile of every expert's weights,
-    and each H tile re-reads every block's activation rows -- hits in the shared L2 while
-    the ``[rows, I]`` workspace fits in half of it.  Past that (Mixtral 8x7B at 2048
-    tokens: 147 MB of a 192 MB L2), H tiles fastest (``H_FASTEST``): the programs running
-    together share one block's rows, and an expert's weight tile comes back for its next
-    block within one block's sweep of H.  Simulated, 910B-like, down + combine: 2048
-    tokens 2147 -> 1223 MB of HBM reads and writes (1778 -> 1774 us, the ports are the
-    limit there); at 512 tokens rows fastest is the faster (693 against 786 us).
+def down_h_fastest(work_bytes: int) -> bool:
+    """The down + combine grid's order (``H_FASTEST``).  Programs run in grid order, axis
+    0 fastest.  Row blocks fastest: the programs running together read one H tile of
+    every expert's weights, and each H tile re-reads every block's activation rows --
+    hits in the shared L2 while the ``[rows, I]`` workspace fits in half of it.  Past
+    that (Mixtral 8x7B at 2048 tokens: 147 MB of a 192 MB L2), H tiles fastest: the
+    programs running together share one block's rows, and an expert's weight tile comes
+    back for its next block within one block's sweep of H.  Simulated, 910B-like, down +
+    combine: 2048 tokens 2147 -> 1223 MB of HBM reads and writes (1778 -> 1774 us, the
+    ports are the limit there); at 512 tokens rows fastest is the faster (693 against
+    786 us).
 
     Example::
 
-        >>> down_grid(1024, 128, 16, 29 * 2**20), down_grid(5120, 128, 16, 147 * 2**20)
-        ((8, 16), (16, 40))
+        >>> down_h_fastest(29 * 2**20), down_h_fastest(147 * 2**20)
+        (False, True)
     """
-    if work_bytes > L2_BYTES // 2:
-        return h_tiles, rows // bm
-    return rows // bm, h_tiles
+    return work_bytes > L2_BYTES // 2
 
 
 def down_block_h(bm: int, itemsize: int) -> int:
