@@ -170,10 +170,13 @@ def main() -> None:
     p.add_argument("--tokens", default="64", help="Mixtral token counts, comma-separated")
     p.add_argument("--rounds", type=int, default=5, help="CPU rounds")
     p.add_argument("--skip-cpu", action="store_true")
+    p.add_argument("--skip-sim", action="store_true", help="the CPU bar only")
     a = p.parse_args()
     tokens = tuple(int(t) for t in a.tokens.split(","))
     if not a.skip_cpu:
         cpu_bar(a.rounds, a.quick)
+    if a.skip_sim:
+        return
     sim_bars(tokens, a.quick)
     router_bar()
     skew_bar(tokens[0], a.quick)

@@ -69,6 +69,9 @@ class Codegen:
         self.w = Writer(depth=2)
         self.tiles: list[str] = []   # allocations hoisted out of the program loop
         self.disjoint: dict[tuple, str] = {}  # (stored, loaded) arguments -> their test
+        # dot operands read in place from an argument (lower_memory.read_in_place):
+        # id(value) -> (argument, in-bounds flag, offset, row stride) names
+        self.in_place: dict[int, tuple] = {}
         self.env: dict[int, Val] = {}
         self._copies: list[dict] = [{}]
         self._last_line = None

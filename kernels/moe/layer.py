@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from npujit import cdiv, next_power_of_2
+from npujit import cdiv, knobs, next_power_of_2
 
 from . import combine as combine_mod
 from .checks import as_array, check_experts, check_layer, check_shared, check_topk
@@ -80,6 +80,32 @@ def default_block_m(num_tokens: int, top_k: int, num_experts: int, itemsize: int
     mean = num_tokens * top_k / max(num_experts, 1)
     cap = 128 if itemsize <= 2 else 64
     return max(16, min(cap, next_power_of_2(max(1, math.ceil(2 * mean)))))
+
+
+# Rows per expert block when the layer runs on a CPU backend: there a padding row costs
+# as much as a token's row (no burst or Cube edge to fill, and the expert kernels read
+# f32 weights where they are, so a block's weight tiles cost nothing extra), so the
+# smallest block the kernels take.  numba, fp32, 512 tokens, H 1024, I 3584, 8 experts,
+# top-2 (benchmarks/bench_moe.py's CPU row): 16-row blocks 877 ms, 32 rows 1289 ms, 64
+# rows 1463 ms (medians of 3 interleaved rounds on a loaded machine).
+CPU_BLOCK_M = 16
+
+
+def run_block_m(backend: str | None, block_m: int | None) -> int | None:
+    """``block_m`` for a run on ``backend`` (None: ``NPUJIT_BACKEND``): the caller's;
+    else ``CPU_BLOCK_M`` on the numba and reference backends; else None, which
+    ``default_block_m`` sizes for the NPU (the Ascend C twin keeps the NPU's tiles).
+
+    Example::
+
+        >>> run_block_m("numba", None), run_block_m("numba", 64)
+        (16, 64)
+        >>> run_block_m("ascendc-twin", None) is None
+        True
+    """
+    if block_m is None and (backend or knobs.backend()) in ("numba", "reference"):
+        return CPU_BLOCK_M
+    return block_m
 
 
 def dense_routing(T: int, block_m: int) -> AlignedRouting:
@@ -171,6 +197,7 @@ def fused_experts(x, topk_weights, topk_ids, gate_up_proj, down_proj,
 
         out = fused_experts(x, w, ids, gate_up_proj, down_proj)
     """
+    tiles["block_m"] = run_block_m(backend, tiles.get("block_m"))
     launches, out = experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj,
                                  activation, shared_expert, capacity_factor, **tiles)
     run_all(launches, backend)
@@ -192,6 +219,7 @@ def fused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mi
 
         out = fused_moe(x, router_weight, gate_up_proj, down_proj, 2, routing="mixtral")
     """
+    tiles["block_m"] = run_block_m(backend, tiles.get("block_m"))
     launches, out = fused_plan(x, router_weight, gate_up_proj, down_proj, top_k, routing,
                                activation, shared_expert, capacity_factor, **tiles)
     run_all(launches, backend)
@@ -245,7 +273,8 @@ def unfused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="
         out = unfused_moe(x, router_weight, gate_up_proj, down_proj, 2)
     """
     launches, out = unfused_plan(x, router_weight, gate_up_proj, down_proj, top_k, routing,
-                                 activation, shared_expert, capacity_factor, block_m)
+                                 activation, shared_expert, capacity_factor,
+                                 run_block_m(backend, block_m))
     run_all(launches, backend)
     return out
 
