@@ -39,8 +39,6 @@ from npujit.ir import Kind
 from npujit.ir.passes.index_checks import SYMBOL, overflow_template, scalar_address_ops
 from npujit.ir.slice import INT32_REACH, narrow_offsets, narrow_offsets_message
 
-from .values import Nest
-
 # The debug mode's advice, the reference interpreter's text (backends/reference/memory.py).
 FIX = "mask the lane off or fix its offset"
 _HINT = ("; mask the access or fix its offsets (rerun with NPUJIT_DEBUG=1 to find the "
@@ -145,12 +143,15 @@ def hoisted_wraps(cg) -> tuple[list[str], str, list[str]]:
     for axis in axes:
         corners = [{**c, axis: e} for c in corners for e in ("0", f"(nprog{axis} - 1)")]
     before = [f"{ok} = True"]
+    tests = []          # an op that reads fewer axes than the grid has meets a corner twice
     for op in ops:
         for corner in corners:
             a, b = (_operand(cg, v, corner) for v in op.operands)
-            before.append(f"if not (-2147483648 <= i64({a}) {SYMBOL[op.kind]} i64({b}) "
-                          f"<= 2147483647):")
-            before.append(f"    {ok} = False")
+            test = f"-2147483648 <= i64({a}) {SYMBOL[op.kind]} i64({b}) <= 2147483647"
+            if test not in tests:
+                tests.append(test)
+    for test in tests:
+        before += [f"if not ({test}):", f"    {ok} = False"]
     before += [f"{stop} = last", f"{site} = -1",
                f"{vals} = (i64(0), i64(0), i64(0), i64(0), i64(0), i64(0), i64(0))",
                f"if not {ok}:",
