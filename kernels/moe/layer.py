@@ -82,30 +82,38 @@ def default_block_m(num_tokens: int, top_k: int, num_experts: int, itemsize: int
     return max(16, min(cap, next_power_of_2(max(1, math.ceil(2 * mean)))))
 
 
-# Rows per expert block when the layer runs on a CPU backend: there a padding row costs
-# as much as a token's row (no burst or Cube edge to fill, and the expert kernels read
-# f32 weights where they are, so a block's weight tiles cost nothing extra), so the
-# smallest block the kernels take.  numba, fp32, 512 tokens, H 1024, I 3584, 8 experts,
-# top-2 (benchmarks/bench_moe.py's CPU row): 16-row blocks 877 ms, 32 rows 1289 ms, 64
-# rows 1463 ms (medians of 3 interleaved rounds on a loaded machine).
-CPU_BLOCK_M = 16
+# The expert kernels' tiles when the layer runs on a CPU backend (numba, reference).
+# There a padding row costs as much as a token's row (no burst or Cube edge to fill), and
+# a dot reads f32 / bf16 weights where they are (backends/numba/lower_memory.py
+# read_in_place), so a block's weight tiles cost nothing extra: the smallest row block,
+# and long K tiles (cube_lib.dot_nt sums each output over K, and ends each sum with a
+# reduction across the vector's lanes).  Stages mean nothing on the CPU; one stage lets
+# the longer tiles pass the 910B-like part's L1 check, which every backend's compile
+# runs.  numba, fp32, 512 tokens, H 1024, I 3584, 8 experts, top-2, 1 thread, medians of
+# 3 interleaved rounds (load 1.9): 64-row blocks 1463 ms (loaded), 16 rows 439 ms, and
+# with K tiles of 256: 383 ms, of 512 (and 64-wide I tiles): 364 ms.
+CPU_TILES = dict(block_m=16, block_k=512, block_i=64, num_stages=1)
 
 
-def run_block_m(backend: str | None, block_m: int | None) -> int | None:
-    """``block_m`` for a run on ``backend`` (None: ``NPUJIT_BACKEND``): the caller's;
-    else ``CPU_BLOCK_M`` on the numba and reference backends; else None, which
-    ``default_block_m`` sizes for the NPU (the Ascend C twin keeps the NPU's tiles).
+def run_tiles(backend: str | None, tiles: dict) -> dict:
+    """The expert kernels' tiles and form for a run on ``backend`` (None:
+    ``NPUJIT_BACKEND``): on the numba and reference backends, the workspace form with no
+    tile given takes ``CPU_TILES``; otherwise the caller's, the rest sized for the NPU
+    (``default_block_m``, ``experts.workspace_tiles``: a caller who sets one tile gets
+    the NPU's for the others, which fit together; the Ascend C twin keeps them too).
 
     Example::
 
-        >>> run_block_m("numba", None), run_block_m("numba", 64)
-        (16, 64)
-        >>> run_block_m("ascendc-twin", None) is None
-        True
+        >>> run_tiles("numba", {})["block_m"], run_tiles("numba", {"block_m": 64})
+        (16, {'block_m': 64})
+        >>> run_tiles("ascendc-twin", {}), run_tiles("numba", {"form": "onchip"})
+        ({}, {'form': 'onchip'})
     """
-    if block_m is None and (backend or knobs.backend()) in ("numba", "reference"):
-        return CPU_BLOCK_M
-    return block_m
+    if ((backend or knobs.backend()) in ("numba", "reference")
+            and tiles.get("form", "workspace") == "workspace"
+            and not any(k in tiles for k in CPU_TILES)):
+        return {**tiles, **CPU_TILES}
+    return dict(tiles)
 
 
 def dense_routing(T: int, block_m: int) -> AlignedRouting:
@@ -197,7 +205,7 @@ def fused_experts(x, topk_weights, topk_ids, gate_up_proj, down_proj,
 
         out = fused_experts(x, w, ids, gate_up_proj, down_proj)
     """
-    tiles["block_m"] = run_block_m(backend, tiles.get("block_m"))
+    tiles = run_tiles(backend, tiles)
     launches, out = experts_plan(x, topk_weights, topk_ids, gate_up_proj, down_proj,
                                  activation, shared_expert, capacity_factor, **tiles)
     run_all(launches, backend)
@@ -219,7 +227,7 @@ def fused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="mi
 
         out = fused_moe(x, router_weight, gate_up_proj, down_proj, 2, routing="mixtral")
     """
-    tiles["block_m"] = run_block_m(backend, tiles.get("block_m"))
+    tiles = run_tiles(backend, tiles)
     launches, out = fused_plan(x, router_weight, gate_up_proj, down_proj, top_k, routing,
                                activation, shared_expert, capacity_factor, **tiles)
     run_all(launches, backend)
@@ -274,7 +282,7 @@ def unfused_moe(x, router_weight, gate_up_proj, down_proj, top_k: int, routing="
     """
     launches, out = unfused_plan(x, router_weight, gate_up_proj, down_proj, top_k, routing,
                                  activation, shared_expert, capacity_factor,
-                                 run_block_m(backend, block_m))
+                                 block_m or run_tiles(backend, {}).get("block_m"))
     run_all(launches, backend)
     return out
 
