@@ -40,7 +40,7 @@ import numpy as np
 from npujit import cache_dir, knobs
 from npujit.cache_dir import CacheDir, CorruptEntry, pack, unpack, warn_once
 
-from .cache_key import compiler_hash, digest, kernel_hash, spec_hash
+from .cache_key import compiler_hash, digest, kernel_hash, source_lines, spec_hash
 
 ENTRY_SUFFIX = ".ck"
 # Evict down to this share of the cap, so a full cache does not evict at every store.
@@ -71,7 +71,8 @@ def entry_key(kernel, sigs: tuple, constexprs: dict, options: dict,
     if not _stable(parts) or not _stable(data):   # a global or closure value's repr must
         stats["unkeyable"] += 1                     # say all there is to it
         return None
-    return digest(compiler_hash(), kernel_hash(kernel, scan), parts, spec_hash(options.get("spec")))
+    return digest(compiler_hash(), kernel_hash(kernel, scan), source_lines(kernel, scan), parts,
+                  spec_hash(options.get("spec")))
 
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None), np.dtype, np.generic, enum.Enum)

@@ -13,9 +13,11 @@ autotuner's stored results.
 ``digest(*parts)``   a short sha256 over any ``repr``-stable parts (keys, options).
 
 Bytecode rather than source text: a kernel defined in a notebook cell or built with
-``exec`` has no file, and a comment edit is not a new kernel.  A code object's line
-numbers are left out for the same reason, but the IR carries source locations for
-messages, so an entry's user is told where *its* lines were compiled; see jit/compiled.py.
+``exec`` has no file, and a comment edit is not a new kernel for the autotuner's stored
+results.  A compiled entry, though, carries the source lines of its messages (the IR's
+locations, the generated code's error texts), so the kernel cache's key adds
+``source_lines(k)``: where the kernel's and its helpers' lines are.  A kernel whose lines
+moved (a line added above it) compiles again, and its errors name the lines it has now.
 
 Example::
 
@@ -115,6 +117,32 @@ def kernel_hash(kernel, scan: tuple | None = None) -> str:
         h.update(f"global {r.label}=".encode())
         h.update(repr(r.array if r.array is not None else r.value).encode())
     return h.hexdigest()[:16]
+
+
+def source_lines(kernel, scan: tuple | None = None) -> str:
+    """A hash of where a kernel's and its helpers' lines are: file, first line and line
+    table of each code object (``kernel_hash`` leaves them out).
+
+    Example::
+
+        >>> from npujit.kernels.elementwise import add_kernel
+        >>> len(source_lines(add_kernel))
+        16
+    """
+    from .kernel_globals import scan_kernel
+    fn = getattr(kernel, "fn", kernel)
+    helpers = (scan if scan is not None else scan_kernel(fn))[1]
+    h = hashlib.sha256()
+    for f in (fn, *helpers):
+        _lines(h, f.__code__)
+    return h.hexdigest()[:16]
+
+
+def _lines(h, code: types.CodeType) -> None:
+    h.update(f"{code.co_filename}:{code.co_firstlineno}:".encode() + code.co_linetable)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _lines(h, c)
 
 
 def code_digest(fn) -> str:

@@ -395,6 +395,28 @@ def test_editing_a_helper_or_a_global_invalidates_the_entry(cdir, tmp_path):
     assert _edit_case(tmp_path, 70, 5.25)[0] is True
 
 
+_OOB_SOURCE = """
+import npujit.language as nl
+{above}
+def kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    nl.store(out_ptr + offs, nl.load(x_ptr + offs + 4))
+"""
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_an_error_names_the_line_the_kernel_has_now_after_its_lines_moved(
+        cdir, tmp_path, backend):
+    """The same code one line lower is another entry: a message compiled into an entry
+    (the out-of-bounds load's site) names the line it was compiled from."""
+    x, out = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    for above, line in (("", 6), ("\n# a comment above the kernel\n", 8)):
+        mod = _module_from(tmp_path, _OOB_SOURCE.format(above=above))
+        k = NPUKernel(mod.kernel, backend=backend)
+        with pytest.raises(Exception, match=rf"cache_case.py:{line}\b"):
+            k[(1,)](x, out, BLOCK=8)
+
+
 def test_a_change_of_the_compiler_invalidates_every_entry(cdir, monkeypatch):
     _launch(_fresh())
     monkeypatch.setattr(cache_key, "_compiler_hash", "0123456789abcdef")   # edited sources
