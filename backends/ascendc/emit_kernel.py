@@ -28,7 +28,9 @@ from .emit_control import ControlLowering
 from .emit_cube import CubeLowering
 from .emit_memory import MemoryLowering
 from .emit_mixed import AIC_POSITIONS, MixedLowering
+from .emit_broadcast import BroadcastLowering
 from .emit_rows import RowLowering
+from .emit_topk import RANKS_ABOVE, TopkLowering
 from .emit_vector import VectorLowering
 from .tidy import drop_unused_scalars
 from .lowering import CMP_CPP, SCALAR_BINARY, cpp_type, not_lowered, raw_name, source_line
@@ -65,7 +67,8 @@ class KernelInfo:
     workspace_bytes: int = 0         # GM workspace per program (the hand-offs)
 
 
-class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, CubeLowering, ControlLowering):
+class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering, TopkLowering,
+                   VectorLowering, CubeLowering, ControlLowering):
     """Writes one kernel; see the module doc."""
 
     def __init__(self, fn):
@@ -182,6 +185,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
                     "__aicore__ inline uint8_t TailPad(uint32_t n)", "{",
                     "    return static_cast<uint8_t>((32 - n * sizeof(T) % 32) % 32 / sizeof(T));",
                     "}", ""]
+        if "ranks_above" in self.helpers:
+            out += RANKS_ABOVE
         if "clamp" in self.helpers:
             out += ["// How many of a tile's `lanes` leading lanes are in bounds (a mask's count).",
                     "__aicore__ inline uint32_t LanesInBounds(int64_t n, uint32_t lanes)", "{",
@@ -343,6 +348,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
             return None
         if k is Kind.HANDOFF:
             return self.emit_handoff(op)
+        if k is Kind.TOPK:
+            return self.emit_topk(op)
         if k in (Kind.LOAD, Kind.STORE) and sv.scope(op) != "L1":
             return self.emit_ub_transfer(op)
         if k is Kind.ATOMIC_RMW:

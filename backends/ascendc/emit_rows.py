@@ -18,7 +18,7 @@ from npujit.ir.types import float32
 
 from . import schedule_view as sv
 from .lowering import CMP_CPP, VECTOR_BINARY, cpp_type, not_lowered
-from .values import Cell, Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import Cell, Cell3, DataRow, Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
 
 # The event id of the emitter's own SetFlag/WaitFlag pairs here: the last of the 8 ids
 # per event kind; the schedule hands ids out from 0 by liveness (ir/schedule/event_ids.py),
@@ -50,6 +50,9 @@ class RowLowering:
         """The 2-D and per-row patterns, or ``None`` when ``op`` is none of them."""
         k = op.kind
         shape = tuple(rt.shape)
+        cells = self.cell3_symbolic(op, args, rt)
+        if cells is not None:
+            return cells
         if k is Kind.RESHAPE:
             src = op.operands[0].type
             if src.rank == 1 and len(shape) == 2:
@@ -78,14 +81,16 @@ class RowLowering:
             if isinstance(a, Tile) and op.operands[0].type.shape[-1] == 1:
                 return RowVal(self.row_of_tile(op, a).expr, a.dtype, a.length, shape[1])
             if isinstance(a, Tile) and op.operands[0].type.shape[0] == 1 and len(shape) == 2:
-                col = self.row_of_tile(op, a).expr.replace("{r}", "{c}")
-                return Cell(col, a.dtype, shape[0], shape[1])
+                return DataRow(a, shape[0], shape[1])
             raise not_lowered(op, "this broadcast of a data tile is not emitted yet")
         if k is Kind.MUL and len(shape) == 1 and any(isinstance(a, Index) for a in args) \
                 and any(isinstance(a, Splat) for a in args):
             a = next(a for a in args if isinstance(a, Index))
             b = next(a for a in args if isinstance(a, Splat))
             return RowVal(f"({a.base} + {{r}}) * {b.value.expr}", rt.dtype, a.length)
+        if any(isinstance(a, DataRow) for a in args) and any(
+                isinstance(a, (RowVal, Cell, Index)) for a in args):
+            args = [self.data_row_as_cell(op, a) if isinstance(a, DataRow) else a for a in args]
         if any(isinstance(a, Cell) for a in args) and k is not Kind.REDUCE:
             return self.cell_op(op, args, rt)
         if k is Kind.SELECT and len(shape) == 1 and isinstance(args[0], RowVal) and all(
@@ -206,33 +211,39 @@ class RowLowering:
         self.line("}")
         return _Scalar(name, dt)
 
-    def fold_step(self, kind: str, t: str, acc: str, value: str, indent: str) -> None:
-        """``acc`` takes one more value of a sum / max / min fold (ints wrap)."""
+    def fold_step(self, kind: str, t: str, acc: str, value: str, indent: str,
+                  floats: bool = False) -> None:
+        """``acc`` takes one more value of a sum / max / min fold (ints wrap; float max
+        and min skip NaN, as np.fmax does: NaN only for a line of NaNs)."""
         value = f"static_cast<{t}>({value})"
         if kind == "sum":
             self.line(f"{indent}{acc} = static_cast<{t}>({acc} + {value});")
+        elif floats:
+            v = self.fresh("v")
+            self.line(f"{indent}const {t} {v} = {value};")
+            self.line(f"{indent}if ({v} {'>' if kind == 'max' else '<'} {acc} || {acc} != {acc}) {acc} = {v};")
         else:
             self.line(f"{indent}if ({value} {'>' if kind == 'max' else '<'} {acc}) {acc} = {value};")
 
     def fold_cells(self, op, s, dest, R, C, axis, kind, dt) -> Tile:
         """A reduction along an axis of integer elements on the scalar unit (exact and
         wrapping, as the reference; the vector unit's ReduceSum takes floats)."""
-        if dt.is_float or kind not in ("sum", "max", "min"):
+        if kind not in ("sum", "max", "min"):
             raise not_lowered(op, f"a {kind} of {dt} per-element values is not emitted yet")
         if isinstance(s, Tile):
             src = self.row_of_tile(op, s)
             s = Cell(src.expr.replace("{r}", f"{{r}} * {C} + {{c}}"), s.dtype, R, C)
         out = dest()
-        t = cpp_type(dt)
+        t = "float" if dt.is_float else cpp_type(dt)      # floats accumulate in f32
         outer, inner = (R, C) if axis == 1 else (C, R)
         i, j, acc = self.fresh("i"), self.fresh("j"), self.fresh("folded")
         cell = (lambda a, b: s.at(a, b)) if axis == 1 else (lambda a, b: s.at(b, a))
         self.line(f"for (int32_t {i} = 0; {i} < {outer}; ++{i}) {{   // one {kind} per lane, on the scalar unit")
         self.line(f"    {t} {acc} = static_cast<{t}>({cell(i, '0')});")
         self.line(f"    for (int32_t {j} = 1; {j} < {inner}; ++{j}) {{")
-        self.fold_step(kind, t, acc, cell(i, j), "        ")
+        self.fold_step(kind, t, acc, cell(i, j), "        ", dt.is_float)
         self.line("    }")
-        self.line(f"    {out.var}.SetValue({i}, {acc});")
+        self.line(f"    {out.var}.SetValue({i}, static_cast<{cpp_type(dt)}>({acc}));")
         self.line("}")
         self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
         self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
@@ -290,6 +301,16 @@ class RowLowering:
         commutes = k in (Kind.ADD, Kind.MUL, Kind.MAXIMUM, Kind.MINIMUM)
         rows, cols = row.rows, tile.length // row.rows
         src = self.use_tile(tile)
+        if cols * dt.itemsize % 32:
+            # rows shorter than a 32-byte block: the row values spread into a whole tile
+            spread = self.spread_rows(row, cols, dt)
+            out = dest()
+            x, y = (spread.var, src.var) if row_left else (src.var, spread.var)
+            self.line(f"AscendC::{tile_api}({out.var}, {x}, {y}, {rows * cols});")
+            self.release(spread)
+            if src is not a and src is not b:
+                self.release(src)
+            return out
         out = dest()
         r = self.fresh("r")
         value = scalar_arg(Scalar(row.at(r), row.dtype), dt)
@@ -302,7 +323,8 @@ class RowLowering:
             self.line(f"    AscendC::Adds({out.var}{at}, {src.var}{at}, static_cast<{cpp_type(dt)}>(-({value})), {cols});")
         else:
             spread = self.scratch(dt, cols, "row_value")
-            self.lines.insert(len(self.lines) - 1, self.lines.pop())   # declared before the loop
+            decl = self.lines.pop()
+            self.lines.insert(len(self.lines) - 1, decl)   # declared before the loop
             self.line(f"    AscendC::Duplicate({spread.var}, {value}, {cols});")
             x, y = (spread.var, src.var + at) if row_left else (src.var + at, spread.var)
             self.line(f"    AscendC::{tile_api}({out.var}{at}, {x}, {y}, {cols});")
@@ -337,9 +359,15 @@ class RowLowering:
         lane by the scalar unit.  Float sums accumulate in f32, as the reference does."""
         kind = op.attrs["kind"]
         axis = int(op.attrs["axis"])
-        R, C = (int(x) for x in op.operands[0].type.shape)
         dt = result.type.dtype
-        if isinstance(s, Cell) or (isinstance(s, Tile) and not dt.is_float and axis == 1):
+        if isinstance(s, Cell3):
+            return self.fold_cell3(op, s, dest, kind, axis, dt)
+        if op.operands[0].type.rank != 2:
+            raise not_lowered(op, f"a {kind} reduction along an axis of {op.operands[0].type} "
+                                  "is not emitted yet")
+        R, C = (int(x) for x in op.operands[0].type.shape)
+        short = isinstance(s, Tile) and C * dt.itemsize % 32 != 0
+        if isinstance(s, Cell) or (isinstance(s, Tile) and (not dt.is_float or short) and axis == 1):
             return self.fold_cells(op, s, dest, R, C, axis, kind, dt)
         if kind not in ("sum", "max", "min") or not isinstance(s, Tile) or s.dtype != dt:
             raise not_lowered(op, f"a {kind} reduction along an axis of {op.operands[0].type} "
@@ -479,7 +507,7 @@ class RowLowering:
         ``DataCopyPad`` of the in-bounds rows, row stride in GM, row pitch in UB."""
         load = op.kind is Kind.BLOCK_LOAD
         shape0, shape1, stride0, stride1, off0, off1 = (self.sym(v) for v in op.operands[1:7])
-        if stride1.expr not in ("1", "1LL"):
+        if stride1.expr not in ("1", "1LL") and int(op.attrs["block_shape"][1]) != 1:
             raise not_lowered(op, "a block pointer whose inner stride is not the constant 1 "
                                   "on the vector unit")
         if op.attrs.get("padding", "zero") != "zero" and load:
@@ -487,8 +515,13 @@ class RowLowering:
         dt = op.operands[0].type.dtype
         t = cpp_type(dt)
         R, C = (int(x) for x in op.attrs["block_shape"])
-        self.check_row_pitch(op, C, dt)
         checked = {int(a) for a in op.attrs.get("boundary_check", ())}
+        # rows shorter than a 32-byte block that follow each other in GM (row stride the
+        # constant C, whole rows): the in-bounds rows are one run of elements
+        packed = (C * dt.itemsize % 32 != 0 and stride0.expr.rstrip("L") == str(C)
+                  and 1 not in checked)
+        if not packed:
+            self.check_row_pitch(op, C, dt)
         self.helpers.add("clamp")
         rows, cols = self.fresh("rows_in"), self.fresh("cols_in")
         self.line(f"const uint32_t {rows} = "
@@ -500,6 +533,9 @@ class RowLowering:
         gm_gap = f"static_cast<uint32_t>(({stride0.expr} - {cols}) * sizeof({t}))"
         ub_gap = f"static_cast<uint32_t>(({C} * sizeof({t}) - ({cols} * sizeof({t}) + 31) / 32 * 32) / 32)"
         params = f"{{static_cast<uint16_t>({rows}), static_cast<uint32_t>({cols} * sizeof({t})), "
+        if packed:
+            gm_gap = ub_gap = "0"
+            params = f"{{1, static_cast<uint32_t>({rows} * {C} * sizeof({t})), "
         self.emit_flags(op, "wait_flags")
         if load:
             buf = sv.buffers(op)[0]
@@ -513,7 +549,8 @@ class RowLowering:
             self.helpers.add("tail_pad")
             self.line(f"if ({rows} > 0 && {cols} > 0) {{")
             self.line(f"    AscendC::DataCopyPad({var}, {at_gm}, {params}{gm_gap}, {ub_gap}, 0}},")
-            self.line(f"                         {{true, 0, TailPad<{t}>({cols}), {_zero(dt)}}});")
+            pad = f"{rows} * {C}" if packed else cols
+            self.line(f"                         {{true, 0, TailPad<{t}>({pad}), {_zero(dt)}}});")
             self.line("}")
             self.line(f"{m.name}.EnQue({var});")
             self.queue_state[var] = "enqueued"

@@ -14,7 +14,7 @@ from npujit.ir.types import float32, int32
 from . import schedule_view as sv
 from .lowering import (ACTIVATIONS, CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY, VECTOR_DTYPES,
                        VECTOR_UNARY, cpp_type, not_lowered, raw_name, round_mode)
-from .values import Bits, Cell, Index, Mask, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import Bits, Cell, DataRow, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
 
 
 class VectorLowering:
@@ -117,6 +117,8 @@ class VectorLowering:
             raise not_lowered(op, "a vector result without a buffer in the schedule")
         if any(isinstance(a, RowVal) for a in args):
             return self.row_binary(op, args, rt.dtype, dest)
+        if any(isinstance(a, DataRow) for a in args) and k is not Kind.SELECT:
+            return self.data_row_binary(op, args, rt.dtype, dest)
         if k is Kind.REDUCE:
             return self.reduce_axis(op, args[0], result, dest)
         if any(isinstance(a, Cell) for a in args):
@@ -337,6 +339,8 @@ class VectorLowering:
             # cse, as maximum(..., propagate_nan=ALL) makes) at its last use (``release``)
             if len(op.operands[0].uses) == 1:
                 scratch_bits = getattr(cond, "home", None)
+        elif isinstance(cond, Mask2):
+            return self.select_rows(op, cond, a, b, dt, dest)
         else:
             raise not_lowered(op, "nl.where on a condition the emitter cannot build")
         ta = self.as_tile(a, dt)

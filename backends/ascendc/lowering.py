@@ -59,7 +59,8 @@ STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.IF, Kind.WHILE, Kind.YIELD, Kind.FUSED
               Kind.RESHAPE,                  # 1-D to 1-D or to [R, 1] / [1, C], a scalar to one lane
               Kind.BROADCAST,                # [R, 1] / [1, C] to [R, C] (emit_rows.py)
               Kind.HANDOFF,                  # Cube -> Vector outside loops (emit_mixed.py)
-              Kind.SCAN}                     # cumsum of a 1-D tile, on the scalar unit
+              Kind.SCAN,                     # cumsum of a 1-D tile, on the scalar unit
+              Kind.TOPK}                     # along the last axis, on the scalar unit (emit_topk.py)
 
 # Element types the vector unit computes on (2201 architecture): anything else is only
 # moved and cast.  bf16 arithmetic is emitted on f32 copies (one rounding, as the
@@ -87,7 +88,6 @@ NOT_LOWERED = {
     Kind.SCAN_COMBINE: "an associative_scan with a user combine function is not emitted yet",
     Kind.MAP_ELEMENTWISE: "map_elementwise (a scalar function per element) is not emitted yet",
     Kind.SORT: "sort is not emitted yet",
-    Kind.TOPK: "topk is not emitted yet",
     Kind.GATHER: "gather (a tile indexed by a tile) is not emitted yet",
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",

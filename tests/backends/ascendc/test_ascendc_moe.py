@@ -154,3 +154,62 @@ def test_what_does_not_emit_names_the_op():
     h = rng.standard_normal((4, 32)).astype(np.float32)
     with pytest.raises(NotImplementedError, match=r"npu\.gelu at experts\.py:\d+"):
         experts.act(h, "gelu", backend=TWIN)
+
+
+def _router_outputs(launch_of, backends=("reference", TWIN)):
+    """{backend: outputs} of the launches ``launch_of()`` makes, run on each backend."""
+    got = {}
+    for backend in backends:
+        launches, outs = launch_of()
+        for launch in launches:
+            launch.run(backend)
+        got[backend] = outs
+    return got
+
+
+@pytest.mark.parametrize("scoring, T, E, k, prob", [
+    ("mixtral", 21, 8, 2, False),          # softmax, renormalised; a ragged last block
+    ("qwen3", 5, 60, 4, True),             # 60 of a 64-wide expert tile; router probabilities
+    ("sigmoid-bias", 19, 16, 1, False),    # sigmoid with a correction bias, top-1
+])
+def test_fused_router(scoring, T, E, k, prob):
+    # x @ w.T on the Cube handed to the Vector; where on the padded experts, softmax or
+    # sigmoid, the bias row added to every token, top-k on the scalar unit, the weights
+    # gathered at the ids (a 3-D one-hot folded along the experts), renormalised, stored as
+    # [T, k] rows shorter than a 32-byte block.  Zero rows of x tie every expert: the ids
+    # must be the lowest, as the reference orders ties.
+    from npujit.kernels.moe.routing import Routing
+    rule = scoring
+    if scoring == "sigmoid-bias":
+        bias = rng.standard_normal(E) * 0.1
+        bias[[5, 11]] = bias.max() + 0.2          # two experts tie for the biased best
+        rule = Routing("sigmoid", renormalize=True, correction_bias=bias)
+    x = rng.standard_normal((T, 40)).astype(np.float16)
+    x[::4] = 0
+    w = rng.standard_normal((E, 40)).astype(np.float16)
+
+    def launches():
+        ps = np.zeros(E, np.float32) if prob else None
+        launch, (weights, ids) = router.router_launch(x, w, k, scoring=rule, prob_sum=ps)
+        return [launch], (weights, ids) + ((ps,) if prob else ())
+    got = _router_outputs(launches)
+    for name, g, want in zip(("weights", "ids", "prob_sum"), got[TWIN], got["reference"]):
+        assert_matches(g, want, f"router {scoring} {name}")
+    tied = [5] if scoring == "sigmoid-bias" else np.arange(k)
+    assert (got[TWIN][1][::4] == tied).all()     # ties go to the lower expert id
+
+
+def test_unfused_select():
+    # select_kernel: scores [T, E] in GM, the bias row, top-k, the weights at the ids
+    for T, E, k, scoring in ((21, 8, 2, "mixtral"), (19, 8, 1, "switch")):
+        x = rng.standard_normal((T, 24)).astype(np.float16)
+        x[1] = 0
+        w = rng.standard_normal((E, 24)).astype(np.float16)
+        got = {}
+        for backend in ("reference", TWIN):
+            launches, out = router.route_unfused_launches(x, w, k, scoring=scoring)
+            for i, launch in enumerate(launches):      # logits and scores on the reference
+                launch.run(backend if launch.kernel is router.select_kernel else "reference")
+            got[backend] = out
+        for name, g, want in zip(("weights", "ids"), got[TWIN], got["reference"]):
+            assert_matches(g, want, f"select {scoring} {name}")
