@@ -97,6 +97,7 @@ def _moe_launches() -> list:
                                           np.zeros((3, 32), np.float32)),
             dispatch.permute_launch(y, aligned, y.copy()),
             experts.act_launch(np.zeros((3, 64), np.float32), np.zeros((3, 32), np.float32)),
+            experts.act_launch(np.zeros((3, 64), np.float32), np.zeros((3, 32), np.float32), "gelu"),
             KernelLaunch(score_kernel, (1,), (logits, logits.copy(), 3, 4),
                          dict(SIGMOID=False, BLOCK_T=16, BLOCK_E=16)),
             *_expert_launches(experts, aligned),
@@ -143,16 +144,16 @@ def test_lowering_table_covers_every_op_kind():
 
 
 @npu_kernel
-def erf_kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
+def sin_kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
     offs = nl.arange(0, BLOCK)
-    nl.store(out_ptr + offs, nl.erf(nl.load(x_ptr + offs)))
+    nl.store(out_ptr + offs, nl.sin(nl.load(x_ptr + offs)))
 
 
 def test_an_op_that_cannot_be_lowered_names_itself_and_its_line(tmp_path):
     x = np.zeros(64, np.float32)
-    with pytest.raises(NotImplementedError, match=r"npu\.erf at test_ascendc_emit\.py:\d+ "
-                                                   r"\(`nl\.store\(out_ptr \+ offs, nl\.erf"):
-        erf_kernel.emit("ascendc", str(tmp_path), x, x.copy(), BLOCK=64)
+    with pytest.raises(NotImplementedError, match=r"npu\.sin at test_ascendc_emit\.py:\d+ "
+                                                   r"\(`nl\.store\(out_ptr \+ offs, nl\.sin"):
+        sin_kernel.emit("ascendc", str(tmp_path), x, x.copy(), BLOCK=64)
 
 
 def _cann_root():

@@ -175,3 +175,24 @@ def test_atomics_the_emitter_cannot_lower_name_the_line():
         _column_max.with_options(backend=TWIN)[(1,)](x, x.copy(), 32, BLOCK=32)
     with pytest.raises(NotImplementedError, match=r"the old values an atomic returns"):
         _reads_old_values.with_options(backend=TWIN)[(1,)](x, x.copy(), x.copy(), BLOCK=32)
+
+
+@npu_kernel
+def tanh_erf_gelu_kernel(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    x = nl.load(x_ptr + offs, mask=offs < n)
+    y = nl.tanh(x) + nl.erf(x * 0.5) + nl.gelu(x, approximate="tanh")
+    nl.store(out_ptr + offs, y, mask=offs < n)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_tanh_erf_and_gelu_tanh_form(dtype):
+    # the math library's Tanh and Erf, and gelu's tanh form step by step (f32 for halves)
+    x = (rng.standard_normal(100) * 3).astype(dtype)
+    x[:3] = (0.0, -0.0, 1e-4)
+    outs = {}
+    for backend in ("reference", TWIN):
+        out = np.zeros(100, dtype)
+        tanh_erf_gelu_kernel.with_options(backend=backend)[(1,)](x, out, 100, BLOCK=128)
+        outs[backend] = out
+    assert_matches(outs[TWIN], outs["reference"], f"tanh + erf + gelu {np.dtype(dtype)}")

@@ -39,14 +39,16 @@ def test_combine_gathers_rows_and_weights_them():
         assert_matches(got, want, f"combine T={T} H={H} shared={shared}")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_activation_step(dtype):
-    # silu(gate) * up on [R, 2I] rows: a block pointer into UB and an offset 2-D load
+@pytest.mark.parametrize("dtype, activation", [(np.float32, "silu"), (np.float16, "silu"),
+                                               (np.float32, "gelu"), (np.float16, "gelu")])
+def test_activation_step(dtype, activation):
+    # act(gate) * up on [R, 2I] rows: a block pointer into UB and an offset 2-D load; gelu
+    # (erf form) step by step with the math library's Erf, f16 on f32 copies
     for R, I in ((20, 40), (3, 64)):
         h = (rng.standard_normal((R, 2 * I)) * 4).astype(dtype)
-        want = experts.act(h, "silu", backend="reference")
-        got = experts.act(h, "silu", backend=TWIN)
-        assert_matches(got, want, f"act R={R} I={I} {np.dtype(dtype)}")
+        want = experts.act(h, activation, backend="reference")
+        got = experts.act(h, activation, backend=TWIN)
+        assert_matches(got, want, f"{activation} R={R} I={I} {np.dtype(dtype)}")
 
 
 def test_permute_gathers_token_rows():
@@ -151,9 +153,12 @@ def test_router_scores(sigmoid):
 
 
 def test_what_does_not_emit_names_the_op():
-    h = rng.standard_normal((4, 32)).astype(np.float32)
-    with pytest.raises(NotImplementedError, match=r"npu\.gelu at experts\.py:\d+"):
-        experts.act(h, "gelu", backend=TWIN)
+    # group-limited routing (DeepSeek-V3) regroups the expert tile into 3-D
+    x = rng.standard_normal((4, 32)).astype(np.float16)
+    w = rng.standard_normal((16, 32)).astype(np.float16)
+    with pytest.raises(NotImplementedError, match=r"npu\.reshape at router\.py:\d+ "
+                                                   r"\(`grouped = nl\.reshape"):
+        router.route(x, w, 4, scoring="deepseek_v3", backend=TWIN)
 
 
 def _router_outputs(launch_of, backends=("reference", TWIN)):
