@@ -137,10 +137,16 @@ class BroadcastLowering:
         ``Cell3`` expressions; ``None`` when ``op`` is none of them."""
         k = op.kind
         shape = tuple(int(x) for x in rt.shape)
+        src_shape = tuple(int(x) for x in op.operands[0].type.shape) if op.operands else ()
         if k is Kind.RESHAPE and len(shape) == 3:
-            return self.cell3_of(op, args[0], tuple(int(x) for x in op.operands[0].type.shape), shape)
+            return self.cell3_of(op, args[0], src_shape, shape)
         if not any(isinstance(a, Cell3) for a in args) or k is Kind.REDUCE:
             return None
+        if k is Kind.RESHAPE and len(shape) == 2 and shape == (src_shape[0], src_shape[1] * src_shape[2]):
+            # [R, J, C] -> [R, J * C]: column c is element (c / C, c % C) of the row
+            n = src_shape[2]
+            expr = _rename(args[0].expr, {"{j}": f"({{c}} / {n})", "{c}": f"({{c}} % {n})"})
+            return Cell(expr, args[0].dtype, shape[0], shape[1])
         if k is Kind.BROADCAST:
             return Cell3(args[0].expr, args[0].dtype, shape)
         e = []
@@ -171,7 +177,13 @@ class BroadcastLowering:
         """A 1-D or 2-D value reshaped into 3-D by inserting axes of size 1."""
         kept = [i for i, n in enumerate(shape) if n != 1]
         if [n for n in src_shape if n != 1] != [shape[i] for i in kept]:
+            if isinstance(s, Tile):
+                return s          # row-major in UB either way: the same tile, seen as 3-D
             raise not_lowered(op, "a reshape into 3-D that is not inserting axes of size 1")
+        if isinstance(s, Cell):
+            names = iter(_AXES[d] for d in kept)
+            return Cell3(_rename(s.expr, {p: next(names) for p, n in zip(("{r}", "{c}"), src_shape)
+                                          if n != 1}), s.dtype, shape)
         src_axes = [i for i, n in enumerate(src_shape) if n != 1]
         strides = [1] * len(src_shape)
         for i in range(len(src_shape) - 2, -1, -1):
@@ -214,6 +226,16 @@ class BroadcastLowering:
         self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({_OWN_ID});   // the vector unit reads the lanes")
         self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({_OWN_ID});")
         return out
+
+
+def _rename(expr: str, subst: dict) -> str:
+    """``expr`` with each placeholder replaced at once (a replacement may itself hold
+    placeholders that must not be replaced again)."""
+    for i, p in enumerate(subst):
+        expr = expr.replace(p, f"\x00{i}\x00")
+    for i, q in enumerate(subst.values()):
+        expr = expr.replace(f"\x00{i}\x00", q)
+    return expr
 
 
 def _one(dtype) -> str:

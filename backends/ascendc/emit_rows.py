@@ -98,6 +98,16 @@ class RowLowering:
             args = [self.row_of_tile(op, a) if isinstance(a, Tile) else a for a in args]
             e = [f"({a.expr})" if isinstance(a, RowVal) else a.value.expr for a in args]
             return RowVal(f"{e[0]} ? {e[1]} : {e[2]}", rt.dtype, shape[0])
+        if k is Kind.CMP and len(shape) == 2 and all(isinstance(a, (Tile, Splat)) for a in args) \
+                and any(isinstance(a, Tile) and not a.dtype.is_float for a in args) \
+                and all(u.kind is Kind.RESHAPE and u.result.type.rank == 3
+                        for u in _users_through_fused(op)):
+            # kept[:, :, None] of a tile the scalar unit made: compare element by element
+            C = int(shape[1])
+            e = [self.row_of_tile(op, a).expr.replace("{r}", f"{{r}} * {C} + {{c}}")
+                 if isinstance(a, Tile) else a.value.expr for a in args]
+            return Cell(f"({e[0]}) {CMP_CPP[op.attrs['predicate']]} ({e[1]})", rt.dtype,
+                        int(shape[0]), C)
         if len(shape) == 1 and self.per_row_only(op, args):
             # integer division of a loaded index tile (no such vector instruction), or a
             # compare only read as a row condition: the scalar unit computes it per row
@@ -154,9 +164,15 @@ class RowLowering:
                 e.append(a.value.expr)
             elif isinstance(a, Index):
                 e.append(f"({a.base} + {{c}})")
+            elif isinstance(a, Tile) and k is Kind.SELECT:
+                cols = int(rt.shape[1])
+                e.append(self.row_of_tile(op, a).expr.replace("{r}", f"{{r}} * {cols} + {{c}}"))
             else:
                 raise not_lowered(op, "this operand of a per-element scalar tile is not emitted yet")
-        if k in _ROW_OPS:
+        if k is Kind.SELECT:
+            t = cpp_type(dt)
+            expr = f"{e[0]} ? static_cast<{t}>({e[1]}) : static_cast<{t}>({e[2]})"
+        elif k in _ROW_OPS:
             expr = f"{e[0]} {_ROW_OPS[k]} {e[1]}"
         elif k is Kind.CMP:
             expr = f"{e[0]} {CMP_CPP[op.attrs['predicate']]} {e[1]}"
@@ -362,10 +378,13 @@ class RowLowering:
         dt = result.type.dtype
         if isinstance(s, Cell3):
             return self.fold_cell3(op, s, dest, kind, axis, dt)
-        if op.operands[0].type.rank != 2:
+        src_shape = [int(x) for x in op.operands[0].type.shape]
+        if len(src_shape) == 3 and axis == 2 and isinstance(s, Tile):
+            src_shape, axis = [src_shape[0] * src_shape[1], src_shape[2]], 1   # rows of rows
+        if len(src_shape) != 2:
             raise not_lowered(op, f"a {kind} reduction along an axis of {op.operands[0].type} "
                                   "is not emitted yet")
-        R, C = (int(x) for x in op.operands[0].type.shape)
+        R, C = src_shape
         short = isinstance(s, Tile) and C * dt.itemsize % 32 != 0
         if isinstance(s, Cell) or (isinstance(s, Tile) and (not dt.is_float or short) and axis == 1):
             return self.fold_cells(op, s, dest, R, C, axis, kind, dt)

@@ -19,11 +19,12 @@ Example (``_, ids = nl.topk(scores, 2, axis=1)`` on a [16, 64] tile)::
 """
 from __future__ import annotations
 
+import math
 import re
 
 from . import schedule_view as sv
 from .lowering import cpp_type, not_lowered, source_line
-from .values import Tile
+from .values import Cell, Tile
 
 _OWN_ID = 7       # emit_rows.py OWN_ID: the emitter's own flag pairs
 
@@ -35,17 +36,21 @@ class TopkLowering:
         src = self.sym(op.operands[0])
         shape = tuple(int(x) for x in op.operands[0].type.shape)
         axis, k = int(op.attrs["axis"]), int(op.attrs["k"])
-        if axis != len(shape) - 1 or len(shape) > 2:
-            raise not_lowered(op, "top-k along an axis other than the last of a 1-D or 2-D "
-                                  "tile is not emitted yet")
-        if not isinstance(src, Tile):
+        if axis != len(shape) - 1:
+            raise not_lowered(op, "top-k along an axis other than the last is not emitted yet")
+        n = shape[-1]
+        rows = math.prod(shape[:-1])          # a 3-D tile is rows of rows, row-major
+        if isinstance(src, Cell):             # elements the scalar unit computes
+            at = src.at
+        elif isinstance(src, Tile):
+            s = self.use_tile(src)
+            at = (lambda r, c: f"{s.var}.GetValue({r} * {n} + {c})")
+        else:
             raise not_lowered(op, "top-k of a value that is not a tile in UB")
-        rows, n = (1, shape[0]) if len(shape) == 1 else shape
         dt = src.dtype
         values, ids = op.results
         bufs = sv.buffers(op)
         self.emit_flags(op, "wait_flags")
-        s = self.use_tile(src)
         names = re.match(r"\s*(\w+)\s*,\s*(\w+)\s*=", source_line(op))
         hints = [n if names and n != "_" else d
                  for n, d in zip(names.groups() if names else ("", ""), ("top_values", "top_ids"))]
@@ -67,7 +72,7 @@ class TopkLowering:
         self.line(f"            for (int32_t {q} = 0; {q} < {j}; ++{q}) {{")
         self.line(f"                {taken} = {taken} || {id_out.var}.GetValue({r} * {k} + {q}) == {c};")
         self.line("            }")
-        self.line(f"            const {key} {v} = static_cast<{key}>({s.var}.GetValue({r} * {n} + {c}));")
+        self.line(f"            const {key} {v} = static_cast<{key}>({at(r, c)});")
         above = f"RanksAbove({v}, {best_v})" if dt.is_float else f"{v} > {best_v}"
         self.line(f"            if (!{taken} && ({best} < 0 || {above})) {{")
         self.line(f"                {best} = {c};")
@@ -76,7 +81,7 @@ class TopkLowering:
         self.line("        }")
         self.line(f"        {id_out.var}.SetValue({r} * {k} + {j}, {best});")
         if val_out is not None:
-            self.line(f"        {val_out.var}.SetValue({r} * {k} + {j}, {s.var}.GetValue({r} * {n} + {best}));")
+            self.line(f"        {val_out.var}.SetValue({r} * {k} + {j}, {at(r, best)});")
         self.line("    }")
         self.line("}")
         self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({_OWN_ID});   // the vector unit reads the results")

@@ -153,12 +153,15 @@ def test_router_scores(sigmoid):
 
 
 def test_what_does_not_emit_names_the_op():
-    # group-limited routing (DeepSeek-V3) regroups the expert tile into 3-D
-    x = rng.standard_normal((4, 32)).astype(np.float16)
-    w = rng.standard_normal((16, 32)).astype(np.float16)
-    with pytest.raises(NotImplementedError, match=r"npu\.reshape at router\.py:\d+ "
-                                                   r"\(`grouped = nl\.reshape"):
-        router.route(x, w, 4, scoring="deepseek_v3", backend=TWIN)
+    # the on-chip experts hand tiles between the cores inside their I loop
+    T, E, H, I = 4, 2, 32, 32
+    aligned = _routing(T, E, 2)
+    x = rng.standard_normal((T, H)).astype(np.float16)
+    gate_up = rng.standard_normal((E, 2 * I, H)).astype(np.float16)
+    down = rng.standard_normal((E, H, I)).astype(np.float16)
+    with pytest.raises(NotImplementedError, match=r"npu\.handoff at experts\.py:\d+ .*inside a loop"):
+        experts.experts(x, aligned, np.ones((T, 2), np.float32), gate_up, down, form="onchip",
+                        backend=TWIN)
 
 
 def _router_outputs(launch_of, backends=("reference", TWIN)):
@@ -176,10 +179,13 @@ def _router_outputs(launch_of, backends=("reference", TWIN)):
     ("mixtral", 21, 8, 2, False),          # softmax, renormalised; a ragged last block
     ("qwen3", 5, 60, 4, True),             # 60 of a 64-wide expert tile; router probabilities
     ("sigmoid-bias", 19, 16, 1, False),    # sigmoid with a correction bias, top-1
+    ("deepseek_v3", 21, 16, 4, True),      # groups: [T, 8, 2] best-2 sums, top-4 groups kept
 ])
 def test_fused_router(scoring, T, E, k, prob):
     # x @ w.T on the Cube handed to the Vector; where on the padded experts, softmax or
-    # sigmoid, the bias row added to every token, top-k on the scalar unit, the weights
+    # sigmoid, the bias row added to every token, group-limited selection (the expert tile
+    # seen as [T, groups, size], top-k along each group, the kept groups as a per-element
+    # mask), top-k on the scalar unit, the weights
     # gathered at the ids (a 3-D one-hot folded along the experts), renormalised, stored as
     # [T, k] rows shorter than a 32-byte block.  Zero rows of x tie every expert: the ids
     # must be the lowest, as the reference orders ties.
@@ -206,7 +212,7 @@ def test_fused_router(scoring, T, E, k, prob):
 
 def test_unfused_select():
     # select_kernel: scores [T, E] in GM, the bias row, top-k, the weights at the ids
-    for T, E, k, scoring in ((21, 8, 2, "mixtral"), (19, 8, 1, "switch")):
+    for T, E, k, scoring in ((21, 8, 2, "mixtral"), (19, 8, 1, "switch"), (21, 64, 8, "deepseek_v3")):
         x = rng.standard_normal((T, 24)).astype(np.float16)
         x[1] = 0
         w = rng.standard_normal((E, 24)).astype(np.float16)
