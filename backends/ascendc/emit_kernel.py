@@ -450,9 +450,13 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
                 self.line(f"{cpp_type(arg.type.dtype)} {name} = {s.expr};")
                 self.syms[id(arg)] = Scalar(name, arg.type.dtype)
                 carried.append(name)
+            elif isinstance(s, (Tile, Splat)) and _same_buffer(init, term.operands[i]):
+                # a vector tile the loop updates in its one UB buffer (earlier += ...)
+                self.syms[id(arg)] = self.carried_tile(init, s)
+                carried.append(None)
             else:
-                raise not_lowered(op, "a loop-carried vector tile (keep it in a carried scalar, "
-                                      "or store it each iteration)")
+                raise not_lowered(op, "a loop-carried vector tile not updated in one buffer "
+                                      "(keep it in a carried scalar, or store it each iteration)")
         self.emit_flags(op, "pre_set_flags")
         self.emit_flags(op, "wait_flags")
         counter = self.fresh(iv_name + "_iter")
@@ -534,6 +538,21 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
 # UB-side events the TQue protocol sets and waits (EnQue/DeQue, Free/Alloc;
 # docs/npu-facts.md §A7).
 _QUEUE_EVENTS = {"MTE2_V", "V_MTE2", "V_MTE3", "MTE3_V"}
+
+
+def _buffer_of(v):
+    """The schedule's buffer name of a value (``None`` if it has none)."""
+    if v.op is None or v not in v.op.results:
+        return None
+    bufs = sv.buffers(v.op)
+    i = v.op.results.index(v)
+    return bufs[i].name if i < len(bufs) else None
+
+
+def _same_buffer(init, yielded) -> bool:
+    """Whether a loop's carried value starts and ends each iteration in one UB buffer."""
+    name = _buffer_of(init)
+    return name is not None and name.startswith("UB") and name == _buffer_of(yielded)
 
 
 def _defined_in(block) -> list:

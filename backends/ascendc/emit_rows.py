@@ -112,6 +112,11 @@ class RowLowering:
             # integer division of a loaded index tile (no such vector instruction), or a
             # compare only read as a row condition: the scalar unit computes it per row
             args = [self.row_of_tile(op, a) if isinstance(a, Tile) else a for a in args]
+        if k is Kind.AND and len(shape) == 1 and any(isinstance(a, RowVal) for a in args):
+            # (lanes < n) & a per-row condition: one per-lane condition
+            e = [f"(static_cast<uint32_t>({{r}}) < {a.count})" if isinstance(a, Mask) else f"({a.expr})"
+                 for a in args]
+            return RowVal(" && ".join(e), rt.dtype, shape[0])
         if not any(isinstance(a, (RowVal, Grid, Mask2)) for a in args):
             if k is Kind.AND and len(shape) == 2 and any(isinstance(a, Mask) for a in args):
                 return self.mask2(op, args, shape)
@@ -440,9 +445,13 @@ class RowLowering:
         """``nl.cumsum`` of a 1-D tile: the scalar unit keeps the running sum (f32 for
         floats, as the reference does, rounding each prefix once to the result dtype;
         wrapping for ints) and writes each lane."""
-        if op.attrs["kind"] != "sum" or result.type.rank != 1 or not isinstance(s, Tile):
-            raise not_lowered(op, "a scan other than cumsum of a 1-D tile is not emitted yet")
         dt = result.type.dtype
+        if (op.attrs["kind"] == "sum" and result.type.rank == 2 and int(op.attrs["axis"]) == 0
+                and isinstance(s, Tile) and dt.name in ("i32", "f32")):
+            return self.scan_rows(op, s, dest, dt)
+        if op.attrs["kind"] != "sum" or result.type.rank != 1 or not isinstance(s, Tile):
+            raise not_lowered(op, "a scan other than cumsum of a 1-D tile or along the rows "
+                                  "of an i32/f32 2-D tile is not emitted yet")
         acc_t = "float" if dt.is_float else cpp_type(dt)
         src = self.use_tile(s)
         out = dest()
@@ -456,6 +465,21 @@ class RowLowering:
         self.line("}")
         self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the sums")
         self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        return out
+
+    def scan_rows(self, op, s: Tile, dest, dt) -> Tile:
+        """``nl.cumsum(x, axis=0)`` of a 2-D tile: row r is row r - 1 of the result plus
+        row r of ``x``, one ``Add`` per row on the vector unit (the reference's running
+        sum in order: exact for i32, wrapping; f32 rounds each prefix once)."""
+        R, C = (int(n) for n in op.operands[0].type.shape)
+        self.check_row_pitch(op, C, dt)
+        src = self.use_tile(s)
+        out = dest()
+        r = self.fresh("r")
+        self.line(f"AscendC::Muls({out.var}, {src.var}, {_scalar(1, dt)}, {C});   // row 0")
+        self.line(f"for (int32_t {r} = 1; {r} < {R}; ++{r}) {{   // a running sum down the rows")
+        self.line(f"    AscendC::Add({out.var}[{r} * {C}], {out.var}[({r} - 1) * {C}], {src.var}[{r} * {C}], {C});")
+        self.line("}")
         return out
 
     # --- GM <-> UB of 2-D tiles and of lanes at per-lane offsets -------------------------
@@ -482,6 +506,33 @@ class RowLowering:
         self.line("}")
         self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
         self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+
+    def lanes_store(self, op, gm: str, offs: RowVal, value, mask) -> None:
+        """A store at per-lane offsets (a scatter: ``out[pos] = s``): the scalar unit writes
+        each lane whose condition holds, after the vector unit made the offsets."""
+        r = self.fresh("r")
+        if mask is None:
+            cond = None
+        elif isinstance(mask, Mask):
+            cond = f"static_cast<uint32_t>({r}) < {mask.count}"
+        elif isinstance(mask, RowVal) and mask.dtype.is_bool:
+            cond = mask.at(r)
+        else:
+            raise not_lowered(op, "a mask the emitter cannot build for a scattered store")
+        if isinstance(value, Tile):
+            value = self.row_of_tile(op, value)
+        if isinstance(value, Index):
+            at = f"static_cast<{cpp_type(op.operands[0].type.dtype)}>({value.base} + {r})"
+        elif isinstance(value, RowVal):
+            at = scalar_arg(Scalar(value.at(r), value.dtype), op.operands[0].type.dtype)
+        elif isinstance(value, Splat):
+            at = scalar_arg(value.value, op.operands[0].type.dtype)
+        else:
+            raise not_lowered(op, "this value of a scattered store is not emitted yet")
+        write = f"{gm}.SetValue({offs.at(r)}, {at});"
+        self.line(f"for (int32_t {r} = 0; {r} < {offs.rows}; ++{r}) {{   // one element per lane, scattered")
+        self.line(f"    {write}" if cond is None else f"    if ({cond}) {write}")
+        self.line("}")
 
     def check_row_pitch(self, op, cols: int, dtype) -> None:
         if cols * dtype.itemsize % 32:
@@ -589,11 +640,19 @@ class RowLowering:
 
 
 def _row_condition_use(user) -> bool:
-    """``valid[:, None]``, or the mask of a load of 1-D lanes."""
+    """``valid[:, None]``, the mask of a load or store of 1-D lanes, the condition of a 1-D
+    ``nl.where``, or ``&`` with one of these uses."""
     if user.kind is Kind.RESHAPE:
         return True
-    return (user.kind is Kind.LOAD and user.operands[1].type.rank == 1
-            and not user.result.type.dtype.is_bool)
+    if user.kind is Kind.LOAD:
+        return user.operands[1].type.rank == 1 and not user.result.type.dtype.is_bool
+    if user.kind is Kind.STORE:
+        return user.operands[1].type.rank == 1
+    if user.kind is Kind.SELECT:
+        return user.result.type.rank == 1
+    if user.kind is Kind.AND and user.result.type.rank == 1:
+        return all(_row_condition_use(u) for u in _users_through_fused(user))
+    return False
 
 
 def _users_through_fused(op) -> list:

@@ -89,11 +89,12 @@ def _moe_launches() -> list:
     from npujit.kernels.moe import combine, dispatch, experts
     from npujit.kernels.moe.router import route_unfused_launches, router_launch, score_kernel
     ids = np.array([[0, 1], [2, 0], [1, 3]], np.int32)
-    count, aligned = dispatch.align_launches(ids, 4, 16)[0][0], dispatch.align(ids, 4, backend="reference")
+    align = dispatch.align_launches(ids, 4, 16)[0]
+    count, aligned = align[0], dispatch.align(ids, 4, backend="reference")
     y = np.zeros((aligned.sorted_ids.size, 32), np.float32)
     logits = np.zeros((3, 4), np.float32)
     xr, wr = np.zeros((3, 32), np.float16), np.zeros((4, 32), np.float16)
-    return [count, router_launch(xr, wr, 2)[0], route_unfused_launches(xr, wr, 2)[0][2], combine.combine_launch(y, aligned.row_idx, np.ones((3, 2), np.float32),
+    return [count, align[2], router_launch(xr, wr, 2)[0], route_unfused_launches(xr, wr, 2)[0][2], combine.combine_launch(y, aligned.row_idx, np.ones((3, 2), np.float32),
                                           np.zeros((3, 32), np.float32)),
             dispatch.permute_launch(y, aligned, y.copy()),
             experts.act_launch(np.zeros((3, 64), np.float32), np.zeros((3, 32), np.float32)),

@@ -60,23 +60,27 @@ def test_permute_gathers_token_rows():
     assert_matches(got, want, "permute")
 
 
-def test_dispatch_histogram_and_offsets():
+def test_dispatch_histogram_offsets_and_scatter():
     # count_kernel: one-hot rows (ids[:, None] == cols[None, :]) summed along axis 0 and
     # added by an atomic; offsets_kernel: per-lane // on the scalar unit, cumsum, an int
     # sum, each block's expert as a count of (end[None, :] <= first_row[:, None]) along
-    # axis 1, pad rows filled through a block pointer (the capacity rule in the second case)
+    # axis 1, pad rows filled through a block pointer (the capacity rule in the second case);
+    # scatter_kernel: the earlier blocks' counts summed into a tile the loop carries, a
+    # cumsum down the rows of the one-hot tile, offsets gathered by expert id, the slots
+    # scattered to their rows by the scalar unit
     from npujit.kernels.moe.launch import run_all
     for T, E, k, cap in ((37, 6, 2, None), (50, 16, 3, 20)):
         ids = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int32)
         got = {}
         for backend in ("reference", TWIN):
             launches, aligned = dispatch.align_launches(ids, E, 16, capacity=cap, block_s=16)
-            run_all(launches[:2], backend)
+            run_all(launches, backend)
             got[backend] = (aligned.counts, launches[0].args[2], aligned.offsets,
-                            aligned.expert_ids, aligned.sorted_ids, aligned.total_buf)
+                            aligned.expert_ids, aligned.sorted_ids, aligned.total_buf,
+                            aligned.row_idx)
         np.testing.assert_array_equal(got[TWIN][0], np.bincount(ids.ravel(), minlength=E))
         for name, g, w in zip(("counts", "block counts", "offsets", "expert ids", "sorted ids",
-                               "total"), got[TWIN], got["reference"]):
+                               "total", "row idx"), got[TWIN], got["reference"]):
             np.testing.assert_array_equal(g, w, err_msg=f"{name}, T={T} E={E}")
 
 
