@@ -22,11 +22,10 @@ from npujit.ir.ops import Kind
 from npujit.ir.types import int32
 
 from .emit_vector import _U8
+from .emit_rows import OWN_ID
 from .lowering import CMP_CPP, VECTOR_BINARY, cpp_type, not_lowered
 from .values import Cell, Cell3, DataRow, Index, Mask2, RowVal, Scalar, Splat, Tile, scalar_arg
 
-# OWN_ID of emit_rows.py: the event id of the emitter's own flag pairs
-_OWN_ID = 7
 
 # The placeholder of each axis of a 3-D Cell3 expression
 _AXES = ("{r}", "{j}", "{c}")
@@ -96,8 +95,8 @@ class BroadcastLowering:
                 else f"AscendC::Muls({out.var}{at}, {other}, {_one(dt)}, {C});")
         if cond.row is not None:
             # the scalar unit tests each row's condition; the vector unit wrote a and b
-            self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({_OWN_ID});")
-            self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({_OWN_ID});")
+            self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+            self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
         self.line(f"for (int32_t {r} = 0; {r} < {R}; ++{r}) {{   // one select per row")
         if cond.row is None:
             self.line(f"    {take}")
@@ -120,15 +119,15 @@ class BroadcastLowering:
         cannot start a call at each row)."""
         t = self.scratch(dt, row.rows * cols, "spread")
         r, c = self.fresh("r"), self.fresh("c")
-        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({_OWN_ID});")
-        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({_OWN_ID});")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
         self.line(f"for (int32_t {r} = 0; {r} < {row.rows}; ++{r}) {{   // each row's value, {cols} times")
         self.line(f"    for (int32_t {c} = 0; {c} < {cols}; ++{c}) {{")
         self.line(f"        {t.var}.SetValue({r} * {cols} + {c}, {scalar_arg(Scalar(row.at(r), row.dtype), dt)});")
         self.line("    }")
         self.line("}")
-        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({_OWN_ID});")
-        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({_OWN_ID});")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
         return t
 
     # --- 3-D tiles of scalar expressions ------------------------------------------------
@@ -223,8 +222,8 @@ class BroadcastLowering:
         self.line(f"        {out.var}.SetValue({a} * {n1} + {b}, static_cast<{cpp_type(dt)}>({acc}));")
         self.line("    }")
         self.line("}")
-        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({_OWN_ID});   // the vector unit reads the lanes")
-        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({_OWN_ID});")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
         return out
 
 

@@ -26,6 +26,7 @@ from npujit.ir.types import PtrType, TensorType
 from . import schedule_view as sv
 from .emit_control import ControlLowering
 from .emit_cube import CubeLowering
+from .emit_lanes import LaneLowering
 from .emit_memory import MemoryLowering
 from .emit_mixed import AIC_POSITIONS, MixedLowering
 from .emit_broadcast import BroadcastLowering
@@ -67,8 +68,8 @@ class KernelInfo:
     workspace_bytes: int = 0         # GM workspace per program (the hand-offs)
 
 
-class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering, TopkLowering,
-                   VectorLowering, CubeLowering, ControlLowering):
+class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering, LaneLowering,
+                   TopkLowering, VectorLowering, CubeLowering, ControlLowering):
     """Writes one kernel; see the module doc."""
 
     def __init__(self, fn):

@@ -23,10 +23,10 @@ import math
 import re
 
 from . import schedule_view as sv
+from .emit_rows import OWN_ID
 from .lowering import cpp_type, not_lowered, source_line
 from .values import Cell, Tile
 
-_OWN_ID = 7       # emit_rows.py OWN_ID: the emitter's own flag pairs
 
 
 class TopkLowering:
@@ -61,8 +61,8 @@ class TopkLowering:
         r, j, c, q = (self.fresh(x) for x in ("r", "j", "c", "q"))
         best, best_v, taken, v = (self.fresh(x) for x in ("best", "best_value", "taken", "v"))
         key = "float" if dt.is_float else cpp_type(dt)
-        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({_OWN_ID});   // the scalar unit ranks the lanes")
-        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({_OWN_ID});")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});   // the scalar unit ranks the lanes")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
         self.line(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{")
         self.line(f"    for (int32_t {j} = 0; {j} < {k}; ++{j}) {{   // the best lane not taken yet")
         self.line(f"        int32_t {best} = -1;")
@@ -84,8 +84,8 @@ class TopkLowering:
             self.line(f"        {val_out.var}.SetValue({r} * {k} + {j}, {at(r, best)});")
         self.line("    }")
         self.line("}")
-        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({_OWN_ID});   // the vector unit reads the results")
-        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({_OWN_ID});")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the results")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
         for res, out in ((values, val_out), (ids, id_out)):
             if out is not None:
                 self.syms[id(res)] = out
