@@ -64,6 +64,7 @@ class KernelInfo:
     tiling: list = field(default_factory=list)       # (field, C type, index in fn.args)
     core: str = "AIV"
     unit_stride_args: list = field(default_factory=list)   # scalars that must be 1 at launch
+    unit_stride_choices: list = field(default_factory=list)   # pairs of which one must be 1
     mixed: bool = False              # AIC + AIV halves (emit_mixed.py)
     workspace_bytes: int = 0         # GM workspace per program (the hand-offs)
 

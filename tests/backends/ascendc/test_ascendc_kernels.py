@@ -101,6 +101,21 @@ def test_matmul_with_a_transposed_operand_says_what_to_do():
         matmul.matmul(a, b, block_m=32, block_n=32, block_k=16, backend=TWIN)
 
 
+@pytest.mark.parametrize("l0_block_k", [0, 16])
+def test_matmul_with_b_a_transposed_view(l0_block_k):
+    # B = w.T with strides (1, K) passed as run-time arguments (the unfused MoE router's
+    # logits): the kernel sees stride_bn != 1 and copies B's columns, its GM rows; the
+    # same build runs a contiguous B through the row copy
+    a, w, b = _data((33, 40), np.float16), _data((50, 40), np.float16), _data((40, 50), np.float16)
+    for rhs in (w.T, b):
+        kw = dict(block_m=32, block_n=32, block_k=32, l0_block_k=l0_block_k)
+        assert_matches(matmul.matmul(a, rhs, backend=TWIN, **kw),
+                       matmul.matmul(a, rhs, backend="reference", **kw), f"a @ {rhs.strides}")
+    strided = _data((80, 100), np.float16)[::2, ::2]          # strides (200, 2): neither is 1
+    with pytest.raises(NotImplementedError, match="'stride_bk' and 'stride_bn' are 200 and 2"):
+        matmul.matmul(a, strided, backend=TWIN, **kw)
+
+
 def test_half_rounding_matches_numpy_bit_for_bit():
     # f32 -> f16 and f32 -> bf16 casts over ordinary, tiny (subnormal), huge and tie values
     x = np.concatenate([rng.standard_normal(1000) * 10.0 ** rng.integers(-9, 6, 1000),

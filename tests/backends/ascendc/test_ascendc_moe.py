@@ -168,10 +168,11 @@ def test_what_does_not_emit_names_the_op():
                         backend=TWIN)
 
 
-def _router_outputs(launch_of, backends=("reference", TWIN)):
-    """{backend: outputs} of the launches ``launch_of()`` makes, run on each backend."""
+def _router_outputs(launch_of):
+    """{backend: outputs} of the launches ``launch_of()`` makes, run on the reference and
+    on the twin."""
     got = {}
-    for backend in backends:
+    for backend in ("reference", TWIN):
         launches, outs = launch_of()
         for launch in launches:
             launch.run(backend)
@@ -214,17 +215,14 @@ def test_fused_router(scoring, T, E, k, prob):
     assert (got[TWIN][1][::4] == tied).all()     # ties go to the lower expert id
 
 
-def test_unfused_select():
-    # select_kernel: scores [T, E] in GM, the bias row, top-k, the weights at the ids
+def test_unfused_router():
+    # the logits matmul with B = router_weight.T (run-time strides (1, H): B's columns are
+    # copied), score_kernel, and select_kernel: scores [T, E] in GM, the bias row, top-k,
+    # the weights at the ids
     for T, E, k, scoring in ((21, 8, 2, "mixtral"), (19, 8, 1, "switch"), (21, 64, 8, "deepseek_v3")):
         x = rng.standard_normal((T, 24)).astype(np.float16)
         x[1] = 0
         w = rng.standard_normal((E, 24)).astype(np.float16)
-        got = {}
-        for backend in ("reference", TWIN):
-            launches, out = router.route_unfused_launches(x, w, k, scoring=scoring)
-            for i, launch in enumerate(launches):      # logits and scores on the reference
-                launch.run(backend if launch.kernel is router.select_kernel else "reference")
-            got[backend] = out
+        got = _router_outputs(lambda: router.route_unfused_launches(x, w, k, scoring=scoring))
         for name, g, want in zip(("weights", "ids"), got[TWIN], got["reference"]):
             assert_matches(g, want, f"select {scoring} {name}")
