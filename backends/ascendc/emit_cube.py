@@ -88,16 +88,22 @@ class CubeLowering:
         value = self.sym(op.operands[0])
         if not (isinstance(value, Scalar) and value.expr in ("0.0f", "0")):
             raise not_lowered(op, "an accumulator that does not start at zero")
-        buf = sv.buffers(op)[0]
+        # inside a loop, the accumulator's L0C may still be read by the last Fixpipe
+        self.emit_flags(op, "wait_flags")
+        self.syms[id(op.result)] = self.fresh_accumulator(op, sv.buffers(op)[0], "acc")
+        self.emit_flags(op, "set_flags")
+
+    def fresh_accumulator(self, op, buf, hint: str) -> CubeTile:
+        """An f32 tile in L0C whose first ``Mmad`` starts from zero (``cmatrixInitVal``)."""
         shape = op.result.type.shape
         if any(d % FRACTAL for d in shape):
             raise not_lowered(op, f"a dot tile of shape {shape}: the Cube path needs multiples of 16")
-        name = self.user_name(op, "acc")
+        name = self.user_name(op, hint)
         m = self.cube_member(buf, "CO1", name)
         self.line(f"AscendC::LocalTensor<float> {name} = {m.name}.Get<float>();")
         fresh = self.fresh(name + "_empty")
         self.line(f"bool {fresh} = true;   // the first Mmad starts from zero (cmatrixInitVal)")
-        self.syms[id(op.result)] = CubeTile(name, op.result.type.dtype, shape, "L0C", fresh)
+        return CubeTile(name, op.result.type.dtype, shape, "L0C", fresh)
 
     def gm_extent(self, op, shape_vals, offsets, block_shape, axis: int) -> str:
         """The rows (axis 0) or columns (axis 1) of a block that are in bounds."""
@@ -217,6 +223,25 @@ class CubeLowering:
         self.emit_flags(op, "set_flags")
         self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1", transposed=transposed)
 
+    def workspace_to_l1(self, op, at: str, dt, M: int, N: int) -> CubeTile:
+        """A tile the AIV handed over through the workspace (ND rows of ``N``) copied into
+        L1 as NZ fractals, a Cube operand."""
+        if M % FRACTAL or N % FRACTAL:
+            raise not_lowered(op, f"a hand-off of {M}x{N} into L1: the Cube path needs multiples of 16")
+        side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result
+                           for u in op.result.users) else "B1"
+        hint = self.user_name(op, "handed")
+        m = self.cube_member(sv.buffers(op)[0], side, hint + "L1")
+        tile = self.slot_view(m, dt, hint)
+        params = self.fresh(hint + "_nd2nz")
+        self.line(f"AscendC::Nd2NzParams {params};   // ND rows in the workspace -> NZ fractals in L1")
+        self.line(f"{params}.nValue = {M};")
+        self.line(f"{params}.dValue = {N};")
+        self.line(f"{params}.srcDValue = {N};")
+        self.line(f"{params}.dstNzC0Stride = {M};")
+        self.line(f"AscendC::DataCopy({tile}, {at}, {params});")
+        return CubeTile(tile, dt, (M, N), "L1")
+
     def gathered_load_l1(self, op) -> None:
         """Rows gathered by per-row offsets (``x[tok[:, None] * stride + cols[None, :]]``)
         into L1: the tile zeroed, then one ND -> NZ copy of each row whose condition holds
@@ -266,8 +291,9 @@ class CubeLowering:
     def mmad(self, op) -> None:
         a, b = self.sym(op.operands[0]), self.sym(op.operands[1])
         if len(op.operands) < 3:
-            raise not_lowered(op, "a dot without an accumulator (write acc = nl.dot(a, b, acc))")
-        acc = self.sym(op.operands[2])
+            acc = self.fresh_accumulator(op, sv.buffers(op)[0], "acc")    # nl.dot(a, b): from zero
+        else:
+            acc = self.sym(op.operands[2])
         if not (isinstance(a, CubeTile) and isinstance(b, CubeTile) and a.scope == b.scope == "L1"
                 and isinstance(acc, CubeTile) and acc.scope == "L0C"):
             raise not_lowered(op, "a dot whose operands are not block loads into L1")
@@ -399,7 +425,7 @@ class CubeLowering:
             acc = self.syms.get(id(res))
             if not (isinstance(acc, CubeTile) and acc.scope == "L0C" and acc.fresh_flag):
                 continue
-            dot = next((d for d in loop.walk() if d.kind is Kind.DOT
+            dot = next((d for d in loop.walk() if d.kind is Kind.DOT and len(d.operands) > 2
                         and getattr(self.syms.get(id(d.operands[2])), "var", None) == acc.var),
                        None)
             if dot is None:

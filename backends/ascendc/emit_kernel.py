@@ -94,6 +94,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
         self.stores_emitted: dict[int, set] = {}   # id(tile in a VECOUT queue) -> its stores so far
         self.pinned: list = []                     # VECIN tiles the scalar unit reads per row
         self.workspace_offsets: dict[int, int] = {}   # id(hand-off) -> byte offset in a program's slot
+        self.workspace_types: dict[str, str] = {}     # GlobalTensor views of the workspace -> C++ type
+        self.loop_handoffs: list = []                 # per enclosing loop: (flag back, stages) to drain
         self.info.mixed = (len(fn.attrs.get(SIDES_ATTR, ())) > 1
                            and any(op.kind is Kind.HANDOFF for op in fn.walk()))
 
@@ -169,6 +171,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
         for side in ("AIC", "AIV"):
             self.side, self.syms, self.lines = side, dict(syms), []
             self.queue_state, self.stores_emitted, self.pinned = {}, {}, []
+            self.loop_handoffs = []
             self.scratch_free, self.last_comment = [], None
             self.emit_block(fn.body)
             bodies[side.capitalize()] = drop_unused_scalars(self.lines)
@@ -218,7 +221,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
         mixed = info.mixed
         out += [f"class {cls} {{", "public:"]
         if mixed:
-            out += ["    // GM workspace floats per program: the AIC -> AIV hand-offs",
+            out += ["    // GM workspace floats per program: the hand-offs between the AIC and the AIV",
                     f"    static constexpr int64_t kWorkspaceFloats = {info.workspace_bytes // 4};", ""]
         out += [f"    __aicore__ inline void Init({', '.join('GM_ADDR ' + n for n in gm)}"
                 f"{', ' if gm else ''}{'GM_ADDR workspace, ' if mixed else ''}const {tiling}& tiling)", "    {",
@@ -227,8 +230,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
             a = self.fn.args[i]
             t = cpp_type(a.type.dtype)
             out.append(f"        {self.gm_members[id(a)]}.SetGlobalBuffer(reinterpret_cast<__gm__ {t}*>({name}));")
-        if mixed:
-            out.append("        workspaceGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(workspace));")
+        for name, t in sorted(self.workspace_types.items()):
+            out.append(f"        {name}.SetGlobalBuffer(reinterpret_cast<__gm__ {t}*>(workspace));")
         inits = []
         for m in self.members.values():
             side = "AIC" if m.position in AIC_POSITIONS else "AIV"
@@ -289,8 +292,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
         for (name, i) in info.gm_args:
             a = self.fn.args[i]
             out.append(f"    AscendC::GlobalTensor<{cpp_type(a.type.dtype)}> {self.gm_members[id(a)]};")
-        if mixed:
-            out.append("    AscendC::GlobalTensor<float> workspaceGm_;   // the hand-offs, a slot per program")
+        for name, t in sorted(self.workspace_types.items()):
+            out.append(f"    AscendC::GlobalTensor<{t}> {name};   // the hand-offs, a slot per program")
         out += [f"    {tiling} tiling_;", "};", "",
                 f'extern "C" __global__ __aicore__ void {info.entry}('
                 + "".join(f"GM_ADDR {n}, " for n in gm)
@@ -452,6 +455,9 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
                 self.line(f"{cpp_type(arg.type.dtype)} {name} = {s.expr};")
                 self.syms[id(arg)] = Scalar(name, arg.type.dtype)
                 carried.append(name)
+            elif self.side is not None and _side_of_buffer(init) not in (None, self.side):
+                self.syms[id(arg)] = s          # the other core's tile (an L0C accumulator)
+                carried.append(None)
             elif isinstance(s, (Tile, Splat)) and _same_buffer(init, term.operands[i]):
                 # a vector tile the loop updates in its one UB buffer (earlier += ...)
                 self.syms[id(arg)] = self.carried_tile(init, s)
@@ -464,6 +470,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
         counter = self.fresh(iv_name + "_iter")
         self.loop_slots.append(counter)
         self.loop_counter_used.append(False)
+        self.loop_handoffs.append([])
         with self.indented(), self.capture() as body_lines:
             self.emit_block(body)
             updates = [(name, self.sym(v)) for name, v in zip(carried, term.operands)
@@ -482,6 +489,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
             cond = f"({step.expr} > 0 ? {iv_name} < {hi.expr} : {iv_name} > {hi.expr})"
         self.close_loop(counter, f"for ({t} {iv_name} = {lo.expr}; {cond}; "
                                  f"{iv_name} += {step.expr}) {{", body_lines)
+        self.drain_handoffs(counter, self.loop_handoffs.pop())
         for res, name, arg in zip(op.results, carried, body.args[1:]):
             self.syms[id(res)] = Scalar(name, res.type.dtype) if name is not None else self.syms[id(arg)]
         self.zero_unwritten_accumulators(op)
@@ -549,6 +557,14 @@ def _buffer_of(v):
     bufs = sv.buffers(v.op)
     i = v.op.results.index(v)
     return bufs[i].name if i < len(bufs) else None
+
+
+def _side_of_buffer(v) -> str | None:
+    """The core whose memory holds a value's buffer on a separated part (UB: the AIV)."""
+    name = _buffer_of(v)
+    if name is None:
+        return None
+    return "AIV" if name.startswith("UB") else "AIC"
 
 
 def _same_buffer(init, yielded) -> bool:

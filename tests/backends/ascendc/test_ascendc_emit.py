@@ -109,9 +109,9 @@ def _moe_launches() -> list:
 
 def _expert_launches(experts, aligned):
     x = np.zeros((3, 48), np.float16)
-    return experts.experts_launches(x, aligned, np.ones((3, 2), np.float32),
-                                    np.zeros((4, 80, 48), np.float16), np.zeros((4, 48, 40), np.float16),
-                                    np.zeros((3, 48), np.float32))
+    return [launch for form in ("workspace", "onchip") for launch in experts.experts_launches(
+        x, aligned, np.ones((3, 2), np.float32), np.zeros((4, 80, 48), np.float16),
+        np.zeros((4, 48, 40), np.float16), np.zeros((3, 48), np.float32), form=form)]
 
 
 def _documented_names() -> set:

@@ -3,10 +3,12 @@
 // error that names the event and its id.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "state.h"
 
@@ -68,7 +70,7 @@ struct CrossFlags {
   std::condition_variable changed;
   std::map<int, int> count;
   int ended = 0;            // halves of the block that returned or failed
-  int waiting = 0;          // halves blocked in CrossCoreWaitFlag
+  std::vector<int> waiting; // the ids the halves in CrossCoreWaitFlag wait for
   int halves = 1;
 };
 
@@ -84,7 +86,7 @@ inline void start_cross_flags(int halves) {
   std::lock_guard<std::mutex> hold(f.lock);
   f.count.clear();
   f.ended = 0;
-  f.waiting = 0;
+  f.waiting.clear();
   f.halves = halves;
 }
 
@@ -150,17 +152,20 @@ template <uint8_t MODE, pipe_t P> inline void CrossCoreSetFlag(uint16_t id) {
 inline void CrossCoreWaitFlag(uint16_t id) {
   npujit_twin::CrossFlags& f = npujit_twin::cross_flags();
   std::unique_lock<std::mutex> hold(f.lock);
-  ++f.waiting;
+  f.waiting.push_back(id);
+  auto leave = [&f, id] { f.waiting.erase(std::find(f.waiting.begin(), f.waiting.end(), static_cast<int>(id))); };
   for (;;) {
     int& count = f.count[id];
     if (count > 0) {
       --count;
-      --f.waiting;
+      leave();
       return;
     }
-    // the other half has ended, or is blocked too: no set will come
-    if (f.ended + f.waiting >= f.halves) {
-      --f.waiting;
+    // the other half has ended, or waits for a flag nobody set either: no set will come
+    int blocked = 0;
+    for (int w : f.waiting) blocked += f.count[w] == 0;
+    if (f.ended + blocked >= f.halves) {
+      leave();
       f.changed.notify_all();
       npujit_twin::twin_fail("CrossCoreWaitFlag(" + std::to_string(id) + ")" + npujit_twin::kNoSet +
                              " (on the device it would hang)");
