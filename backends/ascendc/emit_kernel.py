@@ -460,7 +460,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
                 carried.append(None)
             elif isinstance(s, (Tile, Splat)) and _same_buffer(init, term.operands[i]):
                 # a vector tile the loop updates in its one UB buffer (earlier += ...)
-                self.syms[id(arg)] = self.carried_tile(init, s)
+                self.syms[id(arg)] = self.carried_tile(op, init, s)
                 carried.append(None)
             else:
                 raise not_lowered(op, "a loop-carried vector tile not updated in one buffer "

@@ -66,12 +66,16 @@ class MemoryLowering:
         self.line(f"AscendC::LocalTensor<{t}> {name} = {m.name}.Get<{t}>();")
         return Tile(name, dt, n, home=m)
 
-    def carried_tile(self, init, s) -> Tile:
+    def carried_tile(self, loop, init, s) -> Tile:
         """The buffer a loop-carried tile lives in, holding its initial value (a splat is
         duplicated into it; a tile already there is used as is)."""
         buf = sv.buffers(init.op)[init.op.results.index(init)]
         dt = init.type.dtype
-        if isinstance(s, Tile) and s.home is self.members.get(buf.name):
+        home = self.members.get(buf.name)
+        if getattr(home, "kind", None) == "TQue":
+            raise not_lowered(loop, "a loop-carried vector tile that starts as a loaded tile "
+                                    "(its queue slot is not a buffer the loop can update)")
+        if isinstance(s, Tile) and s.home is home:
             return s
         name = self.fresh(raw_name(init.op, "carried"))
         m = self.member(buf, "TBuf", "VECCALC", name)
