@@ -274,6 +274,22 @@ def test_ascend_c_hand_offs_both_ways_inside_a_loop(stages):
     np.testing.assert_allclose(y, _ffn_want(*args, bi), rtol=2e-3, atol=2e-3)
 
 
+def test_twin_names_a_cross_core_flag_both_cores_wait_for():
+    # without the AIV's flag back, the AIC waits for it before rewriting the gate slot in
+    # the second iteration while the AIV waits for that slot: both cores wait, the twin
+    # says so (a hang on the device) instead of hanging
+    from npujit.backends.ascendc import AscendCTwinKernel, TwinDeviceError
+    args = (_f16(16, 64), _f16(64, 96, scale=0.2), _f16(64, 96, scale=0.2), _f16(96, 64, scale=0.2))
+    y = np.zeros((16, 64), np.float32)
+    k = ffn_kernel.with_options(backend="ascendc-twin")
+    k[(1,)](*args, y, 96, M=16, H=64, BLOCK_I=32, STAGES=1)
+    run = next(iter(k.cache.values())).runnable()
+    edited = run.source.replace("AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(1);", "", 1)
+    assert edited != run.source
+    with pytest.raises(TwinDeviceError, match=r"CrossCoreWaitFlag\(\d+\) with no CrossCoreSetFlag"):
+        AscendCTwinKernel(run.fn, run.options, source=edited)((1,), [*(a.ravel() for a in args), y.ravel(), 96])
+
+
 def test_verify_schedule_refuses_hand_offs_sharing_a_cross_core_flag():
     from npujit.ir.pipeline import CompileContext
     from npujit.ir.schedule.verify import ScheduleError, VerifySchedule

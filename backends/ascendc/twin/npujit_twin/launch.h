@@ -29,6 +29,8 @@ inline std::string run_half(const Block& b, CoreType core, const std::function<v
     message = e.what();
   } catch (const std::exception& e) {
     message = std::string("C++ exception: ") + e.what();
+  } catch (...) {
+    message = "an unknown C++ exception";
   }
   end_half();
   return message;
