@@ -211,16 +211,3 @@ def test_tanh_erf_and_gelu_tanh_form(dtype):
         tanh_erf_gelu_kernel.with_options(backend=backend)[(1,)](x, out, 100, BLOCK=128)
         outs[backend] = out
     assert_matches(outs[TWIN], outs["reference"], f"tanh + erf + gelu {np.dtype(dtype)}")
-
-
-def test_triton_gallery_layernorm():
-    # the tutorial's fused layer norm: mean and variance summed in a vector tile the loop
-    # carries in its one UB buffer, then a second and third loop over the row
-    from npujit.kernels.triton_gallery import layernorm as gallery
-    x = _data((3, 300), np.float32)
-    w, b = _data(300, np.float32), _data(300, np.float32)
-    k = gallery._layer_norm_fwd_fused
-    want = gallery.layer_norm(x, w, b, block_size=128, kernel=k.with_options(backend="reference"))
-    got = gallery.layer_norm(x, w, b, block_size=128, kernel=k.with_options(backend=TWIN))
-    for name, g, r in zip(("y", "mean", "rstd"), got, want):
-        assert_matches(g, r, f"gallery layernorm {name}")
