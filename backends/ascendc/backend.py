@@ -152,6 +152,13 @@ class AscendCTwinKernel:
                     f"kernel '{self.name}': argument '{name}' is {values[name].item()}, but the "
                     "emitted Cube path copies contiguous rows (inner stride 1); pass "
                     "np.ascontiguousarray(...) operands or run on another backend")
+        for pair in self.info.unit_stride_choices:
+            if all(values[name].item() != 1 for name in pair):
+                raise NotImplementedError(
+                    f"kernel '{self.name}': arguments {' and '.join(map(repr, pair))} are "
+                    f"{' and '.join(str(values[n].item()) for n in pair)}, but the emitted Cube "
+                    "path copies contiguous rows or contiguous columns of a B tile (one of "
+                    "them must be 1); pass np.ascontiguousarray(...) or run on another backend")
         arrays = [bound[i] for _, i in self.info.gm_args]
         n = len(arrays)
         ptrs = (ctypes.c_void_p * max(n, 1))(*(a.ctypes.data for a in arrays))

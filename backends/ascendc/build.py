@@ -29,7 +29,7 @@ from npujit import cache_dir
 
 TWIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "twin")
 SUM_SUFFIX = ".sum"             # beside each library: its sha256, packed as cache entries are
-CXXFLAGS = ["-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-fwrapv", "-fPIC", "-shared"]
+CXXFLAGS = ["-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-fwrapv", "-fPIC", "-pthread", "-shared"]
 
 
 class TwinBuildError(RuntimeError):

@@ -94,12 +94,14 @@ class ControlLowering:
         counter = self.fresh("while_iter")
         self.loop_slots.append(counter)
         self.loop_counter_used.append(False)
+        self.loop_handoffs.append([])
         term = op.body.terminator
         with self.indented(), self.capture() as body_lines:
             self.emit_block(op.body)
             self._assign_all([go] + names, [self._scalar_of(op, v, "a carried value")
                                             for v in term.operands])
         self.close_loop(counter, f"while ({go}) {{", body_lines)
+        self.drain_handoffs(counter, self.loop_handoffs.pop())
         for r, name in zip(op.results, names):
             self.syms[id(r)] = Scalar(name, r.type.dtype)
         self.emit_flags(op, "set_flags")

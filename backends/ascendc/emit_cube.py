@@ -29,8 +29,9 @@ class CubeTile:
     scope: str
     fresh_flag: str | None = None   # L0C: the bool that says "the next Mmad starts from zero"
     out_dtype: object = None        # L0C: the dtype Fixpipe writes (a folded cast)
-    transposed: bool = False        # L1: a B tile held as the NZ fractals of B^T (its
-                                    # columns were the contiguous rows in GM)
+    transposed: bool | str = False  # L1: a B tile held as the NZ fractals of B^T (its
+                                    # columns were the contiguous rows in GM); a C++ bool
+                                    # variable when the strides decide it at run time
 
 
 def _pad(n: int) -> int:
@@ -87,16 +88,22 @@ class CubeLowering:
         value = self.sym(op.operands[0])
         if not (isinstance(value, Scalar) and value.expr in ("0.0f", "0")):
             raise not_lowered(op, "an accumulator that does not start at zero")
-        buf = sv.buffers(op)[0]
+        # inside a loop, the accumulator's L0C may still be read by the last Fixpipe
+        self.emit_flags(op, "wait_flags")
+        self.syms[id(op.result)] = self.fresh_accumulator(op, sv.buffers(op)[0], "acc")
+        self.emit_flags(op, "set_flags")
+
+    def fresh_accumulator(self, op, buf, hint: str) -> CubeTile:
+        """An f32 tile in L0C whose first ``Mmad`` starts from zero (``cmatrixInitVal``)."""
         shape = op.result.type.shape
         if any(d % FRACTAL for d in shape):
             raise not_lowered(op, f"a dot tile of shape {shape}: the Cube path needs multiples of 16")
-        name = self.user_name(op, "acc")
+        name = self.user_name(op, hint)
         m = self.cube_member(buf, "CO1", name)
         self.line(f"AscendC::LocalTensor<float> {name} = {m.name}.Get<float>();")
         fresh = self.fresh(name + "_empty")
         self.line(f"bool {fresh} = true;   // the first Mmad starts from zero (cmatrixInitVal)")
-        self.syms[id(op.result)] = CubeTile(name, op.result.type.dtype, shape, "L0C", fresh)
+        return CubeTile(name, op.result.type.dtype, shape, "L0C", fresh)
 
     def gm_extent(self, op, shape_vals, offsets, block_shape, axis: int) -> str:
         """The rows (axis 0) or columns (axis 1) of a block that are in bounds."""
@@ -123,6 +130,34 @@ class CubeLowering:
         if arg.name not in self.info.unit_stride_args:
             self.info.unit_stride_args.append(arg.name)
 
+    def stride_args(self, op, values) -> bool:
+        """Whether both strides are kernel arguments (seen through widening casts); if so
+        the launch is told that one of them must be 1."""
+        args = []
+        for value in values:
+            while value.op is not None and value.op.kind is Kind.CAST:
+                value = value.op.operands[0]
+            arg = next((a for a in self.fn.args if a is value), None)
+            if arg is None:
+                return False
+            args.append(arg.name)
+        if tuple(args) not in self.info.unit_stride_choices:
+            self.info.unit_stride_choices.append(tuple(args))
+        return True
+
+    def either_layout(self, transposed, emit) -> None:
+        """``emit(transposed)`` for a B tile's layout known when emitting, or both under
+        a C++ ``if`` on the run-time flag."""
+        if not isinstance(transposed, str):
+            return emit(transposed)
+        self.line(f"if ({transposed}) {{")
+        with self.indented():
+            emit(True)
+        self.line("} else {")
+        with self.indented():
+            emit(False)
+        self.line("}")
+
     def block_load_l1(self, op) -> None:
         ptr = op.operands[0]
         shape_vals = [self.sym(v) for v in op.operands[1:3]]
@@ -140,9 +175,17 @@ class CubeLowering:
         side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result for u in users) else "B1"
         # a B tile whose rows are strided and whose columns are contiguous (B read
         # transposed, strides (1, K)): its columns are the ND rows copied into L1
-        transposed = (side == "B1" and strides[0].expr in ("1", "1LL")
-                      and strides[1].expr not in ("1", "1LL"))
-        self.unit_stride(op, op.operands[3 if transposed else 4])
+        unit = [st.expr in ("1", "1LL") for st in strides]
+        transposed = side == "B1" and unit[0] and not unit[1]
+        if side == "B1" and not any(unit) and self.stride_args(op, op.operands[3:5]):
+            # both strides are run-time arguments (B = w.T passed as a view): the launch
+            # checks one of them is 1 and the kernel copies the layout that one gives
+            transposed = self.fresh("b_transposed")
+            self.line(f"const bool {transposed} = {strides[1].expr} != 1;   // B's columns are contiguous in GM")
+        elif not transposed:
+            self.unit_stride(op, op.operands[4])
+        else:
+            self.unit_stride(op, op.operands[3])
         buf = sv.buffers(op)[0]
         hint = self.user_name(op, "a" if side == "A1" else "b")
         m = self.cube_member(buf, side, hint + "L1")
@@ -156,26 +199,48 @@ class CubeLowering:
             self.line(f"    AscendC::InitConstValue({tile}, {{1, {rows * cols * dt.itemsize // 32}, 0, {t}(0.0f)}});")
             self.line("}")
         gm = self.gm_members[id(ptr)]
-        params = self.fresh(hint + "_nd2nz")
-        if transposed:
-            self.line(f"AscendC::Nd2NzParams {params};   // the tile's columns (ND rows in GM) -> NZ of its transpose")
-            self.line(f"{params}.nValue = {n_cols};")
-            self.line(f"{params}.dValue = {n_rows};")
-            self.line(f"{params}.srcDValue = {strides[1].expr};")
-            self.line(f"{params}.dstNzC0Stride = {_pad(cols)};")
-            at = f"{offsets[0].expr} + static_cast<int64_t>({offsets[1].expr}) * {strides[1].expr}"
-        else:
-            self.line(f"AscendC::Nd2NzParams {params};   // ND rows in GM -> NZ fractals in L1")
-            self.line(f"{params}.nValue = {n_rows};")
-            self.line(f"{params}.dValue = {n_cols};")
-            self.line(f"{params}.srcDValue = {strides[0].expr};")
-            self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
-            at = f"{offsets[0].expr} * {strides[0].expr} + {offsets[1].expr}"
-        self.line(f"if ({n_rows} > 0 && {n_cols} > 0) {{")
-        self.line(f"    AscendC::DataCopy({tile}, {gm}[{at}], {params});")
-        self.line("}")
+
+        def copy(transposed: bool) -> None:
+            params = self.fresh(hint + "_nd2nz")
+            if transposed:
+                self.line(f"AscendC::Nd2NzParams {params};   // the tile's columns (ND rows in GM) -> NZ of its transpose")
+                self.line(f"{params}.nValue = {n_cols};")
+                self.line(f"{params}.dValue = {n_rows};")
+                self.line(f"{params}.srcDValue = {strides[1].expr};")
+                self.line(f"{params}.dstNzC0Stride = {_pad(cols)};")
+                at = f"{offsets[0].expr} + static_cast<int64_t>({offsets[1].expr}) * {strides[1].expr}"
+            else:
+                self.line(f"AscendC::Nd2NzParams {params};   // ND rows in GM -> NZ fractals in L1")
+                self.line(f"{params}.nValue = {n_rows};")
+                self.line(f"{params}.dValue = {n_cols};")
+                self.line(f"{params}.srcDValue = {strides[0].expr};")
+                self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
+                at = f"{offsets[0].expr} * {strides[0].expr} + {offsets[1].expr}"
+            self.line(f"if ({n_rows} > 0 && {n_cols} > 0) {{")
+            self.line(f"    AscendC::DataCopy({tile}, {gm}[{at}], {params});")
+            self.line("}")
+        self.either_layout(transposed, copy)
         self.emit_flags(op, "set_flags")
         self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1", transposed=transposed)
+
+    def workspace_to_l1(self, op, at: str, dt, M: int, N: int) -> CubeTile:
+        """A tile the AIV handed over through the workspace (ND rows of ``N``) copied into
+        L1 as NZ fractals, a Cube operand."""
+        if M % FRACTAL or N % FRACTAL:
+            raise not_lowered(op, f"a hand-off of {M}x{N} into L1: the Cube path needs multiples of 16")
+        side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result
+                           for u in op.result.users) else "B1"
+        hint = self.user_name(op, "handed")
+        m = self.cube_member(sv.buffers(op)[0], side, hint + "L1")
+        tile = self.slot_view(m, dt, hint)
+        params = self.fresh(hint + "_nd2nz")
+        self.line(f"AscendC::Nd2NzParams {params};   // ND rows in the workspace -> NZ fractals in L1")
+        self.line(f"{params}.nValue = {M};")
+        self.line(f"{params}.dValue = {N};")
+        self.line(f"{params}.srcDValue = {N};")
+        self.line(f"{params}.dstNzC0Stride = {M};")
+        self.line(f"AscendC::DataCopy({tile}, {at}, {params});")
+        return CubeTile(tile, dt, (M, N), "L1")
 
     def gathered_load_l1(self, op) -> None:
         """Rows gathered by per-row offsets (``x[tok[:, None] * stride + cols[None, :]]``)
@@ -226,8 +291,9 @@ class CubeLowering:
     def mmad(self, op) -> None:
         a, b = self.sym(op.operands[0]), self.sym(op.operands[1])
         if len(op.operands) < 3:
-            raise not_lowered(op, "a dot without an accumulator (write acc = nl.dot(a, b, acc))")
-        acc = self.sym(op.operands[2])
+            acc = self.fresh_accumulator(op, sv.buffers(op)[0], "acc")    # nl.dot(a, b): from zero
+        else:
+            acc = self.sym(op.operands[2])
         if not (isinstance(a, CubeTile) and isinstance(b, CubeTile) and a.scope == b.scope == "L1"
                 and isinstance(acc, CubeTile) and acc.scope == "L0C"):
             raise not_lowered(op, "a dot whose operands are not block loads into L1")
@@ -241,12 +307,15 @@ class CubeLowering:
         b0 = self.slot_view(self.cube_member(l0b, "B2", "bL0"), b.dtype, b.var + "L0")
         self.line(f"// L1 -> L0A: one row of {k1} fractals per {FRACTAL} rows of the A tile")
         self.load_fractals(a0, a.var, m1, "i", k1, m1, False)
-        if b.transposed:
-            self.line(f"// L1 -> L0B: B^T's NZ fractals are B's ZN, {n1} per {FRACTAL} rows of K")
-            self.load_fractals(b0, b.var, k1, f"i * {n1}", n1, 1, False)
-        else:
-            self.line(f"// L1 -> L0B: B's NZ fractals transposed into ZN, {n1} per {FRACTAL} rows of K")
-            self.load_fractals(b0, b.var, k1, "i", n1, k1, True)
+
+        def load_b(transposed: bool) -> None:
+            if transposed:
+                self.line(f"// L1 -> L0B: B^T's NZ fractals are B's ZN, {n1} per {FRACTAL} rows of K")
+                self.load_fractals(b0, b.var, k1, f"i * {n1}", n1, 1, False)
+            else:
+                self.line(f"// L1 -> L0B: B's NZ fractals transposed into ZN, {n1} per {FRACTAL} rows of K")
+                self.load_fractals(b0, b.var, k1, "i", n1, k1, True)
+        self.either_layout(b.transposed, load_b)
         self.emit_flags(op, "set_flags", pipes={"MTE1"})
         self.emit_flags(op, "wait_flags", pipes={"CUBE"})
         params = self.fresh("mmad")
@@ -322,12 +391,14 @@ class CubeLowering:
             a0, b0 = views
             self.line("// A: this chunk's fractal columns")
             self.load_fractals(a0, a.var, m1, f"i + c * {kc1 * m1}", kc1, m1, False)
-            if b.transposed:
-                self.line("// B: this chunk's fractal rows (B^T's fractals, as they are)")
-                self.load_fractals(b0, b.var, kc1, f"(c * {kc1} + i) * {n1}", n1, 1, False)
-            else:
-                self.line("// B: this chunk's fractal rows, transposed")
-                self.load_fractals(b0, b.var, kc1, f"c * {kc1} + i", n1, k1, True)
+            def load_b(transposed: bool, b0=b0) -> None:
+                if transposed:
+                    self.line("// B: this chunk's fractal rows (B^T's fractals, as they are)")
+                    self.load_fractals(b0, b.var, kc1, f"(c * {kc1} + i) * {n1}", n1, 1, False)
+                else:
+                    self.line("// B: this chunk's fractal rows, transposed")
+                    self.load_fractals(b0, b.var, kc1, f"c * {kc1} + i", n1, k1, True)
+            self.either_layout(b.transposed, load_b)
             l0_flags("set_flags", "MTE1_M")
             l0_flags("wait_flags", "MTE1_M")
             params = self.fresh("mmad")
@@ -354,7 +425,7 @@ class CubeLowering:
             acc = self.syms.get(id(res))
             if not (isinstance(acc, CubeTile) and acc.scope == "L0C" and acc.fresh_flag):
                 continue
-            dot = next((d for d in loop.walk() if d.kind is Kind.DOT
+            dot = next((d for d in loop.walk() if d.kind is Kind.DOT and len(d.operands) > 2
                         and getattr(self.syms.get(id(d.operands[2])), "var", None) == acc.var),
                        None)
             if dot is None:

@@ -76,7 +76,7 @@ def host_launcher(info: KernelInfo) -> str:
     if info.workspace_bytes:
         workspace = "workspaceDevice"
         lines += [
-            f"    // the AIC -> AIV hand-offs: {info.workspace_bytes} bytes per program",
+            f"    // the hand-offs between the AIC and the AIV: {info.workspace_bytes} bytes per program",
             "    const uint64_t workspaceBytes = static_cast<uint64_t>(tiling->grid0) * tiling->grid1 * tiling->grid2"
             f" * {info.workspace_bytes};",
             "    uint8_t* workspaceDevice = nullptr;",

@@ -26,9 +26,12 @@ from npujit.ir.types import PtrType, TensorType
 from . import schedule_view as sv
 from .emit_control import ControlLowering
 from .emit_cube import CubeLowering
+from .emit_lanes import LaneLowering
 from .emit_memory import MemoryLowering
 from .emit_mixed import AIC_POSITIONS, MixedLowering
+from .emit_broadcast import BroadcastLowering
 from .emit_rows import RowLowering
+from .emit_topk import RANKS_ABOVE, TopkLowering
 from .emit_vector import VectorLowering
 from .tidy import drop_unused_scalars
 from .lowering import CMP_CPP, SCALAR_BINARY, cpp_type, not_lowered, raw_name, source_line
@@ -61,11 +64,13 @@ class KernelInfo:
     tiling: list = field(default_factory=list)       # (field, C type, index in fn.args)
     core: str = "AIV"
     unit_stride_args: list = field(default_factory=list)   # scalars that must be 1 at launch
+    unit_stride_choices: list = field(default_factory=list)   # pairs of which one must be 1
     mixed: bool = False              # AIC + AIV halves (emit_mixed.py)
     workspace_bytes: int = 0         # GM workspace per program (the hand-offs)
 
 
-class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, CubeLowering, ControlLowering):
+class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering, LaneLowering,
+                   TopkLowering, VectorLowering, CubeLowering, ControlLowering):
     """Writes one kernel; see the module doc."""
 
     def __init__(self, fn):
@@ -89,6 +94,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
         self.stores_emitted: dict[int, set] = {}   # id(tile in a VECOUT queue) -> its stores so far
         self.pinned: list = []                     # VECIN tiles the scalar unit reads per row
         self.workspace_offsets: dict[int, int] = {}   # id(hand-off) -> byte offset in a program's slot
+        self.workspace_types: dict[str, str] = {}     # GlobalTensor views of the workspace -> C++ type
+        self.loop_handoffs: list = []                 # per enclosing loop: (flag back, stages) to drain
         self.info.mixed = (len(fn.attrs.get(SIDES_ATTR, ())) > 1
                            and any(op.kind is Kind.HANDOFF for op in fn.walk()))
 
@@ -164,6 +171,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
         for side in ("AIC", "AIV"):
             self.side, self.syms, self.lines = side, dict(syms), []
             self.queue_state, self.stores_emitted, self.pinned = {}, {}, []
+            self.loop_handoffs = []
             self.scratch_free, self.last_comment = [], None
             self.emit_block(fn.body)
             bodies[side.capitalize()] = drop_unused_scalars(self.lines)
@@ -182,6 +190,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
                     "__aicore__ inline uint8_t TailPad(uint32_t n)", "{",
                     "    return static_cast<uint8_t>((32 - n * sizeof(T) % 32) % 32 / sizeof(T));",
                     "}", ""]
+        if "ranks_above" in self.helpers:
+            out += RANKS_ABOVE
         if "clamp" in self.helpers:
             out += ["// How many of a tile's `lanes` leading lanes are in bounds (a mask's count).",
                     "__aicore__ inline uint32_t LanesInBounds(int64_t n, uint32_t lanes)", "{",
@@ -211,7 +221,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
         mixed = info.mixed
         out += [f"class {cls} {{", "public:"]
         if mixed:
-            out += ["    // GM workspace floats per program: the AIC -> AIV hand-offs",
+            out += ["    // GM workspace floats per program: the hand-offs between the AIC and the AIV",
                     f"    static constexpr int64_t kWorkspaceFloats = {info.workspace_bytes // 4};", ""]
         out += [f"    __aicore__ inline void Init({', '.join('GM_ADDR ' + n for n in gm)}"
                 f"{', ' if gm else ''}{'GM_ADDR workspace, ' if mixed else ''}const {tiling}& tiling)", "    {",
@@ -220,8 +230,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
             a = self.fn.args[i]
             t = cpp_type(a.type.dtype)
             out.append(f"        {self.gm_members[id(a)]}.SetGlobalBuffer(reinterpret_cast<__gm__ {t}*>({name}));")
-        if mixed:
-            out.append("        workspaceGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(workspace));")
+        for name, t in sorted(self.workspace_types.items()):
+            out.append(f"        {name}.SetGlobalBuffer(reinterpret_cast<__gm__ {t}*>(workspace));")
         inits = []
         for m in self.members.values():
             side = "AIC" if m.position in AIC_POSITIONS else "AIV"
@@ -282,8 +292,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
         for (name, i) in info.gm_args:
             a = self.fn.args[i]
             out.append(f"    AscendC::GlobalTensor<{cpp_type(a.type.dtype)}> {self.gm_members[id(a)]};")
-        if mixed:
-            out.append("    AscendC::GlobalTensor<float> workspaceGm_;   // the hand-offs, a slot per program")
+        for name, t in sorted(self.workspace_types.items()):
+            out.append(f"    AscendC::GlobalTensor<{t}> {name};   // the hand-offs, a slot per program")
         out += [f"    {tiling} tiling_;", "};", "",
                 f'extern "C" __global__ __aicore__ void {info.entry}('
                 + "".join(f"GM_ADDR {n}, " for n in gm)
@@ -343,6 +353,8 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
             return None
         if k is Kind.HANDOFF:
             return self.emit_handoff(op)
+        if k is Kind.TOPK:
+            return self.emit_topk(op)
         if k in (Kind.LOAD, Kind.STORE) and sv.scope(op) != "L1":
             return self.emit_ub_transfer(op)
         if k is Kind.ATOMIC_RMW:
@@ -443,14 +455,22 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
                 self.line(f"{cpp_type(arg.type.dtype)} {name} = {s.expr};")
                 self.syms[id(arg)] = Scalar(name, arg.type.dtype)
                 carried.append(name)
+            elif self.side is not None and _side_of_buffer(init) not in (None, self.side):
+                self.syms[id(arg)] = s          # the other core's tile (an L0C accumulator)
+                carried.append(None)
+            elif isinstance(s, (Tile, Splat)) and _same_buffer(init, term.operands[i]):
+                # a vector tile the loop updates in its one UB buffer (earlier += ...)
+                self.syms[id(arg)] = self.carried_tile(op, init, s)
+                carried.append(None)
             else:
-                raise not_lowered(op, "a loop-carried vector tile (keep it in a carried scalar, "
-                                      "or store it each iteration)")
+                raise not_lowered(op, "a loop-carried vector tile not updated in one buffer "
+                                      "(keep it in a carried scalar, or store it each iteration)")
         self.emit_flags(op, "pre_set_flags")
         self.emit_flags(op, "wait_flags")
         counter = self.fresh(iv_name + "_iter")
         self.loop_slots.append(counter)
         self.loop_counter_used.append(False)
+        self.loop_handoffs.append([])
         with self.indented(), self.capture() as body_lines:
             self.emit_block(body)
             updates = [(name, self.sym(v)) for name, v in zip(carried, term.operands)
@@ -469,6 +489,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
             cond = f"({step.expr} > 0 ? {iv_name} < {hi.expr} : {iv_name} > {hi.expr})"
         self.close_loop(counter, f"for ({t} {iv_name} = {lo.expr}; {cond}; "
                                  f"{iv_name} += {step.expr}) {{", body_lines)
+        self.drain_handoffs(counter, self.loop_handoffs.pop())
         for res, name, arg in zip(op.results, carried, body.args[1:]):
             self.syms[id(res)] = Scalar(name, res.type.dtype) if name is not None else self.syms[id(arg)]
         self.zero_unwritten_accumulators(op)
@@ -527,6 +548,29 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, VectorLowering, C
 # UB-side events the TQue protocol sets and waits (EnQue/DeQue, Free/Alloc;
 # docs/npu-facts.md §A7).
 _QUEUE_EVENTS = {"MTE2_V", "V_MTE2", "V_MTE3", "MTE3_V"}
+
+
+def _buffer_of(v):
+    """The schedule's buffer name of a value (``None`` if it has none)."""
+    if v.op is None or v not in v.op.results:
+        return None
+    bufs = sv.buffers(v.op)
+    i = v.op.results.index(v)
+    return bufs[i].name if i < len(bufs) else None
+
+
+def _side_of_buffer(v) -> str | None:
+    """The core whose memory holds a value's buffer on a separated part (UB: the AIV)."""
+    name = _buffer_of(v)
+    if name is None:
+        return None
+    return "AIV" if name.startswith("UB") else "AIC"
+
+
+def _same_buffer(init, yielded) -> bool:
+    """Whether a loop's carried value starts and ends each iteration in one UB buffer."""
+    name = _buffer_of(init)
+    return name is not None and name.startswith("UB") and name == _buffer_of(yielded)
 
 
 def _defined_in(block) -> list:

@@ -10,9 +10,10 @@ how the schedule's MTE2_V / V_MTE3 flags and their slot-release flags reach the 
 from __future__ import annotations
 
 from npujit.ir.ops import Kind
+from npujit.ir.types import int32
 
 from . import schedule_view as sv
-from .lowering import cpp_type, not_lowered
+from .lowering import cpp_type, not_lowered, raw_name
 from .values import Bits, Grid, Index, Mask, Mask2, RowVal, Scalar, Splat, Tile, scalar_arg
 
 
@@ -64,6 +65,27 @@ class MemoryLowering:
         m = self.member(buf, "TBuf", "VECCALC", name)
         self.line(f"AscendC::LocalTensor<{t}> {name} = {m.name}.Get<{t}>();")
         return Tile(name, dt, n, home=m)
+
+    def carried_tile(self, loop, init, s) -> Tile:
+        """The buffer a loop-carried tile lives in, holding its initial value (a splat is
+        duplicated into it; a tile already there is used as is)."""
+        buf = sv.buffers(init.op)[init.op.results.index(init)]
+        dt = init.type.dtype
+        home = self.members.get(buf.name)
+        if getattr(home, "kind", None) == "TQue":
+            raise not_lowered(loop, "a loop-carried vector tile that starts as a loaded tile "
+                                    "(its queue slot is not a buffer the loop can update)")
+        if isinstance(s, Tile) and s.home is home:
+            return s
+        name = self.fresh(raw_name(init.op, "carried"))
+        m = self.member(buf, "TBuf", "VECCALC", name)
+        t = cpp_type(dt)
+        self.line(f"AscendC::LocalTensor<{t}> {name} = {m.name}.Get<{t}>();")
+        if isinstance(s, Splat):
+            self.line(f"AscendC::Duplicate({name}, {scalar_arg(s.value, dt)}, {init.type.numel});")
+        else:
+            self.line(f"AscendC::Muls({name}, {self.use_tile(s).var}, static_cast<{t}>(1), {init.type.numel});")
+        return Tile(name, dt, init.type.numel, home=m)
 
     def finish_tile(self, tile: Tile) -> None:
         """After a tile's producer: a VECOUT slot goes into its queue."""
@@ -130,6 +152,13 @@ class MemoryLowering:
             offs = self.row_of_tile(op, offs)       # a gather by loaded indices
         if load and isinstance(offs, RowVal) and offs.cols == 1:
             return self.lanes_transfer(op, gm, t, offs, mask, other)
+        if not load and op.operands[1].type.rank == 1 and (
+                isinstance(offs, RowVal) or (isinstance(offs, Tile) and not offs.dtype.is_float)):
+            offs = offs if isinstance(offs, RowVal) else self.row_of_tile(op, offs)
+            return self.lanes_store(op, gm, offs, self.sym(op.operands[2]), mask)
+        if not load and isinstance(mask, RowVal) and isinstance(offs, Index):
+            rows = RowVal(f"({offs.base} + {{r}})", int32, offs.length)
+            return self.lanes_store(op, gm, rows, self.sym(op.operands[2]), mask)
         if not isinstance(offs, (Index, Grid)):
             raise not_lowered(op, "a gather or scatter (offsets that are not a scalar plus "
                                   "nl.arange, or rows of such) is not emitted yet")

@@ -115,22 +115,43 @@ class MixedLowering:
         self.syms[id(op.result)] = RowVal(read, op.result.type.dtype, offs.length)
 
     def emit_handoff(self, op) -> None:
-        if op.attrs.get("src_pipe") != "FIXP":
-            raise not_lowered(op, "a Vector -> Cube hand-off (UB -> GM -> L1) is not emitted yet")
-        if self.loop_slots:
-            raise not_lowered(op, "a hand-off inside a loop (the workspace slot would be "
-                                  "rewritten before the other core read it) is not emitted yet")
+        """A tile crossing between the block's cores through its program's GM workspace
+        slot: ``Fixpipe`` (Cube -> Vector) or a UB -> GM ``DataCopy`` (Vector -> Cube),
+        then ``CrossCoreSetFlag``; the receiver waits and copies it into UB or L1.  Inside
+        a loop each buffer stage has its own slot and a second flag runs back once the
+        receiver's copy read the slot, so the source does not rewrite it before (the first
+        ``stages`` iterations have nothing to wait for; the source drains the last flags
+        back after the loop, ``drain_handoffs``)."""
+        to_vector = op.attrs.get("src_pipe") == "FIXP"
+        dt = op.result.type.dtype
         M, N = (int(d) for d in op.result.type.shape)
-        if op.result.type.dtype.name != "f32":
-            raise not_lowered(op, f"a hand-off of a {op.result.type.dtype} tile (the emitter hands f32 L0C tiles)")
+        if to_vector and dt.name != "f32":
+            raise not_lowered(op, f"a hand-off of a {dt} tile (the emitter hands f32 L0C tiles)")
+        if not to_vector and dt.itemsize != 2:
+            raise not_lowered(op, f"a Vector -> Cube hand-off of {dt} (the Cube takes f16 and bf16)")
+        cross = [int(f) for f in op.attrs["cross_flags"]]
+        stages = sv.buffers(op)[0].stages
+        in_loop = bool(self.loop_slots)
+        if in_loop and len(cross) < 2:
+            raise not_lowered(op, "a hand-off inside a loop without a flag back")
+        nbytes = (M * N * dt.itemsize + 31) // 32 * 32
         offset = self.workspace_offsets.get(id(op))
         if offset is None:
             offset = self.workspace_offsets[id(op)] = self.info.workspace_bytes
-            self.info.workspace_bytes += M * N * 4
-        flag = int(op.attrs["cross_flags"][0])
-        at = f"workspaceGm_[program * kWorkspaceFloats + {offset // 4}]"
+            self.info.workspace_bytes += nbytes * stages
+        slot = self.slot(stages) if in_loop else "0"
+        ws = self.workspace_view(dt)
+        per = 4 // dt.itemsize          # elements of dt per workspace float
+        at = (f"{ws}[program * kWorkspaceFloats{f' * {per}' if per > 1 else ''} + "
+              f"{offset // dt.itemsize}{f' + {slot} * {nbytes // dt.itemsize}' if slot != '0' else ''}]")
+        source = (self.side == "AIC") == to_vector
         self.emit_flags(op, "wait_flags")
-        if self.side == "AIC":
+        if source and in_loop:
+            self.line(f"if ({self.iteration()} >= {stages}) {{")
+            self.line(f"    AscendC::CrossCoreWaitFlag({cross[1]});   // the other core has read this slot")
+            self.line("}")
+            self.loop_handoffs[-1].append((cross[1], stages))
+        if source and to_vector:
             acc = self.sym(op.operands[0])
             fix = self.fresh("handoff")
             self.line(f"AscendC::FixpipeParamsV220 {fix};   // L0C -> this program's workspace slot")
@@ -139,16 +160,45 @@ class MixedLowering:
             self.line(f"{fix}.srcStride = {M};")
             self.line(f"{fix}.dstStride = {N};")
             self.line(f"AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>({at}, {acc.var}, {fix});")
-            self.line(f"AscendC::CrossCoreSetFlag<2, PIPE_FIX>({flag});   // to this block's AIV")
-        else:
-            dt = op.result.type.dtype
+            self.line(f"AscendC::CrossCoreSetFlag<2, PIPE_FIX>({cross[0]});   // to this block's AIV")
+        elif source:
+            value = self.sym(op.operands[0])
+            if not isinstance(value, Tile):
+                raise not_lowered(op, "a Vector -> Cube hand-off of a value that is not a tile in UB")
+            self.store_prologue(value)
+            self.line(f"AscendC::DataCopy({at}, {value.var}, {M * N});   // UB -> this program's workspace slot")
+            self.store_epilogue(op, value)
+            self.line(f"AscendC::CrossCoreSetFlag<2, PIPE_MTE3>({cross[0]});   // to this block's AIC")
+        elif to_vector:
             t = cpp_type(dt)
             var = self.user_name(op, "handed")
             m = self.member(sv.buffers(op)[0], "TQue", "VECIN", var)
-            self.line(f"AscendC::CrossCoreWaitFlag({flag});   // the AIC wrote the workspace slot")
+            self.line(f"AscendC::CrossCoreWaitFlag({cross[0]});   // the AIC wrote the workspace slot")
             self.line(f"AscendC::LocalTensor<{t}> {var} = {m.name}.AllocTensor<{t}>();")
             self.line(f"AscendC::DataCopy({var}, {at}, {M * N});")
+            if in_loop:
+                self.line(f"AscendC::CrossCoreSetFlag<2, PIPE_MTE2>({cross[1]});   // the slot is read")
             self.line(f"{m.name}.EnQue({var});")
             self.queue_state[var] = "enqueued"
             self.syms[id(op.result)] = Tile(var, dt, M * N, home=m)
+        else:
+            self.line(f"AscendC::CrossCoreWaitFlag({cross[0]});   // the AIV wrote the workspace slot")
+            self.syms[id(op.result)] = self.workspace_to_l1(op, at, dt, M, N)
+            if in_loop:
+                self.line(f"AscendC::CrossCoreSetFlag<2, PIPE_MTE2>({cross[1]});   // the slot is read")
         self.emit_flags(op, "set_flags")
+
+    def workspace_view(self, dt) -> str:
+        """The GM workspace as a GlobalTensor of ``dt`` (one per element type used)."""
+        name = "workspaceGm_" if dt.name == "f32" else f"workspace{cpp_type(dt).capitalize()}Gm_"
+        self.workspace_types[name] = cpp_type(dt)
+        return name
+
+    def drain_handoffs(self, counter: str, handoffs: list) -> None:
+        """After a loop, the source of each hand-off in it waits for the flags back of
+        the last ``stages`` iterations (every set is waited before the kernel ends)."""
+        for back, stages in handoffs:
+            d = self.fresh("d")
+            self.line(f"for (int64_t {d} = 0; {d} < ({counter} < {stages} ? {counter} : {stages}); ++{d}) {{")
+            self.line(f"    AscendC::CrossCoreWaitFlag({back});   // the other core read the last slots")
+            self.line("}")

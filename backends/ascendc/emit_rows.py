@@ -18,7 +18,7 @@ from npujit.ir.types import float32
 
 from . import schedule_view as sv
 from .lowering import CMP_CPP, VECTOR_BINARY, cpp_type, not_lowered
-from .values import Cell, Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import Cell, Cell3, DataRow, Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
 
 # The event id of the emitter's own SetFlag/WaitFlag pairs here: the last of the 8 ids
 # per event kind; the schedule hands ids out from 0 by liveness (ir/schedule/event_ids.py),
@@ -50,6 +50,9 @@ class RowLowering:
         """The 2-D and per-row patterns, or ``None`` when ``op`` is none of them."""
         k = op.kind
         shape = tuple(rt.shape)
+        cells = self.cell3_symbolic(op, args, rt)
+        if cells is not None:
+            return cells
         if k is Kind.RESHAPE:
             src = op.operands[0].type
             if src.rank == 1 and len(shape) == 2:
@@ -78,14 +81,16 @@ class RowLowering:
             if isinstance(a, Tile) and op.operands[0].type.shape[-1] == 1:
                 return RowVal(self.row_of_tile(op, a).expr, a.dtype, a.length, shape[1])
             if isinstance(a, Tile) and op.operands[0].type.shape[0] == 1 and len(shape) == 2:
-                col = self.row_of_tile(op, a).expr.replace("{r}", "{c}")
-                return Cell(col, a.dtype, shape[0], shape[1])
+                return DataRow(a, shape[0], shape[1])
             raise not_lowered(op, "this broadcast of a data tile is not emitted yet")
         if k is Kind.MUL and len(shape) == 1 and any(isinstance(a, Index) for a in args) \
                 and any(isinstance(a, Splat) for a in args):
             a = next(a for a in args if isinstance(a, Index))
             b = next(a for a in args if isinstance(a, Splat))
             return RowVal(f"({a.base} + {{r}}) * {b.value.expr}", rt.dtype, a.length)
+        if any(isinstance(a, DataRow) for a in args) and any(
+                isinstance(a, (RowVal, Cell, Index)) for a in args):
+            args = [self.data_row_as_cell(op, a) if isinstance(a, DataRow) else a for a in args]
         if any(isinstance(a, Cell) for a in args) and k is not Kind.REDUCE:
             return self.cell_op(op, args, rt)
         if k is Kind.SELECT and len(shape) == 1 and isinstance(args[0], RowVal) and all(
@@ -93,10 +98,25 @@ class RowLowering:
             args = [self.row_of_tile(op, a) if isinstance(a, Tile) else a for a in args]
             e = [f"({a.expr})" if isinstance(a, RowVal) else a.value.expr for a in args]
             return RowVal(f"{e[0]} ? {e[1]} : {e[2]}", rt.dtype, shape[0])
+        if k is Kind.CMP and len(shape) == 2 and all(isinstance(a, (Tile, Splat)) for a in args) \
+                and any(isinstance(a, Tile) and not a.dtype.is_float for a in args) \
+                and all(u.kind is Kind.RESHAPE and u.result.type.rank == 3
+                        for u in _users_through_fused(op)):
+            # kept[:, :, None] of a tile the scalar unit made: compare element by element
+            C = int(shape[1])
+            e = [self.row_of_tile(op, a).expr.replace("{r}", f"{{r}} * {C} + {{c}}")
+                 if isinstance(a, Tile) else a.value.expr for a in args]
+            return Cell(f"({e[0]}) {CMP_CPP[op.attrs['predicate']]} ({e[1]})", rt.dtype,
+                        int(shape[0]), C)
         if len(shape) == 1 and self.per_row_only(op, args):
             # integer division of a loaded index tile (no such vector instruction), or a
             # compare only read as a row condition: the scalar unit computes it per row
             args = [self.row_of_tile(op, a) if isinstance(a, Tile) else a for a in args]
+        if k is Kind.AND and len(shape) == 1 and any(isinstance(a, RowVal) for a in args):
+            # (lanes < n) & a per-row condition: one per-lane condition
+            e = [f"(static_cast<uint32_t>({{r}}) < {a.count})" if isinstance(a, Mask) else f"({a.expr})"
+                 for a in args]
+            return RowVal(" && ".join(e), rt.dtype, shape[0])
         if not any(isinstance(a, (RowVal, Grid, Mask2)) for a in args):
             if k is Kind.AND and len(shape) == 2 and any(isinstance(a, Mask) for a in args):
                 return self.mask2(op, args, shape)
@@ -149,9 +169,15 @@ class RowLowering:
                 e.append(a.value.expr)
             elif isinstance(a, Index):
                 e.append(f"({a.base} + {{c}})")
+            elif isinstance(a, Tile) and k is Kind.SELECT:
+                cols = int(rt.shape[1])
+                e.append(self.row_of_tile(op, a).expr.replace("{r}", f"{{r}} * {cols} + {{c}}"))
             else:
                 raise not_lowered(op, "this operand of a per-element scalar tile is not emitted yet")
-        if k in _ROW_OPS:
+        if k is Kind.SELECT:
+            t = cpp_type(dt)
+            expr = f"{e[0]} ? static_cast<{t}>({e[1]}) : static_cast<{t}>({e[2]})"
+        elif k in _ROW_OPS:
             expr = f"{e[0]} {_ROW_OPS[k]} {e[1]}"
         elif k is Kind.CMP:
             expr = f"{e[0]} {CMP_CPP[op.attrs['predicate']]} {e[1]}"
@@ -206,33 +232,39 @@ class RowLowering:
         self.line("}")
         return _Scalar(name, dt)
 
-    def fold_step(self, kind: str, t: str, acc: str, value: str, indent: str) -> None:
-        """``acc`` takes one more value of a sum / max / min fold (ints wrap)."""
+    def fold_step(self, kind: str, t: str, acc: str, value: str, indent: str,
+                  floats: bool = False) -> None:
+        """``acc`` takes one more value of a sum / max / min fold (ints wrap; float max
+        and min skip NaN, as np.fmax does: NaN only for a line of NaNs)."""
         value = f"static_cast<{t}>({value})"
         if kind == "sum":
             self.line(f"{indent}{acc} = static_cast<{t}>({acc} + {value});")
+        elif floats:
+            v = self.fresh("v")
+            self.line(f"{indent}const {t} {v} = {value};")
+            self.line(f"{indent}if ({v} {'>' if kind == 'max' else '<'} {acc} || {acc} != {acc}) {acc} = {v};")
         else:
             self.line(f"{indent}if ({value} {'>' if kind == 'max' else '<'} {acc}) {acc} = {value};")
 
     def fold_cells(self, op, s, dest, R, C, axis, kind, dt) -> Tile:
         """A reduction along an axis of integer elements on the scalar unit (exact and
         wrapping, as the reference; the vector unit's ReduceSum takes floats)."""
-        if dt.is_float or kind not in ("sum", "max", "min"):
+        if kind not in ("sum", "max", "min"):
             raise not_lowered(op, f"a {kind} of {dt} per-element values is not emitted yet")
         if isinstance(s, Tile):
             src = self.row_of_tile(op, s)
             s = Cell(src.expr.replace("{r}", f"{{r}} * {C} + {{c}}"), s.dtype, R, C)
         out = dest()
-        t = cpp_type(dt)
+        t = "float" if dt.is_float else cpp_type(dt)      # floats accumulate in f32
         outer, inner = (R, C) if axis == 1 else (C, R)
         i, j, acc = self.fresh("i"), self.fresh("j"), self.fresh("folded")
         cell = (lambda a, b: s.at(a, b)) if axis == 1 else (lambda a, b: s.at(b, a))
         self.line(f"for (int32_t {i} = 0; {i} < {outer}; ++{i}) {{   // one {kind} per lane, on the scalar unit")
         self.line(f"    {t} {acc} = static_cast<{t}>({cell(i, '0')});")
         self.line(f"    for (int32_t {j} = 1; {j} < {inner}; ++{j}) {{")
-        self.fold_step(kind, t, acc, cell(i, j), "        ")
+        self.fold_step(kind, t, acc, cell(i, j), "        ", dt.is_float)
         self.line("    }")
-        self.line(f"    {out.var}.SetValue({i}, {acc});")
+        self.line(f"    {out.var}.SetValue({i}, static_cast<{cpp_type(dt)}>({acc}));")
         self.line("}")
         self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
         self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
@@ -290,6 +322,16 @@ class RowLowering:
         commutes = k in (Kind.ADD, Kind.MUL, Kind.MAXIMUM, Kind.MINIMUM)
         rows, cols = row.rows, tile.length // row.rows
         src = self.use_tile(tile)
+        if cols * dt.itemsize % 32:
+            # rows shorter than a 32-byte block: the row values spread into a whole tile
+            spread = self.spread_rows(row, cols, dt)
+            out = dest()
+            x, y = (spread.var, src.var) if row_left else (src.var, spread.var)
+            self.line(f"AscendC::{tile_api}({out.var}, {x}, {y}, {rows * cols});")
+            self.release(spread)
+            if src is not a and src is not b:
+                self.release(src)
+            return out
         out = dest()
         r = self.fresh("r")
         value = scalar_arg(Scalar(row.at(r), row.dtype), dt)
@@ -302,7 +344,8 @@ class RowLowering:
             self.line(f"    AscendC::Adds({out.var}{at}, {src.var}{at}, static_cast<{cpp_type(dt)}>(-({value})), {cols});")
         else:
             spread = self.scratch(dt, cols, "row_value")
-            self.lines.insert(len(self.lines) - 1, self.lines.pop())   # declared before the loop
+            decl = self.lines.pop()
+            self.lines.insert(len(self.lines) - 1, decl)   # declared before the loop
             self.line(f"    AscendC::Duplicate({spread.var}, {value}, {cols});")
             x, y = (spread.var, src.var + at) if row_left else (src.var + at, spread.var)
             self.line(f"    AscendC::{tile_api}({out.var}{at}, {x}, {y}, {cols});")
@@ -337,9 +380,18 @@ class RowLowering:
         lane by the scalar unit.  Float sums accumulate in f32, as the reference does."""
         kind = op.attrs["kind"]
         axis = int(op.attrs["axis"])
-        R, C = (int(x) for x in op.operands[0].type.shape)
         dt = result.type.dtype
-        if isinstance(s, Cell) or (isinstance(s, Tile) and not dt.is_float and axis == 1):
+        if isinstance(s, Cell3):
+            return self.fold_cell3(op, s, dest, kind, axis, dt)
+        src_shape = [int(x) for x in op.operands[0].type.shape]
+        if len(src_shape) == 3 and axis == 2 and isinstance(s, Tile):
+            src_shape, axis = [src_shape[0] * src_shape[1], src_shape[2]], 1   # rows of rows
+        if len(src_shape) != 2:
+            raise not_lowered(op, f"a {kind} reduction along an axis of {op.operands[0].type} "
+                                  "is not emitted yet")
+        R, C = src_shape
+        short = isinstance(s, Tile) and C * dt.itemsize % 32 != 0
+        if isinstance(s, Cell) or (isinstance(s, Tile) and (not dt.is_float or short) and axis == 1):
             return self.fold_cells(op, s, dest, R, C, axis, kind, dt)
         if kind not in ("sum", "max", "min") or not isinstance(s, Tile) or s.dtype != dt:
             raise not_lowered(op, f"a {kind} reduction along an axis of {op.operands[0].type} "
@@ -393,9 +445,13 @@ class RowLowering:
         """``nl.cumsum`` of a 1-D tile: the scalar unit keeps the running sum (f32 for
         floats, as the reference does, rounding each prefix once to the result dtype;
         wrapping for ints) and writes each lane."""
-        if op.attrs["kind"] != "sum" or result.type.rank != 1 or not isinstance(s, Tile):
-            raise not_lowered(op, "a scan other than cumsum of a 1-D tile is not emitted yet")
         dt = result.type.dtype
+        if (op.attrs["kind"] == "sum" and result.type.rank == 2 and int(op.attrs["axis"]) == 0
+                and isinstance(s, Tile) and dt.name in ("i32", "f32")):
+            return self.scan_rows(op, s, dest, dt)
+        if op.attrs["kind"] != "sum" or result.type.rank != 1 or not isinstance(s, Tile):
+            raise not_lowered(op, "a scan other than cumsum of a 1-D tile or along the rows "
+                                  "of an i32/f32 2-D tile is not emitted yet")
         acc_t = "float" if dt.is_float else cpp_type(dt)
         src = self.use_tile(s)
         out = dest()
@@ -411,31 +467,22 @@ class RowLowering:
         self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
         return out
 
-    # --- GM <-> UB of 2-D tiles and of lanes at per-lane offsets -------------------------
-    def lanes_load(self, op, gm: str, t: str, var: str, offs: RowVal, mask, fill: str) -> None:
-        """A 1-D load at per-lane offsets (strided, or gathered by loaded indices): the
-        scalar unit reads each in-bounds lane from GM into UB, then hands the tile to the
-        vector unit."""
+    def scan_rows(self, op, s: Tile, dest, dt) -> Tile:
+        """``nl.cumsum(x, axis=0)`` of a 2-D tile: row r is row r - 1 of the result plus
+        row r of ``x``, one ``Add`` per row on the vector unit (the reference's running
+        sum in order: exact for i32, wrapping; f32 rounds each prefix once)."""
+        R, C = (int(n) for n in op.operands[0].type.shape)
+        self.check_row_pitch(op, C, dt)
+        src = self.use_tile(s)
+        out = dest()
         r = self.fresh("r")
-        if mask is None:
-            cond = None
-        elif isinstance(mask, Mask):
-            cond = f"static_cast<uint32_t>({r}) < {mask.count}"
-        elif isinstance(mask, RowVal) and mask.dtype.is_bool:
-            cond = mask.at(r)
-        else:
-            raise not_lowered(op, "a mask the emitter cannot build for a strided or gathered load")
-        if mask is not None:
-            self.line(f"AscendC::Duplicate({var}, {fill}, {offs.rows});   // masked-off lanes")
-            self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
-            self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
-        read = f"{var}.SetValue({r}, {gm}.GetValue({offs.at(r)}));"
-        self.line(f"for (int32_t {r} = 0; {r} < {offs.rows}; ++{r}) {{   // one element per lane")
-        self.line(f"    {read}" if cond is None else f"    if ({cond}) {read}")
+        self.line(f"AscendC::Muls({out.var}, {src.var}, {_scalar(1, dt)}, {C});   // row 0")
+        self.line(f"for (int32_t {r} = 1; {r} < {R}; ++{r}) {{   // a running sum down the rows")
+        self.line(f"    AscendC::Add({out.var}[{r} * {C}], {out.var}[({r} - 1) * {C}], {src.var}[{r} * {C}], {C});")
         self.line("}")
-        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
-        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        return out
 
+    # --- GM <-> UB of 2-D tiles and of lanes at per-lane offsets -------------------------
     def check_row_pitch(self, op, cols: int, dtype) -> None:
         if cols * dtype.itemsize % 32:
             raise not_lowered(op, f"a 2-D tile whose rows ({cols} x {dtype}) are not a whole "
@@ -479,7 +526,7 @@ class RowLowering:
         ``DataCopyPad`` of the in-bounds rows, row stride in GM, row pitch in UB."""
         load = op.kind is Kind.BLOCK_LOAD
         shape0, shape1, stride0, stride1, off0, off1 = (self.sym(v) for v in op.operands[1:7])
-        if stride1.expr not in ("1", "1LL"):
+        if stride1.expr not in ("1", "1LL") and int(op.attrs["block_shape"][1]) != 1:
             raise not_lowered(op, "a block pointer whose inner stride is not the constant 1 "
                                   "on the vector unit")
         if op.attrs.get("padding", "zero") != "zero" and load:
@@ -487,8 +534,13 @@ class RowLowering:
         dt = op.operands[0].type.dtype
         t = cpp_type(dt)
         R, C = (int(x) for x in op.attrs["block_shape"])
-        self.check_row_pitch(op, C, dt)
         checked = {int(a) for a in op.attrs.get("boundary_check", ())}
+        # rows shorter than a 32-byte block that follow each other in GM (row stride the
+        # constant C, whole rows): the in-bounds rows are one run of elements
+        packed = (C * dt.itemsize % 32 != 0 and stride0.expr.rstrip("L") == str(C)
+                  and 1 not in checked)
+        if not packed:
+            self.check_row_pitch(op, C, dt)
         self.helpers.add("clamp")
         rows, cols = self.fresh("rows_in"), self.fresh("cols_in")
         self.line(f"const uint32_t {rows} = "
@@ -500,6 +552,9 @@ class RowLowering:
         gm_gap = f"static_cast<uint32_t>(({stride0.expr} - {cols}) * sizeof({t}))"
         ub_gap = f"static_cast<uint32_t>(({C} * sizeof({t}) - ({cols} * sizeof({t}) + 31) / 32 * 32) / 32)"
         params = f"{{static_cast<uint16_t>({rows}), static_cast<uint32_t>({cols} * sizeof({t})), "
+        if packed:
+            gm_gap = ub_gap = "0"
+            params = f"{{1, static_cast<uint32_t>({rows} * {C} * sizeof({t})), "
         self.emit_flags(op, "wait_flags")
         if load:
             buf = sv.buffers(op)[0]
@@ -513,7 +568,8 @@ class RowLowering:
             self.helpers.add("tail_pad")
             self.line(f"if ({rows} > 0 && {cols} > 0) {{")
             self.line(f"    AscendC::DataCopyPad({var}, {at_gm}, {params}{gm_gap}, {ub_gap}, 0}},")
-            self.line(f"                         {{true, 0, TailPad<{t}>({cols}), {_zero(dt)}}});")
+            pad = f"{rows} * {C}" if packed else cols
+            self.line(f"                         {{true, 0, TailPad<{t}>({pad}), {_zero(dt)}}});")
             self.line("}")
             self.line(f"{m.name}.EnQue({var});")
             self.queue_state[var] = "enqueued"
@@ -533,11 +589,19 @@ class RowLowering:
 
 
 def _row_condition_use(user) -> bool:
-    """``valid[:, None]``, or the mask of a load of 1-D lanes."""
+    """``valid[:, None]``, the mask of a load or store of 1-D lanes, the condition of a 1-D
+    ``nl.where``, or ``&`` with one of these uses."""
     if user.kind is Kind.RESHAPE:
         return True
-    return (user.kind is Kind.LOAD and user.operands[1].type.rank == 1
-            and not user.result.type.dtype.is_bool)
+    if user.kind is Kind.LOAD:
+        return user.operands[1].type.rank == 1 and not user.result.type.dtype.is_bool
+    if user.kind is Kind.STORE:
+        return user.operands[1].type.rank == 1
+    if user.kind is Kind.SELECT:
+        return user.result.type.rank == 1
+    if user.kind is Kind.AND and user.result.type.rank == 1:
+        return all(_row_condition_use(u) for u in _users_through_fused(user))
+    return False
 
 
 def _users_through_fused(op) -> list:

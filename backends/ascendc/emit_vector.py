@@ -8,13 +8,17 @@ reference interpreter does (docs/semantics.md).
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from npujit.ir.ops import Kind
 from npujit.ir.types import float32, int32
 
 from . import schedule_view as sv
 from .lowering import (ACTIVATIONS, CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY, VECTOR_DTYPES,
                        VECTOR_UNARY, cpp_type, not_lowered, raw_name, round_mode)
-from .values import Bits, Cell, Index, Mask, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import Bits, Cell, DataRow, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
 
 
 class VectorLowering:
@@ -117,6 +121,8 @@ class VectorLowering:
             raise not_lowered(op, "a vector result without a buffer in the schedule")
         if any(isinstance(a, RowVal) for a in args):
             return self.row_binary(op, args, rt.dtype, dest)
+        if any(isinstance(a, DataRow) for a in args) and k is not Kind.SELECT:
+            return self.data_row_binary(op, args, rt.dtype, dest)
         if k is Kind.REDUCE:
             return self.reduce_axis(op, args[0], result, dest)
         if any(isinstance(a, Cell) for a in args):
@@ -163,6 +169,11 @@ class VectorLowering:
         API, as the reference interpreter defines them (one rounding per step on f32)."""
         src = self.as_tile(s, dt)
         n = src.length
+        if op.kind is Kind.GELU:
+            out = self.gelu(op, src, dt, dest)
+            if src is not s:
+                self.release(src)
+            return out
         t = self.scratch(dt, n, "denom")
         self.line(f"AscendC::Muls({t.var}, {src.var}, {_scalar(-1, dt)}, {n});   // {ACTIVATIONS[op.kind]}")
         self.line(f"AscendC::Exp({t.var}, {t.var}, {n});")
@@ -176,6 +187,31 @@ class VectorLowering:
         self.release(t)
         if src is not s:
             self.release(src)
+        return out
+
+    def gelu(self, op, src: Tile, dt, dest) -> Tile:
+        """GELU step by step as the reference interpreter writes it (each step one rounding
+        in f32): ``0.5 * x * (1 + erf(x / sqrt(2)))``, or with ``approximate="tanh"``
+        ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * (x * x * x))))``."""
+        n = src.length
+        t = self.scratch(dt, n, "inner")
+        x = src.var
+        if op.attrs.get("approximate", "none") == "tanh":
+            self.line(f"AscendC::Mul({t.var}, {x}, {x}, {n});   // tanh form")
+            self.line(f"AscendC::Mul({t.var}, {t.var}, {x}, {n});")
+            self.line(f"AscendC::Muls({t.var}, {t.var}, {_f32(0.044715)}, {n});")
+            self.line(f"AscendC::Add({t.var}, {x}, {t.var}, {n});")
+            self.line(f"AscendC::Muls({t.var}, {t.var}, {_f32(math.sqrt(2.0 / math.pi))}, {n});")
+            self.line(f"AscendC::Tanh({t.var}, {t.var}, {n});")
+        else:
+            self.line(f"AscendC::Duplicate({t.var}, {_f32(math.sqrt(2.0))}, {n});   // erf form")
+            self.line(f"AscendC::Div({t.var}, {x}, {t.var}, {n});")
+            self.line(f"AscendC::Erf({t.var}, {t.var}, {n});")
+        self.line(f"AscendC::Adds({t.var}, {t.var}, 1.0f, {n});")
+        out = dest()
+        self.line(f"AscendC::Muls({out.var}, {x}, 0.5f, {n});")
+        self.line(f"AscendC::Mul({out.var}, {out.var}, {t.var}, {n});")
+        self.release(t)
         return out
 
     def on_f32_copies(self, op, args, rt, dest) -> Tile:
@@ -337,6 +373,8 @@ class VectorLowering:
             # cse, as maximum(..., propagate_nan=ALL) makes) at its last use (``release``)
             if len(op.operands[0].uses) == 1:
                 scratch_bits = getattr(cond, "home", None)
+        elif isinstance(cond, Mask2):
+            return self.select_rows(op, cond, a, b, dt, dest)
         else:
             raise not_lowered(op, "nl.where on a condition the emitter cannot build")
         ta = self.as_tile(a, dt)
@@ -432,6 +470,11 @@ def _sum(a: str, sign: str, b: str) -> str:
     if a == "0":
         return b if sign == "+" else f"-({b})"
     return f"{a} {sign} {b}"
+
+
+def _f32(v: float) -> str:
+    """A float literal of the f32 nearest ``v`` (the reference's f32 constants)."""
+    return f"{float(np.float32(v))!r}f"
 
 
 def _scalar(v, dtype) -> str:

@@ -36,10 +36,13 @@ VECTOR_UNARY = {
     Kind.ABS: "Abs",
     Kind.SQRT: "Sqrt",
     Kind.RSQRT: "Rsqrt",
+    Kind.TANH: "Tanh",                # the high-level math library's
+    Kind.ERF: "Erf",
 }
 
 # Activations composed from the basic vector API (emit_vector.py ``activation``).
-ACTIVATIONS = {Kind.SIGMOID: "1 / (1 + exp(-x))", Kind.SILU: "x / (1 + exp(-x))"}
+ACTIVATIONS = {Kind.SIGMOID: "1 / (1 + exp(-x))", Kind.SILU: "x / (1 + exp(-x))",
+               Kind.GELU: "0.5 x (1 + erf(x / sqrt(2))), or the tanh form"}
 
 # Scalar arithmetic on the scalar unit, as C++ operators.
 SCALAR_BINARY = {Kind.ADD: "+", Kind.SUB: "-", Kind.MUL: "*", Kind.DIV: "/",
@@ -59,7 +62,8 @@ STRUCTURAL = {Kind.RETURN, Kind.FOR, Kind.IF, Kind.WHILE, Kind.YIELD, Kind.FUSED
               Kind.RESHAPE,                  # 1-D to 1-D or to [R, 1] / [1, C], a scalar to one lane
               Kind.BROADCAST,                # [R, 1] / [1, C] to [R, C] (emit_rows.py)
               Kind.HANDOFF,                  # Cube -> Vector outside loops (emit_mixed.py)
-              Kind.SCAN}                     # cumsum of a 1-D tile, on the scalar unit
+              Kind.SCAN,                     # cumsum of a 1-D tile, on the scalar unit
+              Kind.TOPK}                     # along the last axis, on the scalar unit (emit_topk.py)
 
 # Element types the vector unit computes on (2201 architecture): anything else is only
 # moved and cast.  bf16 arithmetic is emitted on f32 copies (one rounding, as the
@@ -78,16 +82,12 @@ NOT_LOWERED = {
     Kind.COS: "no Cos in the emitted vector API subset",
     Kind.FLOOR: "floor/ceil tiles are not emitted yet",
     Kind.CEIL: "floor/ceil tiles are not emitted yet",
-    Kind.TANH: "tanh is not emitted yet (no Tanh in the basic vector API subset)",
-    Kind.ERF: "erf is not emitted yet (no Erf in the basic vector API subset)",
-    Kind.GELU: "gelu (erf form) is not emitted yet: it needs erf",
     Kind.TRANS: "2-D vector tiles are not emitted yet",
     Kind.BITCAST: "bitcasts are not emitted yet",
     Kind.REDUCE_COMBINE: "a reduce with a user combine function is not emitted yet",
     Kind.SCAN_COMBINE: "an associative_scan with a user combine function is not emitted yet",
     Kind.MAP_ELEMENTWISE: "map_elementwise (a scalar function per element) is not emitted yet",
     Kind.SORT: "sort is not emitted yet",
-    Kind.TOPK: "topk is not emitted yet",
     Kind.GATHER: "gather (a tile indexed by a tile) is not emitted yet",
     Kind.PRINT: "device_print is not emitted",
     Kind.ASSERT: "device_assert is not emitted",

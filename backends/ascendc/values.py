@@ -144,3 +144,28 @@ class Cell:
 
     def at(self, r: str, c: str) -> str:
         return self.expr.replace("{r}", r).replace("{c}", c)
+
+
+@dataclass
+class DataRow:
+    """A 1-D data tile ``x[None, :]`` broadcast along ``rows`` rows of ``cols`` columns:
+    still the one row in UB (``tile``), read by the vector unit once per row of the
+    other operand."""
+
+    tile: Tile
+    rows: int
+    cols: int
+
+
+@dataclass
+class Cell3:
+    """A 3-D tile ``[R, J, C]`` each of whose elements is a C++ scalar expression in
+    ``{r}``, ``{j}`` and ``{c}`` (``ids[:, :, None] == cols[None, None, :]`` and the like),
+    made by the scalar unit where a reduction along an axis folds it."""
+
+    expr: str
+    dtype: DType
+    shape: tuple
+
+    def at(self, r: str, j: str, c: str) -> str:
+        return self.expr.replace("{r}", r).replace("{j}", j).replace("{c}", c)

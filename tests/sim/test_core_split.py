@@ -250,11 +250,44 @@ def relu_matmul_kernel(a_ptr, b_ptr, c_ptr, M: nl.constexpr, N: nl.constexpr, K:
     nl.store(blk(c_ptr, M, N, M, N), acc)
 
 
-def test_ascend_c_refuses_a_vector_to_cube_hand_off_by_name(tmp_path):
-    a = np.ones((32, 32), np.float16)
-    with pytest.raises(NotImplementedError, match=r"npu\.handoff at test_core_split\.py:\d+"):
-        relu_matmul_kernel.emit("ascendc", str(tmp_path), a, a, np.zeros((32, 32), np.float32),
-                                M=32, N=32, K=32)
+def test_ascend_c_emits_the_vector_to_cube_hand_off():
+    # relu on the AIV, UB -> GM workspace -> L1 on the AIC (CrossCoreSetFlag<2, PIPE_MTE3>),
+    # against numpy on the CPU twin
+    a, b = _f16(32, 32), _f16(32, 32)
+    c = np.zeros((32, 32), np.float32)
+    relu_matmul_kernel.with_options(backend="ascendc-twin")[(1,)](a, b, c, M=32, N=32, K=32)
+    want = np.maximum(a.astype(np.float32), 0) @ b.astype(np.float32)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_ascend_c_hand_offs_both_ways_inside_a_loop(stages):
+    # the expert FFN's shape: per I chunk gate/up to the AIV and silu(g) * u back to the
+    # AIC, a workspace slot per stage and a flag back per hand-off; the twin runs the
+    # block's AIC and AIV side by side
+    m, h, i_size, bi = 16, 64, 96, 32
+    args = (_f16(m, h), _f16(h, i_size, scale=0.2), _f16(h, i_size, scale=0.2),
+            _f16(i_size, h, scale=0.2))
+    y = np.zeros((m, h), np.float32)
+    ffn_kernel.with_options(backend="ascendc-twin")[(1,)](
+        *args, y, i_size, M=m, H=h, BLOCK_I=bi, STAGES=stages)
+    np.testing.assert_allclose(y, _ffn_want(*args, bi), rtol=2e-3, atol=2e-3)
+
+
+def test_twin_names_a_cross_core_flag_both_cores_wait_for():
+    # without the AIV's flag back, the AIC waits for it before rewriting the gate slot in
+    # the second iteration while the AIV waits for that slot: both cores wait, the twin
+    # says so (a hang on the device) instead of hanging
+    from npujit.backends.ascendc import AscendCTwinKernel, TwinDeviceError
+    args = (_f16(16, 64), _f16(64, 96, scale=0.2), _f16(64, 96, scale=0.2), _f16(96, 64, scale=0.2))
+    y = np.zeros((16, 64), np.float32)
+    k = ffn_kernel.with_options(backend="ascendc-twin")
+    k[(1,)](*args, y, 96, M=16, H=64, BLOCK_I=32, STAGES=1)
+    run = next(iter(k.cache.values())).runnable()
+    edited = run.source.replace("AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(1);", "", 1)
+    assert edited != run.source
+    with pytest.raises(TwinDeviceError, match=r"CrossCoreWaitFlag\(\d+\) with no CrossCoreSetFlag"):
+        AscendCTwinKernel(run.fn, run.options, source=edited)((1,), [*(a.ravel() for a in args), y.ravel(), 96])
 
 
 def test_verify_schedule_refuses_hand_offs_sharing_a_cross_core_flag():

@@ -87,15 +87,18 @@ def _shipped_sources(tmp_path) -> str:
 def _moe_launches() -> list:
     """One launch of each MoE kernel that emits (kernels/moe/)."""
     from npujit.kernels.moe import combine, dispatch, experts
-    from npujit.kernels.moe.router import score_kernel
+    from npujit.kernels.moe.router import route_unfused_launches, router_launch, score_kernel
     ids = np.array([[0, 1], [2, 0], [1, 3]], np.int32)
-    count, aligned = dispatch.align_launches(ids, 4, 16)[0][0], dispatch.align(ids, 4, backend="reference")
+    align = dispatch.align_launches(ids, 4, 16)[0]
+    count, aligned = align[0], dispatch.align(ids, 4, backend="reference")
     y = np.zeros((aligned.sorted_ids.size, 32), np.float32)
     logits = np.zeros((3, 4), np.float32)
-    return [count, combine.combine_launch(y, aligned.row_idx, np.ones((3, 2), np.float32),
+    xr, wr = np.zeros((3, 32), np.float16), np.zeros((4, 32), np.float16)
+    return [count, align[2], router_launch(xr, wr, 2)[0], route_unfused_launches(xr, wr, 2)[0][2], combine.combine_launch(y, aligned.row_idx, np.ones((3, 2), np.float32),
                                           np.zeros((3, 32), np.float32)),
             dispatch.permute_launch(y, aligned, y.copy()),
             experts.act_launch(np.zeros((3, 64), np.float32), np.zeros((3, 32), np.float32)),
+            experts.act_launch(np.zeros((3, 64), np.float32), np.zeros((3, 32), np.float32), "gelu"),
             KernelLaunch(score_kernel, (1,), (logits, logits.copy(), 3, 4),
                          dict(SIGMOID=False, BLOCK_T=16, BLOCK_E=16)),
             *_expert_launches(experts, aligned),
@@ -106,9 +109,9 @@ def _moe_launches() -> list:
 
 def _expert_launches(experts, aligned):
     x = np.zeros((3, 48), np.float16)
-    return experts.experts_launches(x, aligned, np.ones((3, 2), np.float32),
-                                    np.zeros((4, 80, 48), np.float16), np.zeros((4, 48, 40), np.float16),
-                                    np.zeros((3, 48), np.float32))
+    return [launch for form in ("workspace", "onchip") for launch in experts.experts_launches(
+        x, aligned, np.ones((3, 2), np.float32), np.zeros((4, 80, 48), np.float16),
+        np.zeros((4, 48, 40), np.float16), np.zeros((3, 48), np.float32), form=form)]
 
 
 def _documented_names() -> set:
@@ -142,16 +145,16 @@ def test_lowering_table_covers_every_op_kind():
 
 
 @npu_kernel
-def erf_kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
+def sin_kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
     offs = nl.arange(0, BLOCK)
-    nl.store(out_ptr + offs, nl.erf(nl.load(x_ptr + offs)))
+    nl.store(out_ptr + offs, nl.sin(nl.load(x_ptr + offs)))
 
 
 def test_an_op_that_cannot_be_lowered_names_itself_and_its_line(tmp_path):
     x = np.zeros(64, np.float32)
-    with pytest.raises(NotImplementedError, match=r"npu\.erf at test_ascendc_emit\.py:\d+ "
-                                                   r"\(`nl\.store\(out_ptr \+ offs, nl\.erf"):
-        erf_kernel.emit("ascendc", str(tmp_path), x, x.copy(), BLOCK=64)
+    with pytest.raises(NotImplementedError, match=r"npu\.sin at test_ascendc_emit\.py:\d+ "
+                                                   r"\(`nl\.store\(out_ptr \+ offs, nl\.sin"):
+        sin_kernel.emit("ascendc", str(tmp_path), x, x.copy(), BLOCK=64)
 
 
 def _cann_root():

@@ -101,6 +101,21 @@ def test_matmul_with_a_transposed_operand_says_what_to_do():
         matmul.matmul(a, b, block_m=32, block_n=32, block_k=16, backend=TWIN)
 
 
+@pytest.mark.parametrize("l0_block_k", [0, 16])
+def test_matmul_with_b_a_transposed_view(l0_block_k):
+    # B = w.T with strides (1, K) passed as run-time arguments (the unfused MoE router's
+    # logits): the kernel sees stride_bn != 1 and copies B's columns, its GM rows; the
+    # same build runs a contiguous B through the row copy
+    a, w, b = _data((33, 40), np.float16), _data((50, 40), np.float16), _data((40, 50), np.float16)
+    for rhs in (w.T, b):
+        kw = dict(block_m=32, block_n=32, block_k=32, l0_block_k=l0_block_k)
+        assert_matches(matmul.matmul(a, rhs, backend=TWIN, **kw),
+                       matmul.matmul(a, rhs, backend="reference", **kw), f"a @ {rhs.strides}")
+    strided = _data((80, 100), np.float16)[::2, ::2]          # strides (200, 2): neither is 1
+    with pytest.raises(NotImplementedError, match="'stride_bk' and 'stride_bn' are 200 and 2"):
+        matmul.matmul(a, strided, backend=TWIN, **kw)
+
+
 def test_half_rounding_matches_numpy_bit_for_bit():
     # f32 -> f16 and f32 -> bf16 casts over ordinary, tiny (subnormal), huge and tie values
     x = np.concatenate([rng.standard_normal(1000) * 10.0 ** rng.integers(-9, 6, 1000),
@@ -175,3 +190,24 @@ def test_atomics_the_emitter_cannot_lower_name_the_line():
         _column_max.with_options(backend=TWIN)[(1,)](x, x.copy(), 32, BLOCK=32)
     with pytest.raises(NotImplementedError, match=r"the old values an atomic returns"):
         _reads_old_values.with_options(backend=TWIN)[(1,)](x, x.copy(), x.copy(), BLOCK=32)
+
+
+@npu_kernel
+def tanh_erf_gelu_kernel(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
+    offs = nl.arange(0, BLOCK)
+    x = nl.load(x_ptr + offs, mask=offs < n)
+    y = nl.tanh(x) + nl.erf(x * 0.5) + nl.gelu(x, approximate="tanh")
+    nl.store(out_ptr + offs, y, mask=offs < n)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_tanh_erf_and_gelu_tanh_form(dtype):
+    # the math library's Tanh and Erf, and gelu's tanh form step by step (f32 for halves)
+    x = (rng.standard_normal(100) * 3).astype(dtype)
+    x[:3] = (0.0, -0.0, 1e-4)
+    outs = {}
+    for backend in ("reference", TWIN):
+        out = np.zeros(100, dtype)
+        tanh_erf_gelu_kernel.with_options(backend=backend)[(1,)](x, out, 100, BLOCK=128)
+        outs[backend] = out
+    assert_matches(outs[TWIN], outs["reference"], f"tanh + erf + gelu {np.dtype(dtype)}")

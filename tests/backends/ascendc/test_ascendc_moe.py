@@ -39,14 +39,16 @@ def test_combine_gathers_rows_and_weights_them():
         assert_matches(got, want, f"combine T={T} H={H} shared={shared}")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_activation_step(dtype):
-    # silu(gate) * up on [R, 2I] rows: a block pointer into UB and an offset 2-D load
+@pytest.mark.parametrize("dtype, activation", [(np.float32, "silu"), (np.float16, "silu"),
+                                               (np.float32, "gelu"), (np.float16, "gelu")])
+def test_activation_step(dtype, activation):
+    # act(gate) * up on [R, 2I] rows: a block pointer into UB and an offset 2-D load; gelu
+    # (erf form) step by step with the math library's Erf, f16 on f32 copies
     for R, I in ((20, 40), (3, 64)):
         h = (rng.standard_normal((R, 2 * I)) * 4).astype(dtype)
-        want = experts.act(h, "silu", backend="reference")
-        got = experts.act(h, "silu", backend=TWIN)
-        assert_matches(got, want, f"act R={R} I={I} {np.dtype(dtype)}")
+        want = experts.act(h, activation, backend="reference")
+        got = experts.act(h, activation, backend=TWIN)
+        assert_matches(got, want, f"{activation} R={R} I={I} {np.dtype(dtype)}")
 
 
 def test_permute_gathers_token_rows():
@@ -58,23 +60,27 @@ def test_permute_gathers_token_rows():
     assert_matches(got, want, "permute")
 
 
-def test_dispatch_histogram_and_offsets():
+def test_dispatch_histogram_offsets_and_scatter():
     # count_kernel: one-hot rows (ids[:, None] == cols[None, :]) summed along axis 0 and
     # added by an atomic; offsets_kernel: per-lane // on the scalar unit, cumsum, an int
     # sum, each block's expert as a count of (end[None, :] <= first_row[:, None]) along
-    # axis 1, pad rows filled through a block pointer (the capacity rule in the second case)
+    # axis 1, pad rows filled through a block pointer (the capacity rule in the second case);
+    # scatter_kernel: the earlier blocks' counts summed into a tile the loop carries, a
+    # cumsum down the rows of the one-hot tile, offsets gathered by expert id, the slots
+    # scattered to their rows by the scalar unit
     from npujit.kernels.moe.launch import run_all
     for T, E, k, cap in ((37, 6, 2, None), (50, 16, 3, 20)):
         ids = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int32)
         got = {}
         for backend in ("reference", TWIN):
             launches, aligned = dispatch.align_launches(ids, E, 16, capacity=cap, block_s=16)
-            run_all(launches[:2], backend)
+            run_all(launches, backend)
             got[backend] = (aligned.counts, launches[0].args[2], aligned.offsets,
-                            aligned.expert_ids, aligned.sorted_ids, aligned.total_buf)
+                            aligned.expert_ids, aligned.sorted_ids, aligned.total_buf,
+                            aligned.row_idx)
         np.testing.assert_array_equal(got[TWIN][0], np.bincount(ids.ravel(), minlength=E))
         for name, g, w in zip(("counts", "block counts", "offsets", "expert ids", "sorted ids",
-                               "total"), got[TWIN], got["reference"]):
+                               "total", "row idx"), got[TWIN], got["reference"]):
             np.testing.assert_array_equal(g, w, err_msg=f"{name}, T={T} E={E}")
 
 
@@ -119,6 +125,24 @@ def test_expert_ffn_workspace_form():
         assert_matches(got, want, f"experts T={T} H={H} I={I} {np.dtype(dtype)}")
 
 
+@pytest.mark.parametrize("dtype, activation", [(np.float16, "silu"), (ml_dtypes.bfloat16, "gelu")])
+def test_expert_ffn_on_chip_form(dtype, activation):
+    # fused_experts_kernel: per I chunk, gate and up handed from the AIC to the AIV and the
+    # activation handed back for the down GEMM inside the loop (a flag back per hand-off),
+    # the down accumulator handed to the AIV after it and added by an atomic; the twin runs
+    # the block's two cores side by side
+    T, E, H, I = 21, 3, 48, 40
+    aligned = _routing(T, E, 2)
+    x = rng.standard_normal((T, H)).astype(dtype)
+    gate_up = (rng.standard_normal((E, 2 * I, H)) * 0.3).astype(dtype)
+    down = (rng.standard_normal((E, H, I)) * 0.3).astype(dtype)
+    w = rng.random((T, 2)).astype(np.float32)
+    kw = dict(activation=activation, form="onchip")
+    want = experts.experts(x, aligned, w, gate_up, down, backend="reference", **kw)
+    got = experts.experts(x, aligned, w, gate_up, down, backend=TWIN, **kw)
+    assert_matches(got, want, f"on-chip experts {np.dtype(dtype)} {activation}")
+
+
 def test_a_removed_cross_core_set_fails_naming_the_flag():
     from npujit.backends.ascendc import AscendCTwinKernel, TwinDeviceError
     from ascendc_support import compiled
@@ -150,7 +174,61 @@ def test_router_scores(sigmoid):
         assert_matches(outs[TWIN], outs["reference"], f"scores T={T} E={E}")
 
 
-def test_what_does_not_emit_names_the_op():
-    h = rng.standard_normal((4, 32)).astype(np.float32)
-    with pytest.raises(NotImplementedError, match=r"npu\.gelu at experts\.py:\d+"):
-        experts.act(h, "gelu", backend=TWIN)
+def _router_outputs(launch_of):
+    """{backend: outputs} of the launches ``launch_of()`` makes, run on the reference and
+    on the twin."""
+    got = {}
+    for backend in ("reference", TWIN):
+        launches, outs = launch_of()
+        for launch in launches:
+            launch.run(backend)
+        got[backend] = outs
+    return got
+
+
+@pytest.mark.parametrize("scoring, T, E, k, prob", [
+    ("mixtral", 21, 8, 2, False),          # softmax, renormalised; a ragged last block
+    ("qwen3", 5, 60, 4, True),             # 60 of a 64-wide expert tile; router probabilities
+    ("sigmoid-bias", 19, 16, 1, False),    # sigmoid with a correction bias, top-1
+    ("deepseek_v3", 21, 16, 4, True),      # groups: [T, 8, 2] best-2 sums, top-4 groups kept
+])
+def test_fused_router(scoring, T, E, k, prob):
+    # x @ w.T on the Cube handed to the Vector; where on the padded experts, softmax or
+    # sigmoid, the bias row added to every token, group-limited selection (the expert tile
+    # seen as [T, groups, size], top-k along each group, the kept groups as a per-element
+    # mask), top-k on the scalar unit, the weights
+    # gathered at the ids (a 3-D one-hot folded along the experts), renormalised, stored as
+    # [T, k] rows shorter than a 32-byte block.  Zero rows of x tie every expert: the ids
+    # must be the lowest, as the reference orders ties.
+    from npujit.kernels.moe.routing import Routing
+    rule = scoring
+    if scoring == "sigmoid-bias":
+        bias = rng.standard_normal(E) * 0.1
+        bias[[5, 11]] = bias.max() + 0.2          # two experts tie for the biased best
+        rule = Routing("sigmoid", renormalize=True, correction_bias=bias)
+    x = rng.standard_normal((T, 40)).astype(np.float16)
+    x[::4] = 0
+    w = rng.standard_normal((E, 40)).astype(np.float16)
+
+    def launches():
+        ps = np.zeros(E, np.float32) if prob else None
+        launch, (weights, ids) = router.router_launch(x, w, k, scoring=rule, prob_sum=ps)
+        return [launch], (weights, ids) + ((ps,) if prob else ())
+    got = _router_outputs(launches)
+    for name, g, want in zip(("weights", "ids", "prob_sum"), got[TWIN], got["reference"]):
+        assert_matches(g, want, f"router {scoring} {name}")
+    tied = [5] if scoring == "sigmoid-bias" else np.arange(k)
+    assert (got[TWIN][1][::4] == tied).all()     # ties go to the lower expert id
+
+
+def test_unfused_router():
+    # the logits matmul with B = router_weight.T (run-time strides (1, H): B's columns are
+    # copied), score_kernel, and select_kernel: scores [T, E] in GM, the bias row, top-k,
+    # the weights at the ids
+    for T, E, k, scoring in ((21, 8, 2, "mixtral"), (19, 8, 1, "switch"), (21, 64, 8, "deepseek_v3")):
+        x = rng.standard_normal((T, 24)).astype(np.float16)
+        x[1] = 0
+        w = rng.standard_normal((E, 24)).astype(np.float16)
+        got = _router_outputs(lambda: router.route_unfused_launches(x, w, k, scoring=scoring))
+        for name, g, want in zip(("weights", "ids"), got[TWIN], got["reference"]):
+            assert_matches(g, want, f"select {scoring} {name}")

@@ -20,9 +20,11 @@ struct DeviceError : std::runtime_error {
 
 [[noreturn]] inline void twin_fail(const std::string& message) { throw DeviceError(message); }
 
+// Per-core state is thread_local: a mixed kernel's AIC and AIV halves run on two threads
+// (launch.h).
 // An error found where throwing is not allowed (a destructor): kept until the block ends.
 inline std::string& deferred_error() {
-  static std::string message;
+  thread_local std::string message;
   return message;
 }
 
@@ -78,7 +80,7 @@ struct Atomic {
 };
 
 inline Atomic& atomic() {
-  static Atomic a;
+  thread_local Atomic a;
   return a;
 }
 
@@ -101,16 +103,17 @@ struct Block {
 };
 
 inline Block& block() {
-  static Block b;
+  thread_local Block b;
   return b;
 }
 
 // Which core of a separated part runs the block now: a mixed (AIC + AIV) kernel's block
-// runs once as its AIC and then once as its AIV, each with fresh on-chip memory.
+// runs as its AIC and as its AIV at the same time (two threads), each with fresh on-chip
+// memory.
 enum class CoreType { AIC, AIV };
 
 inline CoreType& core_type() {
-  static CoreType c = CoreType::AIV;
+  thread_local CoreType c = CoreType::AIV;
   return c;
 }
 
@@ -120,6 +123,6 @@ inline CoreType& core_type() {
 #define ASCEND_IS_AIV (npujit_twin::core_type() == npujit_twin::CoreType::AIV)
 
 // The kernel type a mixed kernel declares (one AIC and one AIV per block); the twin runs
-// every block's AIC and then its AIV (launch.h), so the declaration itself does nothing.
+// every block's AIC and AIV side by side (launch.h), so the declaration itself does nothing.
 enum KernelType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIC_1_1, KERNEL_TYPE_MIX_AIC_1_2 };
 #define KERNEL_TASK_TYPE_DEFAULT(type) static_cast<void>(type)

@@ -3,8 +3,12 @@
 // error that names the event and its id.
 #pragma once
 
+#include <algorithm>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "state.h"
 
@@ -34,7 +38,7 @@ constexpr int32_t kEventIds = 8;
 namespace npujit_twin {
 
 inline std::map<std::pair<int, int32_t>, int>& flags() {
-  static std::map<std::pair<int, int32_t>, int> pending;
+  thread_local std::map<std::pair<int, int32_t>, int> pending;
   return pending;
 }
 
@@ -58,18 +62,50 @@ inline void check_flags_drained() {
   }
 }
 
-inline std::map<int, int>& cross_flags() {
-  static std::map<int, int> f;
+// Cross-core flags of the block being run: a count of sets per id, shared by its AIC and
+// AIV threads.  A wait blocks until a set arrives; it fails (as the device would hang)
+// when the other core has ended, or is itself waiting, with no set to come.
+struct CrossFlags {
+  std::mutex lock;
+  std::condition_variable changed;
+  std::map<int, int> count;
+  int ended = 0;            // halves of the block that returned or failed
+  std::vector<int> waiting; // the ids the halves in CrossCoreWaitFlag wait for
+  int halves = 1;
+};
+
+inline CrossFlags& cross_flags() {
+  static CrossFlags f;
   return f;
 }
 
+constexpr const char* kNoSet = " with no CrossCoreSetFlag by the other core";
+
+inline void start_cross_flags(int halves) {
+  CrossFlags& f = cross_flags();
+  std::lock_guard<std::mutex> hold(f.lock);
+  f.count.clear();
+  f.ended = 0;
+  f.waiting.clear();
+  f.halves = halves;
+}
+
+// A half of the block ended (returned or failed): wake a waiting other half.
+inline void end_half() {
+  CrossFlags& f = cross_flags();
+  {
+    std::lock_guard<std::mutex> hold(f.lock);
+    ++f.ended;
+  }
+  f.changed.notify_all();
+}
+
 inline void check_cross_flags_drained() {
-  for (const auto& kv : cross_flags()) {
+  for (const auto& kv : cross_flags().count) {
     if (kv.second != 0) {
       twin_fail("CrossCoreSetFlag(" + std::to_string(kv.first) + ") never waited by the other core");
     }
   }
-  cross_flags().clear();
 }
 
 }  // namespace npujit_twin
@@ -99,23 +135,43 @@ template <HardEvent E> inline void WaitFlag(int32_t id) {
 template <pipe_t P> inline void PipeBarrier() {}
 
 // Cross-core flags between a block's AIC and AIV (mode 2): a counter per id (0..10, at
-// most 15 sets outstanding).  The twin runs the AIC first, so a wait finds the sets the
-// AIC made; a wait with none, or a set never waited by the block's end, is an error.
+// most 15 sets outstanding); a wait blocks until the other core sets the id.
 template <uint8_t MODE, pipe_t P> inline void CrossCoreSetFlag(uint16_t id) {
   static_assert(MODE == 2, "the emitter synchronises a block's AIC and AIV (mode 2)");
   if (id > 10) npujit_twin::twin_fail("CrossCoreSetFlag(" + std::to_string(id) + "): flag ids run from 0 to 10");
-  int& count = npujit_twin::cross_flags()[id];
-  if (count >= 15) npujit_twin::twin_fail("CrossCoreSetFlag(" + std::to_string(id) + "): 15 sets outstanding");
-  ++count;
+  npujit_twin::CrossFlags& f = npujit_twin::cross_flags();
+  {
+    std::lock_guard<std::mutex> hold(f.lock);
+    int& count = f.count[id];
+    if (count >= 15) npujit_twin::twin_fail("CrossCoreSetFlag(" + std::to_string(id) + "): 15 sets outstanding");
+    ++count;
+  }
+  f.changed.notify_all();
 }
 
 inline void CrossCoreWaitFlag(uint16_t id) {
-  int& count = npujit_twin::cross_flags()[id];
-  if (count == 0) {
-    npujit_twin::twin_fail("CrossCoreWaitFlag(" + std::to_string(id) +
-                           ") with no CrossCoreSetFlag by the other core (on the device it would hang)");
+  npujit_twin::CrossFlags& f = npujit_twin::cross_flags();
+  std::unique_lock<std::mutex> hold(f.lock);
+  f.waiting.push_back(id);
+  auto leave = [&f, id] { f.waiting.erase(std::find(f.waiting.begin(), f.waiting.end(), static_cast<int>(id))); };
+  for (;;) {
+    int& count = f.count[id];
+    if (count > 0) {
+      --count;
+      leave();
+      return;
+    }
+    // the other half has ended, or waits for a flag nobody set either: no set will come
+    int blocked = 0;
+    for (int w : f.waiting) blocked += f.count[w] == 0;
+    if (f.ended + blocked >= f.halves) {
+      leave();
+      f.changed.notify_all();
+      npujit_twin::twin_fail("CrossCoreWaitFlag(" + std::to_string(id) + ")" + npujit_twin::kNoSet +
+                             " (on the device it would hang)");
+    }
+    f.changed.wait(hold);
   }
-  --count;
 }
 
 }  // namespace AscendC

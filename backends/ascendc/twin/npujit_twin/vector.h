@@ -185,6 +185,11 @@ NPUJIT_TWIN_UNARY(Sqrt, std::sqrt(a))
 NPUJIT_TWIN_UNARY(Rsqrt, 1.0f / std::sqrt(a))
 NPUJIT_TWIN_UNARY(Reciprocal, 1.0f / a)
 NPUJIT_TWIN_UNARY(Relu, a > 0 ? a : decltype(a)(0))
+// From the high-level math library (CANN's lib/math: it computes them from basic
+// instructions, taking a temporary buffer of its own when none is passed); here in f32,
+// rounded once to T, as the reference interpreter computes tanh and erf.
+NPUJIT_TWIN_UNARY(Tanh, std::tanh(a))
+NPUJIT_TWIN_UNARY(Erf, std::erf(a))
 #undef NPUJIT_TWIN_UNARY
 
 template <typename T> inline void Duplicate(const LocalTensor<T>& dst, T scalar, uint32_t count) {
