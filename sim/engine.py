@@ -184,10 +184,11 @@ class Timeline:
         return [(r.program, r.core, r.start, r.end, r.compiled,
                  {ps.name: ps.busy for ps in r.pipes}) for r in self.runs]
 
-    def busy_totals(self, rows: list) -> tuple:
+    def busy_totals(self) -> tuple:
         """From :meth:`program_rows`: busy cycles per physical core and pipe, programs per
         core, and per physical core kind the block time and busy cycles per pipe (what
         the report's ratios divide)."""
+        rows = self.program_rows()
         core_busy: dict[str, dict[str, int]] = {}
         per_core_programs: dict[str, int] = {}
         kind_time: dict[str, int] = {}

@@ -28,7 +28,7 @@ from . import fast_engine as fe
 from . import fast_memory as fm
 from .engine import CoreRun, Engine, PipeRun, Timeline
 from .l2 import ONCE, MemorySystem
-from .queues import CSET, GM, SET, SETD
+from .queues import CSET, GM, SET, SETD, distinct_programs
 from npujit.target import NPUSpec
 
 
@@ -88,7 +88,7 @@ class FastTimeline(Timeline):
                         dict(zip(comp.pipes, busy[base:base + len(comp.pipes)]))))
         return out
 
-    def busy_totals(self, rows=None) -> tuple:
+    def busy_totals(self) -> tuple:
         """:meth:`Timeline.busy_totals <npujit.sim.engine.Timeline.busy_totals>` from the
         run arrays, in a few numpy passes instead of a pass per run."""
         RUN, PR = self._arrays[0], self._arrays[1]
@@ -160,28 +160,6 @@ class FastTimeline(Timeline):
         for run, partner in zip(runs, RUN[:, fe.R_PARTNER].tolist()):
             run.partner = runs[partner] if partner >= 0 else None
         return runs
-
-
-def distinct_programs(compiled: list) -> tuple:
-    """The distinct :class:`Compiled` programs of a launch (first-run order) and, per
-    program index, the number of its distinct program.
-
-    Example::
-
-        >>> a, b = object(), object()
-        >>> distinct_programs([a, b, a])[1].tolist()
-        [0, 1, 0]
-    """
-    index: dict[int, int] = {}
-    distinct = []
-    number = np.empty(len(compiled), dtype=np.int64)
-    for i, c in enumerate(compiled):
-        d = index.get(id(c))
-        if d is None:
-            d = index[id(c)] = len(distinct)
-            distinct.append(c)
-        number[i] = d
-    return distinct, number
 
 
 def _entry_table(entries: list, has_l2: bool):

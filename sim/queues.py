@@ -497,3 +497,19 @@ class Compiler:
             c.instr_count = int(lengths[i])
             out.append(c)
         return out
+
+
+def distinct_programs(compiled: list) -> tuple:
+    """The distinct :class:`Compiled` programs of a launch (first-run order) and, per
+    program index, the number of its distinct program.
+
+    Example::
+
+        >>> a, b = object(), object()
+        >>> distinct_programs([a, b, a])[1].tolist()
+        [0, 1, 0]
+    """
+    index: dict[int, int] = {}
+    number = [index.setdefault(id(c), len(index)) for c in compiled]
+    distinct = list({id(c): c for c in compiled}.values())
+    return distinct, np.array(number, dtype=np.int64)
