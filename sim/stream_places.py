@@ -234,12 +234,25 @@ class LaunchPlaces:
             final[touched & once[np.where(touched, final, 0)]] = ONCE_CODE
             key = np.concatenate([final, g.bursts], axis=1)
             first, inverse, _ = unique_rows(key)
+            rows = key[first]
             marks = final.shape[1]
+            # each mark's distinct (region, burst) pair placed once: one Instr object in
+            # every program that places it so (the queue compiler finds it by identity)
+            placed = []
+            for m, (pos, _, _) in enumerate(g.template.marks):
+                pairs, which, _ = unique_rows(rows[:, [m, marks + m]])
+                ins = g.template.instrs[pos]
+                choices = []
+                for code, burst in rows[pairs][:, [m, marks + m]].tolist():
+                    region, burst = self.region(code), None if burst == NONE else burst
+                    choices.append(ins if (ins.gm_region, ins.burst_bytes) == (region, burst)
+                                   else ins._replace(gm_region=region, burst_bytes=burst))
+                placed.append((pos, [choices[w] for w in which.tolist()]))
             objs = np.empty(len(first), dtype=object)
             for u, k in enumerate(first.tolist()):
-                row = key[k].tolist()
-                places = self._places(row[:marks], row[marks:])
-                objs[u] = CoreProgram(core, g.template.with_regions(places),
-                                      name=f"{name}{g.pid(k)}")
+                instrs = list(g.template.instrs)
+                for pos, choices in placed:
+                    instrs[pos] = choices[u]
+                objs[u] = CoreProgram(core, instrs, name=f"{name}{g.pid(k)}")
             out[g.index] = objs[inverse]
         return out.tolist()
