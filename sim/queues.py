@@ -134,6 +134,8 @@ class _KindCache(dict):
         self.infos: list[_InstrInfo] = []
         self.by_id: dict[int, int] = {}   # id(instr) -> uid: a cheap first look-up
         self.alive: list = []             # every Instr object by_id knows, kept alive
+        # id(shared stream) -> (the stream, kept alive; its uids; its placed positions)
+        self.bases: dict[int, tuple] = {}
         self.entry_ids: list[int] = []    # uid -> row of its entry in compiler.entries
         # uid -> its numbers (columns ``COL``), for totals over a program's uids in numpy
         self._cols = np.zeros((64, len(COL)), dtype=np.int64)
@@ -292,6 +294,26 @@ class Compiler:
         return _InstrInfo(pidx, entry, path, ins.nbytes if path else 0, moved, direction,
                           flops, elems, region)
 
+    def _program_uids(self, cache: _KindCache, program: CoreProgram, index: int):
+        """:meth:`_uids` of a program's instructions; of a program placed from a shared
+        stream (``CoreProgram.placed_from``), the stream's uids looked up once and only
+        the placed positions per program."""
+        if program.placed_from is None:
+            return self._uids(cache, program.instrs, index)
+        base, positions = program.placed_from
+        got = cache.bases.get(id(base))
+        if got is None:
+            got = cache.bases[id(base)] = (base, self._uids(cache, base, index),
+                                           np.array(positions, dtype=np.int64))
+        _, uids, at = got
+        uids = uids.copy()
+        if len(positions):
+            try:
+                uids[at] = self._uids(cache, [program.instrs[p] for p in positions], index)
+            except ProgramError:     # raised again naming the instruction's position
+                return self._uids(cache, program.instrs, index)
+        return uids
+
     def _uids(self, cache: _KindCache, instrs: list, index: int) -> np.ndarray:
         """The uid of every instruction: by object id when the program reuses known Instr
         objects (cheap; the cache keeps them alive, so an id is never reused), else by
@@ -357,7 +379,7 @@ class Compiler:
             cache = self._caches.get(kind)
             if cache is None:
                 cache = self._caches[kind] = _KindCache(self, kind)
-            uids = [self._uids(cache, programs[j].instrs, indices[j]) for j in js]
+            uids = [self._program_uids(cache, programs[j], indices[j]) for j in js]
             for j, c in zip(js, self._compile_kind(cache, [programs[j] for j in js], uids)):
                 out[j] = c
         return out

@@ -165,8 +165,13 @@ class LaunchPlaces:
                         lanes[part, m, 1], lanes[part, m, 2] = lo, hi
                         lanes[part, m, 3] = count
                         lane_valid[part, m] = count > 0
-                else:
-                    codes[part, m], bursts[part, m] = self._blocks(access, ev, at[:, m])
+            by_rank: dict = {}
+            for m, access in enumerate(accesses):
+                if not access.lanes:
+                    by_rank.setdefault(len(access.block), []).append(m)
+            for ms in by_rank.values():
+                codes[rows:, ms], bursts[rows:, ms] = self._blocks(
+                    [accesses[m] for m in ms], ev, at[:, ms])
         g.codes, g.bursts = codes[order], bursts[order]
         lanes, lane_valid = lanes[order], lane_valid[order]
         for m in range(marks):
@@ -175,18 +180,22 @@ class LaunchPlaces:
                 lane_rows.append(lanes[valid, m])
                 lane_at.append((g, m, valid))
 
-    def _blocks(self, access, ev, at: np.ndarray) -> tuple:
-        """Region numbers and ``burst_bytes`` of block accesses whose events start at rows
-        ``at``: ``access.block_place`` once per distinct ``(shape, offsets, strides)``."""
-        r = len(access.block)
-        rows = ev[at[:, None] + np.arange(r)]                  # (n, r, [op, shape, stride, off])
-        layout = np.concatenate([rows[:, :, 1], rows[:, :, 3], rows[:, :, 2]], axis=1)
-        first, inverse, _ = unique_rows(layout)
+    def _blocks(self, accesses: list, ev, at: np.ndarray) -> tuple:
+        """Region numbers and ``burst_bytes`` of block accesses of one rank, ``at[k, j]``
+        the row where the events of the ``k``-th program's access ``accesses[j]`` start:
+        ``block_place`` once per distinct access and ``(shape, offsets, strides)``."""
+        n, marks = at.shape
+        r = len(accesses[0].block)
+        rows = ev[at[:, :, None] + np.arange(r)]       # (n, marks, r, [op, shape, stride, off])
+        layout = np.concatenate([np.broadcast_to(np.arange(marks)[:, None], (n, marks, 1)),
+                                 rows[..., 1], rows[..., 3], rows[..., 2]], axis=2)
+        first, inverse, _ = unique_rows(layout.reshape(n * marks, 1 + 3 * r))
         codes, bursts = [], []
-        for row in layout[first].tolist():
-            region, burst = access.block_place(row[:r], row[r:2 * r], row[2 * r:])
+        for j, *row in layout.reshape(n * marks, -1)[first].tolist():
+            region, burst = accesses[j].block_place(row[:r], row[r:2 * r], row[2 * r:])
             codes.append(NONE if region is None else self._py_code(region))
             bursts.append(NONE if burst is None else burst)
+        inverse = inverse.reshape(n, marks)
         return np.array(codes, np.int64)[inverse], np.array(bursts, np.int64)[inverse]
 
     def _name(self, name: str) -> int:
@@ -248,11 +257,13 @@ class LaunchPlaces:
                     choices.append(ins if (ins.gm_region, ins.burst_bytes) == (region, burst)
                                    else ins._replace(gm_region=region, burst_bytes=burst))
                 placed.append((pos, [choices[w] for w in which.tolist()]))
+            positions = tuple(pos for pos, _ in placed)
             objs = np.empty(len(first), dtype=object)
             for u, k in enumerate(first.tolist()):
                 instrs = list(g.template.instrs)
                 for pos, choices in placed:
                     instrs[pos] = choices[u]
-                objs[u] = CoreProgram(core, instrs, name=f"{name}{g.pid(k)}")
+                objs[u] = CoreProgram(core, instrs, name=f"{name}{g.pid(k)}",
+                                      placed_from=(g.template.instrs, positions))
             out[g.index] = objs[inverse]
         return out.tolist()
