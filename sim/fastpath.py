@@ -28,7 +28,7 @@ from . import fast_engine as fe
 from . import fast_memory as fm
 from .engine import CoreRun, Engine, PipeRun, Timeline
 from .l2 import ONCE, MemorySystem
-from .queues import CSET, GM, SET, SETD, distinct_programs
+from .queues import CSET, GM, SET, SETD
 from npujit.target import NPUSpec
 
 
@@ -94,7 +94,7 @@ class FastTimeline(Timeline):
         RUN, PR = self._arrays[0], self._arrays[1]
         names = self.core_names
         pipe_names: dict[str, int] = {}
-        distinct, prog_d = distinct_programs(self.compiled)
+        distinct, prog_d = self.distinct()
         tables = [[pipe_names.setdefault(p, len(pipe_names)) for p in c.pipes]
                   for c in distinct]
         width = max((len(t) for t in tables), default=0)
@@ -198,7 +198,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     nflags = len(comp.flag_index)
     code, arg = E[:, fe.CODE], E[:, fe.A]
     # Distinct compiled programs and their queues.
-    distinct, pdist = distinct_programs(eng.compiled)
+    distinct, pdist = eng.distinct
     nd = len(distinct)
     DP = np.zeros((nd, fe.N_DP), dtype=np.int64)
     # Every distinct program's queues end to end: qrow, with (offset, length) per queue
@@ -297,5 +297,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     if status != fe.OK:
         return None
     hbm = _FastMemory(mem, ls, has_l2, float(outf[0]))
-    return FastTimeline(spec, launch, names, eng.compiled, hbm,
-                        {v: k for k, v in comp.flag_index.items()}, (RUN, PR, MK))
+    timeline = FastTimeline(spec, launch, names, eng.compiled, hbm,
+                            {v: k for k, v in comp.flag_index.items()}, (RUN, PR, MK))
+    timeline._distinct = eng.distinct
+    return timeline

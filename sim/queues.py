@@ -531,7 +531,9 @@ def distinct_programs(compiled: list) -> tuple:
         >>> distinct_programs([a, b, a])[1].tolist()
         [0, 1, 0]
     """
-    index: dict[int, int] = {}
-    number = [index.setdefault(id(c), len(index)) for c in compiled]
-    distinct = list({id(c): c for c in compiled}.values())
-    return distinct, np.array(number, dtype=np.int64)
+    ids = np.fromiter(map(id, compiled), np.int64, len(compiled))
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    order = np.argsort(first)                   # distinct programs as they first run
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return [compiled[i] for i in first[order].tolist()], rank[inverse.ravel()]

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .queues import distinct_programs
 from .roofline import RooflineBound
 from npujit.target import NPUSpec, Pipe
 
@@ -207,7 +206,7 @@ class SimReport:
         bytes_by_path: dict[str, int] = {}
         hbm_read = hbm_write = flops = elems = instrs = 0
         core_busy, per_core_programs, kind_time, kind_busy = timeline.busy_totals()
-        distinct, number = distinct_programs(timeline.compiled)
+        distinct, number = timeline.distinct()
         for comp, n in zip(distinct, np.bincount(number, minlength=len(distinct)).tolist()):
             # whole bytes and counts: any order adds alike
             for path, b in comp.bytes_by_path.items():
