@@ -95,12 +95,74 @@ def emit_memory(cg, op) -> None:
     if shape == ():
         _count(w, cnt, lo, hi, offs.name, mask.name if mask is not None else None, runs)
     else:
-        with Nest(w, shape, [offs] + ([mask] if mask is not None else [])) as nest:
-            _count(w, cnt, lo, hi, nest.at(offs), nest.at(mask) if mask is not None else None,
-                   runs)
+        _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs)
     emit_event(cg, op, cnt, lo, hi)
     if runs is not None:
         emit_event(cg, op, runs[0])
+
+
+def _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs) -> None:
+    """The lanes of a tile access counted without branches or a conditional recurrence,
+    so LLVM can vectorise the loop: a lane's burst is compared with the previous lane's
+    (the previous active lane's when the active lanes are one piece in lane order, the
+    usual masks: all, a prefix, a row range); when they are several pieces, a second loop
+    walks the active lanes and counts the burst runs exactly."""
+    vals = [offs] + ([mask] if mask is not None else [])
+    pieces = None
+    if runs is not None:
+        n, prev, itemsize, burst = runs
+        pieces, prev_on = w.fresh("rec_pieces"), w.fresh("rec_prev_on")
+        w.line(f"{pieces} = 0")
+        w.line(f"{prev_on} = i64(0)")
+    with Nest(w, shape, vals) as nest:
+        o = w.fresh("rec_o")
+        w.line(f"{o} = i64({nest.at(offs)})")
+        if mask is None:
+            on = "1"
+            _extent(w, cnt, lo, hi, o)
+        else:
+            on = w.fresh("rec_on")
+            w.line(f"{on} = i64({nest.at(mask)})")
+            w.line(f"{cnt} += {on}")
+            w.line(f"{lo} = min({lo}, {o} if {on} else i64(9223372036854775807))")
+            w.line(f"{hi} = max({hi}, {o} if {on} else i64(-9223372036854775807))")
+        if runs is not None:
+            b = _burst_of(w, o, itemsize, burst)
+            w.line(f"{n} += {on} & (i64({b} != {prev}) | (1 - {prev_on}))")
+            w.line(f"{pieces} += {on} & (1 - {prev_on})")
+            w.line(f"{prev} = {b}")
+            w.line(f"{prev_on} = {on}")
+    if pieces is not None and mask is not None:
+        w.line(f"if {pieces} > 1:")
+        w.depth += 1
+        w.line(f"{n} = 0")
+        w.line(f"{prev} = i64(-1)")
+        with Nest(w, shape, vals) as nest:
+            w.line(f"if {nest.at(mask)}:")
+            w.depth += 1
+            b = _burst_of(w, f"i64({nest.at(offs)})", itemsize, burst)
+            w.line(f"{n} += {b} != {prev}")
+            w.line(f"{prev} = {b}")
+            w.depth -= 1
+        w.depth -= 1
+
+
+def _burst_of(w, o: str, itemsize: int, burst: int) -> str:
+    """A fresh variable holding the GM burst of element offset ``o``."""
+    b = w.fresh("rec_b")
+    if burst % itemsize == 0 and burst & (burst - 1) == 0:
+        # a power-of-two burst over whole elements: the floor division as a shift
+        w.line(f"{b} = {o} >> {(burst // itemsize).bit_length() - 1}")
+    else:
+        w.line(f"{b} = ({o} * {itemsize}) // {burst}")
+    return b
+
+
+def _extent(w, cnt, lo, hi, o: str) -> None:
+    """An active lane at offset ``o``: counted, and the lowest / highest offset updated."""
+    w.line(f"{cnt} += 1")
+    w.line(f"{lo} = min({lo}, {o})")
+    w.line(f"{hi} = max({hi}, {o})")
 
 
 def _count(w, cnt, lo, hi, off, mask, runs) -> None:
@@ -109,18 +171,10 @@ def _count(w, cnt, lo, hi, off, mask, runs) -> None:
         w.depth += 1
     o = w.fresh("rec_o")
     w.line(f"{o} = i64({off})")
-    w.line(f"{cnt} += 1")
-    w.line(f"{lo} = min({lo}, {o})")
-    w.line(f"{hi} = max({hi}, {o})")
+    _extent(w, cnt, lo, hi, o)
     if runs is not None:
         n, prev, itemsize, burst = runs
-        b = w.fresh("rec_b")
-        if burst % itemsize == 0 and burst & (burst - 1) == 0:
-            # a power-of-two burst over whole elements: the floor division as a shift
-            w.line(f"{b} = {o} >> {(burst // itemsize).bit_length() - 1}")
-        else:
-            w.line(f"{b} = ({o} * {itemsize}) // {burst}")
-        # branch-free: lanes alternate between bursts too rarely to predict well
+        b = _burst_of(w, o, itemsize, burst)
         w.line(f"{n} += {b} != {prev}")
         w.line(f"{prev} = {b}")
     if mask is not None:
