@@ -168,6 +168,10 @@ class _KindCache(dict):
         """The ``COL`` numbers of ``uids``, one row each."""
         return self._cols[uids]
 
+    def column(self, uids: np.ndarray, col: int) -> np.ndarray:
+        """One ``COL`` number (``col``, e.g. ``C_PIPE``) of each of ``uids``."""
+        return self._cols[uids, col]
+
 
 class Compiler:
     """Turns programs into :class:`Compiled` queues, caching per distinct instruction.
@@ -393,8 +397,7 @@ class Compiler:
         P = np.repeat(np.arange(n, dtype=np.int64), lengths)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         local = np.arange(len(U), dtype=np.int64) - starts[P]
-        per = cache.columns(U)
-        pipe = per[:, C_PIPE]
+        pipe = cache.column(U, C_PIPE)
         # Queues: every instruction to its pipe, a barrier("ALL") to every pipe; ordered by
         # (program, pipe, position).
         full = np.flatnonzero(pipe < 0)
@@ -410,9 +413,9 @@ class Compiler:
                  np.argsort(slot.astype(np.uint16) if n * npipes <= 1 << 16 else slot,
                             kind="stable"))
         qi, slot = qi[order], slot[order]
-        qpos, qids = local[qi], per[qi, C_ROW]
+        qpos, qids = local[qi], cache.column(U[qi], C_ROW)
         bounds = np.searchsorted(slot, np.arange(n * npipes + 1, dtype=np.int64)).tolist()
-        swait = per[:, C_SWAIT].astype(bool)
+        swait = cache.column(U, C_SWAIT).astype(bool)
         any_waits = bool(swait.any())
         # Totals per program over its distinct instructions times their counts.
         nu = len(cache.infos)
@@ -466,11 +469,12 @@ class Compiler:
             rows = rows[np.lexsort((-cols[rows, C_MOVED], prog_d[rows]))]  # last = least
             rp = prog_d[rows]
             cut = np.searchsorted(rp, np.arange(n + 1)).tolist()
-            ru, rm = uid_d[rows].tolist(), cols[rows, C_MOVED].tolist()
+            region_of = [info.region for info in infos]
+            rr = list(map(region_of.__getitem__, uid_d[rows].tolist()))
+            rm = cols[rows, C_MOVED].tolist()
             for i in range(n):
                 if cut[i] < cut[i + 1]:
-                    read_regions[i] = dict(zip([infos[u].region for u in ru[cut[i]:cut[i + 1]]],
-                                               rm[cut[i]:cut[i + 1]]))
+                    read_regions[i] = dict(zip(rr[cut[i]:cut[i + 1]], rm[cut[i]:cut[i + 1]]))
             rows = np.flatnonzero(writes & (region == 1))
             for i, u in zip(prog_d[rows].tolist(), uid_d[rows].tolist()):
                 written_regions[i] = written_regions[i] | {infos[u].region}
