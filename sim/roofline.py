@@ -193,8 +193,10 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec,
         lat_min = min(lat_min, w.gm_latency_min)
         if l2:
             hbm_floor += n * (w.gm_bytes if w.hbm_floor is None else w.hbm_floor)
-            for r, b in w.read_regions.items():
-                regions[r] = min(regions.get(r, b), b)
+            for r, b in w.read_regions.items():     # the least bytes any copy moves
+                old = regions.get(r)
+                if old is None or b < old:
+                    regions[r] = b
             written.update(w.written_regions)
     for (kp, name), total in kind_sum.items():
         terms[name] = max(terms[name], total / cores[kp])
