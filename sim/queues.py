@@ -302,7 +302,8 @@ class Compiler:
         """:meth:`_uids` of a program's instructions; of a program placed from a shared
         stream (``CoreProgram.placed_from``), the stream's uids looked up once and only
         the placed positions per program."""
-        if program.placed_from is None:
+        if program.placed_from is None or \
+                len(program.placed_from[0]) != len(program.instrs):   # not as placed
             return self._uids(cache, program.instrs, index)
         base, positions = program.placed_from
         got = cache.bases.get(id(base))

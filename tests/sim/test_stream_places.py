@@ -2,6 +2,8 @@
 compiler's short cut for programs placed from one shared stream (``placed_from``): the
 oracles are numpy's exact row unique and the same launch compiled instruction by
 instruction."""
+import dataclasses
+
 import numpy as np
 
 from npujit.jit.simulate import lower
@@ -9,6 +11,7 @@ from npujit.kernels.matmul import matmul_kernel
 from npujit.kernels.softmax import softmax_kernel
 from npujit.sim import ASCEND_910B_LIKE, CoreProgram, Launch, simulate
 from npujit.sim.l2 import ONCE
+from npujit.sim.queues import Compiler
 from npujit.sim.stream_places import unique_rows
 
 
@@ -49,6 +52,10 @@ def test_programs_placed_from_one_stream_compile_as_written_out():
     assert all(p.placed_from is not None for p in launch.programs)
     plain = {id(p): CoreProgram(p.core, list(p.instrs), p.name) for p in launch.programs}
     written = Launch([plain[id(p)] for p in launch.programs], groups=launch.groups)
+    # a program copied with other instructions (here one more) is compiled as written
+    first = launch.programs[0]
+    longer = dataclasses.replace(first, instrs=first.instrs + [first.instrs[-1]])
+    assert Compiler(ASCEND_910B_LIKE).compile(longer).instr_count == len(first.instrs) + 1
     for engine in ("python", "compiled"):
         a_, b_ = simulate(launch, ASCEND_910B_LIKE, engine=engine), \
             simulate(written, ASCEND_910B_LIKE, engine=engine)
