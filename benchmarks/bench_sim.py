@@ -3,15 +3,16 @@ double- vs single-buffered speed-up at equal stage times.
 
 Bars:
   * >= 2,000,000 simulated instructions per second (issue 10) in the timing-only
-    ``kernel.simulate(..., numerics=False)``.  Two tables: bundled kernels (softmax,
-    matmul, layernorm, add) on the 910B-like preset end to end through ``kernel.simulate``
-    timing-only (compile excluded: a first run compiles and caches) and the engine alone
-    on the same recorded launches (``npujit.sim.simulate``: compile, run, report), with the
-    default engine (``auto``: the compiled engine from 20000 instructions) and forced to
-    the compiled and the Python engine (the bar is the engine alone, compiled); then
-    synthetic engine-only launches of 24 AIV cores x ~50k instructions of a double-buffered
+    ``kernel.simulate(..., numerics=False)``, end to end: what a user waits for.  Two
+    tables: bundled kernels (softmax, matmul, layernorm, add) on the 910B-like preset end
+    to end through ``kernel.simulate`` timing-only (compile excluded: a first run compiles
+    and caches; recording, replay, placing the programs, queue compile, run and report
+    included) and the engine alone on the same recorded launches (``npujit.sim.simulate``:
+    compile, run, report), with the default engine (``auto``: the compiled engine from
+    20000 instructions) and forced to the compiled and the Python engine; then synthetic
+    engine-only launches of 24 AIV cores x ~50k instructions of a double-buffered
     GM -> UB -> Vector -> GM stream.  Rates are per second of CPU time (the machine is
-    shared) and of wall time;
+    shared) and of wall time, over all four kernels together (the bar) and per kernel;
   * double-buffered / single-buffered cycles >= 2.5 at equal stage times for N large enough.
 
 The launches are deliberately unfriendly: every core gets a different tile size, so the
@@ -86,6 +87,7 @@ def bundled(scale: int) -> None:
     print(f"{'launch':<34} {'instrs':>9} {'end to end':>17} {'engine alone':>17} "
           f"{'compiled':>17} {'python engine':>17}")
     total = {key: [0, 0.0, 0.0] for key in ("e2e", "engine", "compiled", "python")}
+    rows = []       # (label, end-to-end instr per CPU second)
     for label, kernel, grid, args, meta in bundled_cases(scale):
         k = kernel.with_options(spec=spec, backend="numba")
 
@@ -108,6 +110,7 @@ def bundled(scale: int) -> None:
             total[key][0] += n
             total[key][1] += c_
             total[key][2] += w_
+        rows.append((label.split(" ")[0], n / times["e2e"][0]))
         print(f"{label:<34} {n:>9,} " + " ".join(_rates(n, *times[k]) for k in total))
     print(f"{'all of them':<34} {total['e2e'][0]:>9,} " +
           " ".join(_rates(*total[k]) for k in total))
@@ -121,12 +124,13 @@ def bundled(scale: int) -> None:
         verdict = "reaches" if n / c_ >= SPEED_BAR else "below"
         print(f"  {n / c_ / 1e6:5.2f} M instr/s of CPU ({verdict} {SPEED_BAR / 1e6:g} M/s)  "
               f"{what}")
-    n, c_, _ = total["compiled"]
-    print(f"  issue 10 bar (>= {SPEED_BAR / 1e6:g} M simulated instr/s timing-only, the "
-          f"engine alone, compiled, on these launches): "
-          f"{'MET' if n / c_ >= SPEED_BAR else 'NOT MET'} at {n / c_ / 1e6:.2f} M/s; "
-          f"end to end {total['e2e'][0] / total['e2e'][1] / 1e6:.2f} M/s (the bar is not "
-          "claimed end to end)")
+    n, c_, _ = total["e2e"]
+    slowest = min(rows, key=lambda r: r[1])
+    print(f"  issue 10 bar (>= {SPEED_BAR / 1e6:g} M simulated instr/s, timing-only "
+          f"kernel.simulate end to end, these four kernels together): "
+          f"{'MET' if n / c_ >= SPEED_BAR else 'NOT MET'} at {n / c_ / 1e6:.2f} M/s of CPU; "
+          f"the engine alone (compiled) {total['compiled'][0] / total['compiled'][1] / 1e6:.2f}"
+          f" M/s; slowest kernel end to end: {slowest[0]} at {slowest[1] / 1e6:.2f} M/s")
     print()
 
 

@@ -52,11 +52,13 @@ import random
 from collections import deque
 from heapq import heappop, heappush
 
+import numpy as np
+
 from .hbm import INF, HBMServer
 from .isa import Launch, describe, flag_name
 from .l2 import MemorySystem
 from .queues import (CSET, GATE, GM, LOCAL, OPEN, SET, SETD, WAIT, Compiled, Compiler,
-                     ProgramError)
+                     ProgramError, distinct_programs)
 from npujit.target import NPUSpec
 
 
@@ -177,6 +179,14 @@ class Timeline:
         self.cycles = max(max((r.end for r in runs), default=0),
                           math.ceil(getattr(hbm, "drained", 0)))
 
+    def distinct(self) -> tuple:
+        """``queues.distinct_programs(self.compiled)``: the distinct compiled programs and
+        each program's number among them (the engine knows them; else computed once)."""
+        got = getattr(self, "_distinct", None)
+        if got is None:
+            got = self._distinct = distinct_programs(self.compiled)
+        return got
+
     def program_rows(self) -> list[tuple]:
         """Per run, in start order: (program, core name, start, end, Compiled, busy cycles
         per pipe name): what the report sums (the compiled engine's timeline gives the
@@ -184,10 +194,11 @@ class Timeline:
         return [(r.program, r.core, r.start, r.end, r.compiled,
                  {ps.name: ps.busy for ps in r.pipes}) for r in self.runs]
 
-    def busy_totals(self, rows: list) -> tuple:
+    def busy_totals(self) -> tuple:
         """From :meth:`program_rows`: busy cycles per physical core and pipe, programs per
         core, and per physical core kind the block time and busy cycles per pipe (what
         the report's ratios divide)."""
+        rows = self.program_rows()
         core_busy: dict[str, dict[str, int]] = {}
         per_core_programs: dict[str, int] = {}
         kind_time: dict[str, int] = {}
@@ -220,12 +231,13 @@ class Engine:
                        for name in [f"{k} {j}" for k, n in spec.core_counts.items()
                                     for j in range(n)]}
         self.compiler = Compiler(spec)
-        first: dict[int, int] = {}      # id(program) -> its first index in the launch
-        for i, prog in enumerate(launch.programs):
-            first.setdefault(id(prog), i)
-        progs = {i: launch.programs[i] for i in first.values()}
-        by_id = dict(zip(first, self.compiler.compile_all(list(progs.values()), list(progs))))
-        self.compiled = [by_id[id(prog)] for prog in launch.programs]
+        programs = launch.programs
+        distinct, number = distinct_programs(programs)
+        first = np.full(len(distinct), len(programs), dtype=np.int64)
+        np.minimum.at(first, number, np.arange(len(programs), dtype=np.int64))
+        compiled = self.compiler.compile_all(distinct, first.tolist())
+        self.distinct = (compiled, number)      # as queues.distinct_programs(self.compiled)
+        self.compiled = [compiled[d] for d in number.tolist()]
         self.heap: list = []         # (cycle, seq, CoreRun): cores becoming free
         self.seq = 0
         self.work: list = []
@@ -240,10 +252,11 @@ class Engine:
         self.runs: list[CoreRun] = []
         # Program queues per physical core kind, and the physical cores.
         self.queues: dict[str, deque] = {k: deque() for k in spec.core_counts}
-        queue_of = {core: self.queues[spec.core_kind_for(core)]
-                    for core in {prog.core for prog in launch.programs}}
-        for i, prog in enumerate(launch.programs):
-            queue_of[prog.core].append(i)
+        kinds = list(spec.core_counts)
+        kind = np.array([kinds.index(spec.core_kind_for(p.core)) for p in distinct],
+                        dtype=np.int64)[number] if len(number) else number
+        for k, name in enumerate(kinds):
+            self.queues[name].extend(np.flatnonzero(kind == k).tolist())
         self.core_names = [f"{k} {j}" for k, n in spec.core_counts.items() for j in range(n)]
         for k, q in self.queues.items():
             if q and spec.core_counts[k] == 0:
@@ -486,8 +499,10 @@ class Engine:
         stuck = [r for r in self.runs if r.left > 0]
         if stuck:
             raise self._deadlock(stuck)
-        return Timeline(spec, self.launch, self.runs, self.core_names, self.compiled, hbm,
-                        {v: k for k, v in self.compiler.flag_index.items()})
+        timeline = Timeline(spec, self.launch, self.runs, self.core_names, self.compiled, hbm,
+                            {v: k for k, v in self.compiler.flag_index.items()})
+        timeline._distinct = self.distinct
+        return timeline
 
     def _deadlock(self, stuck: list[CoreRun]) -> DeadlockError:
         keys = {v: k for k, v in self.compiler.flag_index.items()}

@@ -88,13 +88,13 @@ class FastTimeline(Timeline):
                         dict(zip(comp.pipes, busy[base:base + len(comp.pipes)]))))
         return out
 
-    def busy_totals(self, rows=None) -> tuple:
+    def busy_totals(self) -> tuple:
         """:meth:`Timeline.busy_totals <npujit.sim.engine.Timeline.busy_totals>` from the
         run arrays, in a few numpy passes instead of a pass per run."""
         RUN, PR = self._arrays[0], self._arrays[1]
         names = self.core_names
         pipe_names: dict[str, int] = {}
-        distinct, prog_d = distinct_programs(self.compiled)
+        distinct, prog_d = self.distinct()
         tables = [[pipe_names.setdefault(p, len(pipe_names)) for p in c.pipes]
                   for c in distinct]
         width = max((len(t) for t in tables), default=0)
@@ -162,28 +162,6 @@ class FastTimeline(Timeline):
         return runs
 
 
-def distinct_programs(compiled: list) -> tuple:
-    """The distinct :class:`Compiled` programs of a launch (first-run order) and, per
-    program index, the number of its distinct program.
-
-    Example::
-
-        >>> a, b = object(), object()
-        >>> distinct_programs([a, b, a])[1].tolist()
-        [0, 1, 0]
-    """
-    index: dict[int, int] = {}
-    distinct = []
-    number = np.empty(len(compiled), dtype=np.int64)
-    for i, c in enumerate(compiled):
-        d = index.get(id(c))
-        if d is None:
-            d = index[id(c)] = len(distinct)
-            distinct.append(c)
-        number[i] = d
-    return distinct, number
-
-
 def _entry_table(entries: list, has_l2: bool):
     """The entry table E, the sorted port caps, and the number of distinct region keys."""
     E = np.zeros((len(entries), fe.N_E), dtype=np.int64)
@@ -220,7 +198,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     nflags = len(comp.flag_index)
     code, arg = E[:, fe.CODE], E[:, fe.A]
     # Distinct compiled programs and their queues.
-    distinct, pdist = distinct_programs(eng.compiled)
+    distinct, pdist = eng.distinct
     nd = len(distinct)
     DP = np.zeros((nd, fe.N_DP), dtype=np.int64)
     # Every distinct program's queues end to end: qrow, with (offset, length) per queue
@@ -319,5 +297,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     if status != fe.OK:
         return None
     hbm = _FastMemory(mem, ls, has_l2, float(outf[0]))
-    return FastTimeline(spec, launch, names, eng.compiled, hbm,
-                        {v: k for k, v in comp.flag_index.items()}, (RUN, PR, MK))
+    timeline = FastTimeline(spec, launch, names, eng.compiled, hbm,
+                            {v: k for k, v in comp.flag_index.items()}, (RUN, PR, MK))
+    timeline._distinct = eng.distinct
+    return timeline

@@ -53,21 +53,15 @@ class _Access:
             lanes_bursts(count, lo, hi, self.itemsize, self.burst, runs),
             count * self.itemsize)
 
-    def lanes_places(self, count: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                     runs: np.ndarray | None) -> list:
-        """:meth:`lanes_place` of many accesses at once (arrays of their numbers)."""
-        counts = count.tolist()
-        if self.regions:
-            regions = [(self.name, a, b, n) if n else None
-                       for a, b, n in zip(lo.tolist(), hi.tolist(), counts)]
-        else:
-            regions = [None] * len(counts)
+    def lanes_bursts(self, count: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                     runs: np.ndarray | None) -> np.ndarray:
+        """The ``burst_bytes`` of :meth:`lanes_place` for many accesses at once (arrays of
+        their numbers), -1 where it is None."""
         if not self.burst:
-            return [(r, None) for r in regions]
+            return np.full(len(count), -1, np.int64)
         got = lanes_bursts_many(count, lo, hi, self.itemsize, self.burst, runs)
         one = -(-(count * self.itemsize) // self.burst) * self.burst    # round_up
-        got = np.where(got == one, 0, got).tolist()
-        return [(r, b or None) for r, b in zip(regions, got)]
+        return np.where((got == one) | (got == 0), -1, got)
 
     def offsets_place(self, offsets: np.ndarray) -> tuple:
         """:meth:`lanes_place` of the active lanes' element ``offsets`` in lane order."""

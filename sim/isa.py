@@ -393,6 +393,10 @@ class CoreProgram:
     core: str
     instrs: list = field(default_factory=list)
     name: str = ""
+    # ``(base, positions)`` when ``instrs`` is the list ``base`` but at ``positions`` (a
+    # recorded stream placed for one program, sim/stream_places.py): the queue compiler
+    # then looks up ``base`` once for all the programs placed from it
+    placed_from: tuple | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.core not in CORE_KINDS:

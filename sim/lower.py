@@ -53,11 +53,6 @@ Example::
 from __future__ import annotations
 
 import os
-from collections import Counter
-from itertools import chain
-from operator import itemgetter
-
-import numpy as np
 
 from npujit.ir.ops import CONTROL, LOOPS, OWN_REGION, Kind, vec_op_name
 from npujit.ir.schedule import CORE_ATTR, value_buffers
@@ -70,6 +65,7 @@ from .isa import (CoreProgram, Launch, copy, cross_set_flag, cross_wait_flag, mm
                   set_flag, vec, wait_flag)
 from .l2 import ONCE
 from .split import SplitTemplate, needs_split
+from .stream_places import LaunchPlaces
 
 
 # Cycles the scalar unit spends deciding one scf.if or testing one scf.while condition
@@ -154,9 +150,10 @@ class StreamRecorder:
         self.split = False              # the kernel hands values between AIC and AIV
         self.core = fn.attrs[CORE_ATTR]
         self.buffers = value_buffers(fn)
-        self._streams: list = []        # (pid, template, regions) per program, in order
-        self._pending: list = []        # (stream index, template, first event row) to place
-        self._events = None             # the events of the pending programs
+        self._walked: list = []         # (index, pid, template, places) per walked program
+        self._repeats: list = []        # (template, Repeats) of programs recorded alike
+        self._events = None             # the recording's replay (its events), for repeats
+        self._count = 0                 # programs recorded so far
         self._templates: dict = {}      # stream without regions -> its _Template
         self.template: _Template | None = None   # the last recorded program's
         self._programs: list[CoreProgram] | None = None
@@ -197,34 +194,22 @@ class StreamRecorder:
             template = self._templates[key] = _Template(instrs, tuple(self.marks),
                                                         self.cross_sides)
         self.template = template
-        self._streams.append((program.pid, template, places))
+        index = getattr(program, "index", None)
+        self._walked.append((self._count if index is None else index, program.pid, template,
+                             places))
+        self._count += 1
         self._programs = None
 
-    def repeat(self, program, template: _Template, events) -> None:
-        """Record ``program`` as ``template``'s stream (a program the backend ran exactly
-        as the one ``template`` was recorded from, but for where its GM copies go), its
-        regions and bursts from ``events``: ``events.lanes(op, event)`` is ``(count, lo,
-        hi, burst runs)`` of a pointer access's active lanes, ``events.block(op, event)`` ``(shape,
-        offsets, strides)`` of a block access (``event`` as marked in the template)."""
-        accesses = template.accesses
-        if accesses is None:
-            accesses = template.accesses = [self._access(op) for _, _, op in template.marks]
-        if accesses and all(a.lanes for a in accesses) and hasattr(events, "ev"):
-            # Pointer accesses only: placed with every other such program in one numpy
-            # pass over the events when the launch is asked for (_place_pending).
-            self._pending.append((len(self._streams), template, events.start))
-            self._events = events
-            self._streams.append((program.pid, template, None))
-            self._programs = None
-            return
-        places = []
-        lanes, block = events.lanes, events.block
-        for (_, event, op), access in zip(template.marks, accesses):
-            if access.lanes:
-                places.append(access.lanes_place(*lanes(op, event)))
-            else:
-                places.append(access.block_place(*block(op, event)))
-        self._streams.append((program.pid, template, tuple(places)))
+    def repeat(self, repeats, template: _Template, events) -> None:
+        """Record the programs ``repeats`` (``backends/numba/record.py`` ``Repeats``: each
+        ran exactly as the one ``template`` was recorded from, but for where its GM copies
+        go) as ``template``'s stream; where their copies go is read from ``events.ev``
+        (``events.runs``: with burst-runs rows) when the launch is asked for
+        (``sim/stream_places.py``), a mark's events ``event`` rows after a program's start
+        row as marked in the template."""
+        self._repeats.append((template, repeats))
+        self._events = events
+        self._count += len(repeats)
         self._programs = None
 
     def launch(self, name: str | None = None) -> Launch:
@@ -236,66 +221,23 @@ class StreamRecorder:
     def programs(self) -> list[CoreProgram]:
         """One ``CoreProgram`` per recorded program; identical streams share one object."""
         if self._programs is None:
-            self._place_pending()
+            ev = self._events.ev if self._events is not None else None
+            runs = self._events.runs if self._events is not None else False
+            placed = LaunchPlaces(self._walked, self._repeats, ev, runs, self._access)
             self.groups = None
             separated = self.spec is not None and self.spec.arch == "separated"
             if self.split or (separated and any(needs_split(t.instrs)
                                                 for t in self._templates.values())):
-                self._programs = self._split_programs()
+                self._programs = self._split_programs(placed.streams())
             else:
-                self._programs = self._shared_programs()
+                self._programs = placed.shared_programs(self.core, self.fn.name)
         return self._programs
 
-    def _place_pending(self) -> None:
-        """The places of the repeated programs whose GM copies are all pointer accesses:
-        per template, every program's ``(count, lo, hi[, burst runs])`` event rows in one
-        fancy index and their regions and bursts in numpy (:meth:`_Access.lanes_places`)."""
-        if not self._pending:
-            return
-        ev, runs = self._events.ev, self._events.runs
-        groups: dict = {}
-        for i, template, start in self._pending:
-            groups.setdefault(id(template), (template, [], []))
-            groups[id(template)][1].append(i)
-            groups[id(template)][2].append(start)
-        streams = self._streams
-        for template, index, starts in groups.values():
-            rows = (np.array(starts, dtype=np.int64)[:, None] +
-                    np.array([event for _, event, _ in template.marks], dtype=np.int64))
-            at = ev[rows]
-            burst_runs_ = ev[rows + 1, 1] if runs else None
-            columns = [access.lanes_places(at[:, m, 1], at[:, m, 2], at[:, m, 3],
-                                           None if burst_runs_ is None else burst_runs_[:, m])
-                       for m, access in enumerate(template.accesses)]
-            for j, i in enumerate(index):
-                pid = streams[i][0]
-                streams[i] = (pid, template, tuple(column[j] for column in columns))
-        self._pending = []
-
-    def _shared_programs(self) -> list[CoreProgram]:
-        """One program per recorded stream; streams with one template and the same
-        regions (a region touched once being ``ONCE``) share one ``CoreProgram``."""
-        touches = Counter(map(itemgetter(0), chain.from_iterable(
-            places for _, _, places in self._streams)))
-        once = {r for r, n in touches.items() if n == 1 and r is not None}
-        distinct: dict[tuple, CoreProgram] = {}
-        programs = []
-        for pid, template, places in self._streams:
-            final = tuple((ONCE, b) if r in once else (r, b)
-                          for r, b in places) if once else places
-            key = (id(template), final)
-            prog = distinct.get(key)
-            if prog is None:
-                prog = distinct[key] = CoreProgram(self.core, template.with_regions(final),
-                                                   name=f"{self.fn.name}{pid}")
-            programs.append(prog)
-        return programs
-
-    def _split_programs(self) -> list[CoreProgram]:
-        """A separated part: every program split into an AIC and an AIV program
-        (``sim/split.py``), paired in ``groups``."""
+    def _split_programs(self, recorded: list) -> list[CoreProgram]:
+        """A separated part: every ``(pid, template, places)`` program split into an AIC
+        and an AIV program (``sim/split.py``), paired in ``groups``."""
         streams, splits = [], {}
-        for pid, template, places in self._streams:
+        for pid, template, places in recorded:
             split = splits.get(id(template))
             if split is None:      # once per distinct stream; its programs differ in regions
                 split = splits[id(template)] = SplitTemplate(

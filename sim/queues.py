@@ -134,6 +134,8 @@ class _KindCache(dict):
         self.infos: list[_InstrInfo] = []
         self.by_id: dict[int, int] = {}   # id(instr) -> uid: a cheap first look-up
         self.alive: list = []             # every Instr object by_id knows, kept alive
+        # id(shared stream) -> (the stream, kept alive; its uids; its placed positions)
+        self.bases: dict[int, tuple] = {}
         self.entry_ids: list[int] = []    # uid -> row of its entry in compiler.entries
         # uid -> its numbers (columns ``COL``), for totals over a program's uids in numpy
         self._cols = np.zeros((64, len(COL)), dtype=np.int64)
@@ -165,6 +167,10 @@ class _KindCache(dict):
     def columns(self, uids: np.ndarray) -> np.ndarray:
         """The ``COL`` numbers of ``uids``, one row each."""
         return self._cols[uids]
+
+    def column(self, uids: np.ndarray, col: int) -> np.ndarray:
+        """One ``COL`` number (``col``, e.g. ``C_PIPE``) of each of ``uids``."""
+        return self._cols[uids, col]
 
 
 class Compiler:
@@ -292,6 +298,27 @@ class Compiler:
         return _InstrInfo(pidx, entry, path, ins.nbytes if path else 0, moved, direction,
                           flops, elems, region)
 
+    def _program_uids(self, cache: _KindCache, program: CoreProgram, index: int):
+        """:meth:`_uids` of a program's instructions; of a program placed from a shared
+        stream (``CoreProgram.placed_from``), the stream's uids looked up once and only
+        the placed positions per program."""
+        if program.placed_from is None or \
+                len(program.placed_from[0]) != len(program.instrs):   # not as placed
+            return self._uids(cache, program.instrs, index)
+        base, positions = program.placed_from
+        got = cache.bases.get(id(base))
+        if got is None:
+            got = cache.bases[id(base)] = (base, self._uids(cache, base, index),
+                                           np.array(positions, dtype=np.int64))
+        _, uids, at = got
+        uids = uids.copy()
+        if len(positions):
+            try:
+                uids[at] = self._uids(cache, [program.instrs[p] for p in positions], index)
+            except ProgramError:     # raised again naming the instruction's position
+                return self._uids(cache, program.instrs, index)
+        return uids
+
     def _uids(self, cache: _KindCache, instrs: list, index: int) -> np.ndarray:
         """The uid of every instruction: by object id when the program reuses known Instr
         objects (cheap; the cache keeps them alive, so an id is never reused), else by
@@ -357,7 +384,7 @@ class Compiler:
             cache = self._caches.get(kind)
             if cache is None:
                 cache = self._caches[kind] = _KindCache(self, kind)
-            uids = [self._uids(cache, programs[j].instrs, indices[j]) for j in js]
+            uids = [self._program_uids(cache, programs[j], indices[j]) for j in js]
             for j, c in zip(js, self._compile_kind(cache, [programs[j] for j in js], uids)):
                 out[j] = c
         return out
@@ -371,8 +398,7 @@ class Compiler:
         P = np.repeat(np.arange(n, dtype=np.int64), lengths)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         local = np.arange(len(U), dtype=np.int64) - starts[P]
-        per = cache.columns(U)
-        pipe = per[:, C_PIPE]
+        pipe = cache.column(U, C_PIPE)
         # Queues: every instruction to its pipe, a barrier("ALL") to every pipe; ordered by
         # (program, pipe, position).
         full = np.flatnonzero(pipe < 0)
@@ -388,9 +414,9 @@ class Compiler:
                  np.argsort(slot.astype(np.uint16) if n * npipes <= 1 << 16 else slot,
                             kind="stable"))
         qi, slot = qi[order], slot[order]
-        qpos, qids = local[qi], per[qi, C_ROW]
+        qpos, qids = local[qi], cache.column(U[qi], C_ROW)
         bounds = np.searchsorted(slot, np.arange(n * npipes + 1, dtype=np.int64)).tolist()
-        swait = per[:, C_SWAIT].astype(bool)
+        swait = cache.column(U, C_SWAIT).astype(bool)
         any_waits = bool(swait.any())
         # Totals per program over its distinct instructions times their counts.
         nu = len(cache.infos)
@@ -444,11 +470,12 @@ class Compiler:
             rows = rows[np.lexsort((-cols[rows, C_MOVED], prog_d[rows]))]  # last = least
             rp = prog_d[rows]
             cut = np.searchsorted(rp, np.arange(n + 1)).tolist()
-            ru, rm = uid_d[rows].tolist(), cols[rows, C_MOVED].tolist()
+            region_of = [info.region for info in infos]
+            rr = list(map(region_of.__getitem__, uid_d[rows].tolist()))
+            rm = cols[rows, C_MOVED].tolist()
             for i in range(n):
                 if cut[i] < cut[i + 1]:
-                    read_regions[i] = dict(zip([infos[u].region for u in ru[cut[i]:cut[i + 1]]],
-                                               rm[cut[i]:cut[i + 1]]))
+                    read_regions[i] = dict(zip(rr[cut[i]:cut[i + 1]], rm[cut[i]:cut[i + 1]]))
             rows = np.flatnonzero(writes & (region == 1))
             for i, u in zip(prog_d[rows].tolist(), uid_d[rows].tolist()):
                 written_regions[i] = written_regions[i] | {infos[u].region}
@@ -497,3 +524,21 @@ class Compiler:
             c.instr_count = int(lengths[i])
             out.append(c)
         return out
+
+
+def distinct_programs(compiled: list) -> tuple:
+    """The distinct :class:`Compiled` programs of a launch (first-run order) and, per
+    program index, the number of its distinct program.
+
+    Example::
+
+        >>> a, b = object(), object()
+        >>> distinct_programs([a, b, a])[1].tolist()
+        [0, 1, 0]
+    """
+    ids = np.fromiter(map(id, compiled), np.int64, len(compiled))
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    order = np.argsort(first)                   # distinct programs as they first run
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return [compiled[i] for i in first[order].tolist()], rank[inverse.ravel()]

@@ -17,7 +17,10 @@ Example::
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .roofline import RooflineBound
 from npujit.target import NPUSpec, Pipe
@@ -43,6 +46,52 @@ class ProgramRun:
     def cycles(self) -> int:
         """The block's duration in cycles."""
         return self.end - self.start
+
+
+class ProgramRuns(Sequence):
+    """A report's :class:`ProgramRun` list, in program order, built from the timeline when
+    first read: a launch of many short programs spends longer building them than
+    simulating them, and most callers read only the totals.  Compares equal to the list.
+
+    Example::
+
+        >>> from npujit.sim import simulate, TINY, CoreProgram, vec
+        >>> runs = simulate([CoreProgram("AIV", [vec("add", 128)])] * 2, TINY).programs
+        >>> len(runs), [r.core for r in runs]
+        (2, ['AIV 0', 'AIV 1'])
+    """
+
+    __hash__ = None
+
+    def __init__(self, timeline):
+        self._timeline = timeline
+        self._runs: list | None = None
+
+    def _list(self) -> list:
+        if self._runs is None:
+            runs = [ProgramRun(program, comp.program.name, comp.program.core, core, start,
+                               end, busy)
+                    for program, core, start, end, comp, busy in self._timeline.program_rows()]
+            runs.sort(key=lambda r: r.program)
+            self._runs = runs
+        return self._runs
+
+    def __len__(self) -> int:
+        return len(self._timeline.compiled)
+
+    def __getitem__(self, i):
+        return self._list()[i]
+
+    def __iter__(self):
+        return iter(self._list())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, ProgramRuns):
+            other = other._list()
+        return self._list() == other
+
+    def __repr__(self) -> str:
+        return repr(self._list())
 
 
 @dataclass
@@ -154,21 +203,12 @@ class SimReport:
             11
         """
         spec = timeline.spec
-        runs = []
         bytes_by_path: dict[str, int] = {}
         hbm_read = hbm_write = flops = elems = instrs = 0
-        repeats: dict[int, list] = {}     # id(compiled program) -> [it, runs of it]
-        rows = timeline.program_rows()
-        for program, core, start, end, comp, busy in rows:
-            prog = comp.program
-            runs.append(ProgramRun(program, prog.name, prog.core, core, start, end, busy))
-            r = repeats.get(id(comp))
-            if r is None:
-                repeats[id(comp)] = [comp, 1]
-            else:
-                r[1] += 1
-        core_busy, per_core_programs, kind_time, kind_busy = timeline.busy_totals(rows)
-        for comp, n in repeats.values():     # whole bytes and counts: any order adds alike
+        core_busy, per_core_programs, kind_time, kind_busy = timeline.busy_totals()
+        distinct, number = timeline.distinct()
+        for comp, n in zip(distinct, np.bincount(number, minlength=len(distinct)).tolist()):
+            # whole bytes and counts: any order adds alike
             for path, b in comp.bytes_by_path.items():
                 bytes_by_path[path] = bytes_by_path.get(path, 0) + n * b
             hbm_read += n * comp.hbm_read
@@ -189,11 +229,10 @@ class SimReport:
             for p in spec.pipes[phys]:
                 busy = kind_busy[phys].get(p, 0)
                 ratios[f"{phys.lower()}_{PIPE_LABEL[p]}_ratio"] = busy / total if total else 0.0
-        runs.sort(key=lambda r: r.program)
         return cls(
             launch=timeline.launch.name, spec=spec, cycles=timeline.cycles,
             waves=max(per_core_programs.values(), default=0), instr_count=instrs,
-            programs=runs, core_busy=core_busy, ratios=ratios,
+            programs=ProgramRuns(timeline), core_busy=core_busy, ratios=ratios,
             bytes_by_path=dict(sorted(bytes_by_path.items())), hbm_read_bytes=hbm_read,
             hbm_write_bytes=hbm_write, hbm_bytes_served=timeline.hbm.served, cube_flops=flops,
             vector_elems=elems, bound=bound, timeline=timeline, l2_read_bytes=l2_read,

@@ -149,8 +149,10 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
     return ProgramWork(program.core, work, gm, lat, flops, floor, regions, frozenset(written))
 
 
-def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
-    """Combine per-program work into the bound (one entry per program of the launch).
+def bound_from_work(works: list[ProgramWork], spec: NPUSpec,
+                    counts: list[int] | None = None) -> RooflineBound:
+    """Combine per-program work into the bound (one entry per program of the launch, or
+    with ``counts`` one per distinct work and how many programs of the launch do it).
 
     Example::
 
@@ -171,14 +173,16 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
     written: set = set()
     # Each distinct work once, times how often the launch runs it (the sums are of whole
     # cycles and bytes, so the order of adding them does not change them).
-    repeats: dict[int, list] = {}
-    for w in works:
-        r = repeats.get(id(w))
-        if r is None:
-            repeats[id(w)] = [w, 1]
-        else:
-            r[1] += 1
-    for w, n in repeats.values():
+    if counts is None:
+        repeats: dict[int, list] = {}
+        for w in works:
+            r = repeats.get(id(w))
+            if r is None:
+                repeats[id(w)] = [w, 1]
+            else:
+                r[1] += 1
+        works, counts = [w for w, _ in repeats.values()], [n for _, n in repeats.values()]
+    for w, n in zip(works, counts):
         kp = spec.core_kind_for(w.kind)
         core_sum[kp] = core_sum.get(kp, 0.0) + n * max(w.pipe_work.values(), default=0)
         for p, c in w.pipe_work.items():
@@ -189,8 +193,10 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec) -> RooflineBound:
         lat_min = min(lat_min, w.gm_latency_min)
         if l2:
             hbm_floor += n * (w.gm_bytes if w.hbm_floor is None else w.hbm_floor)
-            for r, b in w.read_regions.items():
-                regions[r] = min(regions.get(r, b), b)
+            for r, b in w.read_regions.items():     # the least bytes any copy moves
+                old = regions.get(r)
+                if old is None or b < old:
+                    regions[r] = b
             written.update(w.written_regions)
     for (kp, name), total in kind_sum.items():
         terms[name] = max(terms[name], total / cores[kp])

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import gc
 
+import numpy as np
+
 from .debug import DebugOptions, RaceError, find_races, flag_issues, landing_points
 from .engine import Engine
 from .isa import CoreProgram, Launch
@@ -61,9 +63,11 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
     debug = debug or DebugOptions()
     races = []
     landings = {}
-    distinct = {}
-    for i, prog in enumerate(launch.programs):
-        distinct.setdefault(id(prog), (i, prog))
+    distinct = {}       # id(program) -> (its first index, it): what the checks look at
+    if debug.detect_races or debug.uninitialized == "nan" or \
+            debug.dma_execution_mode == "on_wait":
+        for i, prog in enumerate(launch.programs):
+            distinct.setdefault(id(prog), (i, prog))
     if debug.detect_races or debug.uninitialized == "nan":
         for i, prog in distinct.values():
             found = find_races(prog, uninitialized=debug.uninitialized == "nan", program_index=i)
@@ -86,13 +90,12 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
         if timeline is None:    # the Python engine (or the compiled one met an error)
             timeline = Engine(launch, spec, record_hbm=trace, one_bit_flags=one_bit_flags,
                               start_jitter=start_jitter, seed=seed).run()
-        works = {}
-        for c in timeline.compiled:
-            if id(c) not in works:
-                works[id(c)] = ProgramWork(c.kind, c.pipe_work, c.hbm_read + c.hbm_write,
-                                           c.gm_latency_min, c.cube_flops, c.hbm_floor,
-                                           c.read_regions, c.written_regions)
-        bound = bound_from_work([works[id(c)] for c in timeline.compiled], spec)
+        compiled, number = timeline.distinct()
+        works = [ProgramWork(c.kind, c.pipe_work, c.hbm_read + c.hbm_write, c.gm_latency_min,
+                             c.cube_flops, c.hbm_floor, c.read_regions, c.written_regions)
+                 for c in compiled]
+        bound = bound_from_work(works, spec,
+                                np.bincount(number, minlength=len(works)).tolist())
         issues = flag_issues(timeline) if debug.check_flags else []
         return SimReport.from_timeline(timeline, bound, races=races, flag_issues=issues,
                                        landings=landings)

@@ -95,12 +95,74 @@ def emit_memory(cg, op) -> None:
     if shape == ():
         _count(w, cnt, lo, hi, offs.name, mask.name if mask is not None else None, runs)
     else:
-        with Nest(w, shape, [offs] + ([mask] if mask is not None else [])) as nest:
-            _count(w, cnt, lo, hi, nest.at(offs), nest.at(mask) if mask is not None else None,
-                   runs)
+        _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs)
     emit_event(cg, op, cnt, lo, hi)
     if runs is not None:
         emit_event(cg, op, runs[0])
+
+
+def _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs) -> None:
+    """The lanes of a tile access counted without branches or a conditional recurrence,
+    so LLVM can vectorise the loop: a lane's burst is compared with the previous lane's
+    (the previous active lane's when the active lanes are one piece in lane order, the
+    usual masks: all, a prefix, a row range); when they are several pieces, a second loop
+    walks the active lanes and counts the burst runs exactly."""
+    vals = [offs] + ([mask] if mask is not None else [])
+    pieces = None
+    if runs is not None:
+        n, prev, itemsize, burst = runs
+        pieces, prev_on = w.fresh("rec_pieces"), w.fresh("rec_prev_on")
+        w.line(f"{pieces} = 0")
+        w.line(f"{prev_on} = i64(0)")
+    with Nest(w, shape, vals) as nest:
+        o = w.fresh("rec_o")
+        w.line(f"{o} = i64({nest.at(offs)})")
+        if mask is None:
+            on = "1"
+            _extent(w, cnt, lo, hi, o)
+        else:
+            on = w.fresh("rec_on")
+            w.line(f"{on} = i64({nest.at(mask)})")
+            w.line(f"{cnt} += {on}")
+            w.line(f"{lo} = min({lo}, {o} if {on} else i64(9223372036854775807))")
+            w.line(f"{hi} = max({hi}, {o} if {on} else i64(-9223372036854775807))")
+        if runs is not None:
+            b = _burst_of(w, o, itemsize, burst)
+            w.line(f"{n} += {on} & (i64({b} != {prev}) | (1 - {prev_on}))")
+            w.line(f"{pieces} += {on} & (1 - {prev_on})")
+            w.line(f"{prev} = {b}")
+            w.line(f"{prev_on} = {on}")
+    if pieces is not None and mask is not None:
+        w.line(f"if {pieces} > 1:")
+        w.depth += 1
+        w.line(f"{n} = 0")
+        w.line(f"{prev} = i64(-1)")
+        with Nest(w, shape, vals) as nest:
+            w.line(f"if {nest.at(mask)}:")
+            w.depth += 1
+            b = _burst_of(w, f"i64({nest.at(offs)})", itemsize, burst)
+            w.line(f"{n} += {b} != {prev}")
+            w.line(f"{prev} = {b}")
+            w.depth -= 1
+        w.depth -= 1
+
+
+def _burst_of(w, o: str, itemsize: int, burst: int) -> str:
+    """A fresh variable holding the GM burst of element offset ``o``."""
+    b = w.fresh("rec_b")
+    if burst % itemsize == 0 and burst & (burst - 1) == 0:
+        # a power-of-two burst over whole elements: the floor division as a shift
+        w.line(f"{b} = {o} >> {(burst // itemsize).bit_length() - 1}")
+    else:
+        w.line(f"{b} = ({o} * {itemsize}) // {burst}")
+    return b
+
+
+def _extent(w, cnt, lo, hi, o: str) -> None:
+    """An active lane at offset ``o``: counted, and the lowest / highest offset updated."""
+    w.line(f"{cnt} += 1")
+    w.line(f"{lo} = min({lo}, {o})")
+    w.line(f"{hi} = max({hi}, {o})")
 
 
 def _count(w, cnt, lo, hi, off, mask, runs) -> None:
@@ -109,30 +171,46 @@ def _count(w, cnt, lo, hi, off, mask, runs) -> None:
         w.depth += 1
     o = w.fresh("rec_o")
     w.line(f"{o} = i64({off})")
-    w.line(f"{cnt} += 1")
-    w.line(f"{lo} = min({lo}, {o})")
-    w.line(f"{hi} = max({hi}, {o})")
+    _extent(w, cnt, lo, hi, o)
     if runs is not None:
         n, prev, itemsize, burst = runs
-        b = w.fresh("rec_b")
-        w.line(f"{b} = ({o} * {itemsize}) // {burst}")
-        w.line(f"if {b} != {prev}:")
-        w.line(f"    {n} += 1")
-        w.line(f"    {prev} = {b}")
+        b = _burst_of(w, o, itemsize, burst)
+        w.line(f"{n} += {b} != {prev}")
+        w.line(f"{prev} = {b}")
     if mask is not None:
         w.depth -= 1
 
 
 # --- running and replaying ------------------------------------------------------------------
 class _Program:
-    """What a hook may look at: the program id (as the reference interpreter's) and, at a
-    memory op, ``event``: where its events start in the program's."""
+    """What a hook may look at: the program id (as the reference interpreter's), its
+    ``index`` (the how-manieth program of the launch) and, at a memory op, ``event``:
+    where its events start in the program's."""
 
-    __slots__ = ("pid", "event")
+    __slots__ = ("pid", "index", "event")
 
-    def __init__(self, pid):
-        self.pid = pid
+    def __init__(self, pid, index):
+        self.pid, self.index = pid, index
         self.event = None
+
+
+class Repeats:
+    """Programs that ran exactly as an earlier one but for where their GM accesses are
+    (see :class:`Replay`): ``index`` (how-manieth program of the launch), ``starts``
+    (the row of each one's start event) and ``linear`` (its linear program id), int64
+    arrays in launch order; :meth:`pid` the program id of the ``j``-th."""
+
+    __slots__ = ("index", "starts", "linear", "gx", "gy")
+
+    def __init__(self, index, starts, linear, gx: int, gy: int):
+        self.index, self.starts, self.linear, self.gx, self.gy = index, starts, linear, gx, gy
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def pid(self, j: int) -> tuple:
+        p = int(self.linear[j])
+        return (p % self.gx, (p // self.gx) % self.gy, p // (self.gx * self.gy))
 
 
 def replay(fn, grid, events: np.ndarray, hook, runs: bool = False) -> None:
@@ -145,13 +223,14 @@ def replay(fn, grid, events: np.ndarray, hook, runs: bool = False) -> None:
 
 class Replay:
     """Walks ``fn`` against the events, program by program, calling the hook.  A hook
-    with a ``repeat`` method (``npujit.sim.lower.StreamRecorder``) is not walked through
-    a program whose events equal an earlier one's but for where its GM accesses are
+    with a ``repeat`` method (``npujit.sim.lower.StreamRecorder``) is walked through only
+    the first of the programs whose events are equal but for where their GM accesses are
     (pointer lanes' lowest/highest offset, block offsets with the same in-bounds extent):
-    ``hook.repeat(program, hook.template, self)`` records it from the earlier program's
-    stream, asking :meth:`lanes` / :meth:`block` for the memory op whose events start
-    ``event`` rows into the program.  Every memory op's ``program.event`` is that row
-    offset when the hook sees it."""
+    ``hook.repeat(repeats, hook.template, self)`` records the others (a :class:`Repeats`)
+    from that program's stream; their GM accesses are in ``self.ev`` (``runs``: with
+    the burst-runs rows), a memory op's events ``event`` rows after a program's start
+    row as marked in the walk.  Every memory op's ``program.event`` is that row offset
+    when the hook sees it."""
 
     def __init__(self, fn, events, hook, runs: bool = False):
         self.fn, self.ev, self.hook, self.runs = fn, events, hook, runs
@@ -172,32 +251,58 @@ class Replay:
         return e
 
     def run(self, gx, gy) -> None:
-        hook, ev = self.hook, self.ev
+        ev = self.ev
         starts = np.flatnonzero(ev[:, 0] == -1) if len(ev) else np.zeros(0, np.int64)
         if len(ev) and (not len(starts) or starts[0] != 0):
             raise ValueError("recorded events: the first does not match a program start")
         ends = np.append(starts[1:], len(ev))
-        keys = self._keys() if hasattr(hook, "repeat") else None
-        templates: dict = {}
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            p = int(ev[s, 1])
-            program = _Program((p % gx, (p // gx) % gy, p // (gx * gy)))
-            key = keys[s + 1:e].tobytes() if keys is not None else None
-            template = templates.get(key) if key is not None else None
-            if template is not None:
-                self.start = s
-                hook.repeat(program, template, self)
+        linear = ev[starts, 1]
+        if not hasattr(self.hook, "repeat"):
+            for k, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):
+                self._walk(k, s, e, gx, gy)
+            return
+        for members in self._alike(starts, ends):
+            first = int(members[0])
+            self._walk(first, int(starts[first]), int(ends[first]), gx, gy)
+            if len(members) > 1:
+                rest = members[1:]
+                self.hook.repeat(Repeats(rest, starts[rest], linear[rest], gx, gy),
+                                 self.hook.template, self)
+
+    def _walk(self, k: int, s: int, e: int, gx: int, gy: int) -> None:
+        """Walk the ``k``-th program (events ``s:e``) through the hook."""
+        hook = self.hook
+        p = int(self.ev[s, 1])
+        program = _Program((p % gx, (p // gx) % gy, p // (gx * gy)), k)
+        self.pos = self.start = s
+        self._next(None)
+        hook.begin(program)
+        self._block(program, self.fn.body)
+        hook.end(program)
+        if self.pos != e:
+            raise ValueError(f"program {p} recorded {e - s} events but its walk "
+                             f"used {self.pos - s}")
+
+    def _alike(self, starts: np.ndarray, ends: np.ndarray) -> list:
+        """The programs in groups whose events are equal but for where their GM accesses
+        are (:meth:`_keys`): one int64 array of program numbers per group, ascending,
+        the groups in the order of their first program."""
+        keys = self._keys()
+        groups = []
+        lengths = ends - starts
+        for length in np.unique(lengths).tolist():
+            at = np.flatnonzero(lengths == length)
+            rows = keys[starts[at][:, None] + np.arange(1, length)].reshape(len(at), -1)
+            if rows.shape[1] == 0:
+                groups.append(at)
                 continue
-            self.pos = self.start = s
-            self._next(None)
-            hook.begin(program)
-            self._block(program, self.fn.body)
-            hook.end(program)
-            if self.pos != e:
-                raise ValueError(f"program {p} recorded {e - s} events but its walk "
-                                 f"used {self.pos - s}")
-            if key is not None:
-                templates[key] = hook.template
+            void = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1] * 8)))
+            _, inverse = np.unique(void.ravel(), return_inverse=True)
+            order = np.argsort(inverse.ravel(), kind="stable")
+            bounds = np.cumsum(np.bincount(inverse.ravel()))[:-1]
+            groups += [at[g] for g in np.split(order, bounds)]
+        groups.sort(key=lambda g: int(g[0]))
+        return groups
 
     def _keys(self) -> np.ndarray:
         """The events with what differs between programs that run alike taken out: a
@@ -226,20 +331,6 @@ class Replay:
             keys[rows, 1] = np.where(is_checked, inside, block)
             keys[rows, 3] = 0
         return keys
-
-    def block(self, op, event: int) -> tuple:
-        """``(shape, offsets, strides)`` of the block access ``op`` whose events start
-        ``event`` rows into the current program."""
-        at = self.start + event
-        rows = self.ev[at:at + len(op.attrs["block_shape"])].tolist()
-        return [row[1] for row in rows], [row[3] for row in rows], [row[2] for row in rows]
-
-    def lanes(self, op, event: int) -> tuple:
-        """``(active lanes, lowest offset, highest offset, burst runs or None)`` of the
-        pointer access ``op`` whose event is ``event`` rows into the current program."""
-        at = self.start + event
-        _, count, lo, hi = self.ev[at].tolist()
-        return count, lo, hi, int(self.ev[at + 1, 1]) if self.runs else None
 
     def _block(self, program, block) -> None:
         hook = self.hook

@@ -184,3 +184,38 @@ def test_many_lane_accesses_at_once_match_one_at_a_time():
         # uniform strides: exact, the distinct bursts the offsets fall in
         touched = [len(set((o * itemsize // burst).tolist())) * burst for *_, o in cases]
         assert lanes_bursts_many(count, lo, hi, itemsize, burst, runs).tolist() == touched
+
+
+@npu_kernel
+def pieces_kernel(x_ptr, out_ptr, n, H, KIND: nl.constexpr, BLOCK: nl.constexpr):
+    # active lanes in several pieces: every other lane of rows H elements apart, 100 of
+    # every 256 lanes, or whole rows of H < BLOCK elements that follow each other in x
+    offs = nl.arange(0, BLOCK)
+    r = nl.arange(0, 8)
+    if KIND == 0:
+        tile = nl.sum(nl.load(x_ptr + r[:, None] * H + offs[None, :],
+                              mask=offs[None, :] % 2 == 0, other=0.0), axis=0)
+    elif KIND == 1:
+        tile = nl.load(x_ptr + offs, mask=(offs % 256 < 100) & (offs < n), other=0.0)
+    else:
+        tile = nl.sum(nl.load(x_ptr + r[:, None] * H + offs[None, :],
+                              mask=offs[None, :] < H, other=0.0), axis=0)
+    nl.store(out_ptr + offs, tile)
+
+
+@pytest.mark.parametrize("kind, block, h", [(0, 128, 4096), (1, 1024, 0), (2, 1024, 200)])
+def test_the_numba_recording_counts_the_bursts_of_lanes_in_pieces(kind, block, h):
+    """The numba recording's burst runs (one loop when the active lanes are one piece,
+    a second when they are several) against the reference interpreter's walk of the real
+    offsets (sim/bursts.py burst_runs), through the whole report."""
+    spec, burst = ASCEND_910B_LIKE, ASCEND_910B_LIKE.alignment["GM"]
+    x = np.arange(8 * max(block, h), dtype=np.float32)
+    reports = []
+    for backend in ("reference", "numba"):
+        out = np.zeros(block, np.float32)
+        reports.append(pieces_kernel.with_options(backend=backend).simulate(
+            x, out, 900, h, grid=(1,), spec=spec, KIND=kind, BLOCK=block))
+    ref, got = reports
+    assert (got.hbm_read_bytes, got.cycles) == (ref.hbm_read_bytes, ref.cycles)
+    if kind == 0:       # 8 rows 16 KiB apart, 64 of their first 128 f32 each: 8 bursts
+        assert ref.hbm_read_bytes == 8 * burst
