@@ -170,6 +170,9 @@ def _converter(t, name: str, kernel: str):
 PARALLEL_AFTER_S = 5e-4
 # Grid pieces per thread in a threaded launch (each costs one dispatcher call, ~2 us).
 CHUNKS_PER_THREAD = 8
+# A recording run (``Launcher.record``, for the simulator) goes on threads from this many
+# programs per thread: below it the hand-off costs more than the programs.
+RECORD_THREADED_FROM = 64
 # Launches of each way (serial, threaded) in a probe, and launches between probes.
 PROBE_ROUNDS = 3
 REPROBE_AFTER = 200
@@ -281,11 +284,50 @@ class Launcher:
             raise ValueError(f"{self.name}: grid {tuple(grid)} must be positive in every axis")
         if self._convs is not None:
             args = [a if c is None else c(a) for c, a in zip(self._convs, args)]
+        total = g0 * g1 * g2
+        n = min(self.threads, total // RECORD_THREADED_FROM)
         try:
-            rec, n = self._entry(g0, g1, g2, 0, g0 * g1 * g2, *args, np.empty(4096, np.int64))
+            if n < 2 or self.has_atomics or not self.jit:
+                rec, k = self._entry(g0, g1, g2, 0, total, *args, np.empty(4096, np.int64))
+                return rec[:k].reshape(-1, 4)
+            return self._record_threads(g0, g1, g2, total, args, n)
         except (OutOfBoundsError, IndexOverflowError) as e:
             raise self._located(e) from None
-        return rec[:n].reshape(-1, 4)
+
+    def _record_threads(self, g0, g1, g2, total, args, n) -> np.ndarray:
+        """``record`` on ``n`` threads: pieces of the grid in turn, each recording its own
+        events; the pieces' events joined in grid order are the serial run's (programs
+        record independently; kernels with atomics stay serial).  A failing piece's
+        error is raised, the first in grid order when several fail."""
+        pieces = min(total, n * CHUNKS_PER_THREAD)
+        bounds = [total * k // pieces for k in range(pieces + 1)]
+        chunks = iter(range(pieces))
+        recs: list = [None] * pieces
+        errors: dict = {}
+        entry = self._entry
+
+        def worker():
+            for c in chunks:
+                if errors:
+                    return
+                try:
+                    rec, k = entry(g0, g1, g2, bounds[c], bounds[c + 1], *args,
+                                   np.empty(4096, np.int64))
+                except Exception as e:      # noqa: BLE001 - re-raised below, in grid order
+                    errors[c] = e
+                    return
+                recs[c] = rec[:k]
+
+        pool = _thread_pool(n - 1)
+        futures = [pool.submit(worker) for _ in range(1, n)]
+        try:
+            worker()
+        finally:
+            for f in futures:
+                f.result()
+        if errors:
+            raise errors[min(errors)]
+        return np.concatenate(recs).reshape(-1, 4)
 
     def _located(self, e):
         """A range-check error raised with its site number, given the site's message."""

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import npujit.language as nl
-from npujit import npu_kernel
+from npujit import OutOfBoundsError, npu_kernel
 from npujit.backends.numba.backend import record_launch
 from npujit.backends.numba.record import replay
 from npujit.backends.reference.backend import bind_args
@@ -163,3 +163,41 @@ def test_repeated_programs_give_the_streams_a_walk_gives(case):
     fp, wp = fast.programs, walked.programs
     assert [p.instrs for p in fp] == [p.instrs for p in wp]
     assert [fp.index(p) for p in fp] == [wp.index(p) for p in wp]
+
+
+@npu_kernel
+def varied_rows(x_ptr, out_ptr, counts_ptr, n, BLOCK: nl.constexpr):
+    """Each program scales its row a data-dependent number of times; a count past the
+    row makes the load leave x (an out-of-bounds error naming its program)."""
+    pid = nl.program_id(0)
+    offs = pid * BLOCK + nl.arange(0, BLOCK)
+    acc = nl.zeros((BLOCK,), dtype=nl.float32)
+    for t in nl.range(0, nl.load(counts_ptr + pid), 1):
+        acc += nl.load(x_ptr + offs + t * n)
+    nl.store(out_ptr + offs, acc)
+
+
+def test_a_recording_on_two_threads_gives_the_serial_events_and_outputs():
+    """Programs record on two threads from 64 per thread (runtime.RECORD_THREADED_FROM):
+    the events joined in grid order are the serial run's, event for event; a bad program
+    raises the same error as serially, the first in grid order."""
+    P, B = 300, 8
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(4 * P * B).astype(np.float32)
+    counts = rng.integers(0, 4, P).astype(np.int32)
+    fn, _ = _case(varied_rows, (x, np.zeros(P * B, np.float32), counts, P * B), {"BLOCK": B})
+    runs = {}
+    for threads in (1, 2):
+        out = np.zeros(P * B, np.float32)
+        events = record_launch(fn, (P, 1, 1), [x, out, counts, P * B],
+                               {"num_threads": threads})
+        runs[threads] = events, out
+    np.testing.assert_array_equal(runs[2][0], runs[1][0])
+    want = sum(x[t * P * B:(t + 1) * P * B] * (t < counts.repeat(B)) for t in range(4))
+    np.testing.assert_allclose(runs[2][1], want, rtol=1e-6)
+    bad = counts.copy()
+    bad[[170, 190]] = 9                  # program 170 is the first to leave x
+    for threads in (1, 2):
+        with pytest.raises(OutOfBoundsError, match=r"program \(170, 0, 0\)"):
+            record_launch(fn, (P, 1, 1), [x, np.zeros(P * B, np.float32), bad, P * B],
+                          {"num_threads": threads})
