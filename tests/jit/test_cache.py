@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import npujit.language as nl
-from npujit import LaunchError, cache_dir, npu_kernel
+from npujit import LaunchError, cache_dir
 from npujit.backends.numba import disk_cache as numba_disk
 from npujit.backends.numba import runtime as numba_runtime
 from npujit.cache_dir import CacheWarning
