@@ -144,6 +144,7 @@ class MemoryLowering:
             other = self.sym(op.operands[3]) if len(op.operands) > 3 else None
         else:
             mask = self.sym(op.operands[3]) if len(op.operands) > 3 else None
+            self.check_wrap_masked(op, mask)
         offs = self.sym(op.operands[1])
         if isinstance(offs, Scalar):
             return self.scalar_transfer(op, gm, t, offs, mask, other if load else None)
