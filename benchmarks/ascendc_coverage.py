@@ -5,7 +5,7 @@ ragged launch on the reference backend and on ``ascendc-twin`` and prints a mark
 (kernel, emits, matches, and the first thing the emitter refuses).  The table in
 docs/ascendc.md is this script's output.
 
-Run: NPUJIT_CACHE_DIR=/tmp/c python benchmarks/ascendc_coverage.py
+Run: NPUJIT_CACHE_DIR=/tmp/c python benchmarks/ascendc_coverage.py (the last line is the count)
 """
 from __future__ import annotations
 

@@ -464,7 +464,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
             elif isinstance(s, Grid):
                 # a tile of pointers advanced each trip (`a_ptrs += BLOCK_K * stride_ak`):
                 # the rows stay, the column offset is a carried scalar
-                name = self.fresh((_carried_name(body, i) or "ptrs") + "_col")
+                name = self.fresh(raw_name(init.op, "ptrs") + "_col" if init.op is not None else "ptrs_col")
                 self.line(f"int64_t {name} = {s.col.base};   // where the pointer tile's columns start")
                 self.syms[id(arg)] = Grid(s.row, Index(name, s.col.length), s.rows, s.cols, s.wrap)
                 carried.append(name)
