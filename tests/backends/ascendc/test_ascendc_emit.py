@@ -165,6 +165,21 @@ def test_an_op_that_cannot_be_lowered_names_itself_and_its_line(tmp_path):
         sin_kernel.emit("ascendc", str(tmp_path), x, x.copy(), BLOCK=64)
 
 
+@npu_kernel
+def wrapped_rows_kernel(x_ptr, out_ptr, N, BLOCK: nl.constexpr):
+    rows = nl.arange(0, BLOCK)
+    cols = nl.arange(0, BLOCK) % N
+    x = nl.load(x_ptr + rows[:, None] * BLOCK + cols[None, :])
+    nl.store(out_ptr + rows[:, None] * BLOCK + nl.arange(0, BLOCK)[None, :], x)
+
+
+def test_wrapped_columns_of_a_vector_tile_are_refused_by_name(tmp_path):
+    # `% N` column offsets are emitted for Cube operands only (emit_cube_pointers.py)
+    x = np.zeros((16, 16), np.float32)
+    with pytest.raises(NotImplementedError, match=r"npu\.load at test_ascendc_emit\.py:\d+ .*wrap"):
+        wrapped_rows_kernel.emit("ascendc", str(tmp_path), x, x.copy(), 10, BLOCK=16)
+
+
 def _cann_root():
     root = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME")
     if not root or not os.path.isdir(root) or shutil.which("cmake") is None:
