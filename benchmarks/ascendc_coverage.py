@@ -5,7 +5,7 @@ ragged launch on the reference backend and on ``ascendc-twin`` and prints a mark
 (kernel, emits, matches, and the first thing the emitter refuses).  The table in
 docs/ascendc.md is this script's output.
 
-Run: NPUJIT_CACHE_DIR=/tmp/c python benchmarks/ascendc_coverage.py
+Run: NPUJIT_CACHE_DIR=/tmp/c python benchmarks/ascendc_coverage.py (the last line is the count)
 """
 from __future__ import annotations
 
@@ -88,8 +88,10 @@ def _cases():
     yield "triton_gallery/matmul.py", "matmul_kernel", lambda be: (
         tg_mm.matmul(a, b, kernel=gal(tg_mm.matmul_kernel, be)),)
     w_gate = rng.standard_normal((64, 8)).astype(np.float32)
-    yield "triton_gallery/moe_router.py", "router_kernel", lambda be: tg_router.route(
+    yield "triton_gallery/moe_router.py", "router_kernel (f32 tokens)", lambda be: tg_router.route(
         x2[:, :64].astype(np.float32), w_gate, kernel=gal(tg_router.router_kernel, be))
+    yield "triton_gallery/moe_router.py", "router_kernel (f16 tokens)", lambda be: tg_router.route(
+        xt[:, :40], wr.T[:40, :6].copy(), block_h=16, kernel=gal(tg_router.router_kernel, be))
     yield "moe/router.py", "router_kernel (mixtral)", launches(
         lambda: ((lambda l, o: ([l], o))(*router.router_launch(xt, wr, 2))), {0})
     yield "moe/router.py", "router_kernel (deepseek_v3, groups)", launches(
@@ -131,6 +133,7 @@ def _stream(elementwise, x, backend):
 def main() -> None:
     print("| file | kernel | emits | matches | first refusal |")
     print("|---|---|---|---|---|")
+    matched = total = 0
     for path, name, run in _cases():
         try:
             want = tuple(np.copy(o) for o in run("reference"))
@@ -140,6 +143,9 @@ def main() -> None:
             emits, ok = "no", ""
             why = str(e).split("cannot lower ", 1)[-1].split(". Run this", 1)[0]
         print(f"| {path} | `{name}` | {emits} | {ok} | {why.replace('|', '/')} |", flush=True)
+        total += 1
+        matched += ok == "yes"
+    print(f"\n{matched} of {total} launches emit and match the reference.")
 
 
 if __name__ == "__main__":

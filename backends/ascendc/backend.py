@@ -150,7 +150,7 @@ class AscendCTwinKernel:
             if values[name].item() != 1:
                 raise NotImplementedError(
                     f"kernel '{self.name}': argument '{name}' is {values[name].item()}, but the "
-                    "emitted Cube path copies contiguous rows (inner stride 1); pass "
+                    "emitted kernel copies contiguous rows (inner stride 1); pass "
                     "np.ascontiguousarray(...) operands or run on another backend")
         for pair in self.info.unit_stride_choices:
             if all(values[name].item() != 1 for name in pair):

@@ -3,7 +3,9 @@ docs/ascendc.md): block loads GM (ND) -> L1 (NZ) with ``DataCopy`` + ``Nd2NzPara
 ``LoadData`` L1 -> L0A / L0B (B transposed into its ZN layout), ``Mmad`` accumulating in
 L0C in f32, ``Fixpipe`` L0C -> GM (NZ -> ND, with the cast to f16/bf16 when the kernel
 stores a narrower tile).  The schedule's flags between MTE2, MTE1, M and FIX become
-``SetFlag`` / ``WaitFlag``, with event ids rotating over the buffer slots.
+``SetFlag`` / ``WaitFlag``, with event ids rotating over the buffer slots.  An N side
+that is not a multiple of 16 is padded to whole fractals with zeros in L1, L0B and L0C;
+loads and stores at pointer tiles are in emit_cube_pointers.py.
 """
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ from .lowering import cpp_type, not_lowered
 from .values import Scalar
 
 FRACTAL = 16       # rows and columns of a 2-byte fractal (512 B)
+# Why f32 operands are refused: their fractals are 16 x 8 (docs/ascendc.md), and B's ZN
+# layout in L0B is then not a per-fractal transpose of its NZ layout in L1.
+F32_MISSING = ("4-byte operands need 16 x 8 fractals and a transposing L1 -> L0B load "
+               "the emitted API subset and the twin do not have")
 _QUANT = {"f16": "F322F16", "bf16": "F322BF16"}
 
 
@@ -32,6 +38,10 @@ class CubeTile:
     transposed: bool | str = False  # L1: a B tile held as the NZ fractals of B^T (its
                                     # columns were the contiguous rows in GM); a C++ bool
                                     # variable when the strides decide it at run time
+    wrapped: object = None          # a Wrapped: B's columns were `(base + c) % bound`,
+                                    # and the columns c >= bound - base hold zeros instead
+                                    # (L1), so the accumulator's columns there are not the
+                                    # kernel's (L0C): only a store that masks them may read it
 
 
 def _pad(n: int) -> int:
@@ -59,19 +69,22 @@ class CubeLowering:
         if k is Kind.CAST and sv.scope(op) == "L0C":
             s = self.sym(op.operands[0])
             self.syms[id(op.result)] = CubeTile(s.var, s.dtype, s.shape, "L0C", s.fresh_flag,
-                                                op.result.type.dtype)
+                                                op.result.type.dtype, wrapped=s.wrapped)
             return None
         if k is Kind.BLOCK_STORE and isinstance(self.sym(op.operands[-1]), CubeTile):
             return self.fixpipe_store(op)
         raise not_lowered(op, "block pointers on the vector unit are not emitted yet"
                           if k in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE) else None)
 
-    def cube_member(self, buf, position: str, hint: str):
+    def cube_member(self, buf, position: str, hint: str, nbytes: int = 0):
+        """The TBuf of a Cube buffer; a slot of at least ``nbytes`` (a tile whose N side
+        is padded to whole fractals needs more than the schedule's tile)."""
         from .emit_kernel import Member
         m = self.members.get(buf.name)
         if m is None:
-            m = Member(self.fresh(hint + "Buf_"), "TBuf", position, buf.stages, buf.bytes)
+            m = Member(self.fresh(hint + "Buf_"), "TBuf", position, buf.stages, max(buf.bytes, nbytes))
             self.members[buf.name] = m
+        m.bytes = max(m.bytes, nbytes)
         return m
 
     def slot_view(self, m, dtype, hint: str) -> str:
@@ -95,11 +108,13 @@ class CubeLowering:
 
     def fresh_accumulator(self, op, buf, hint: str) -> CubeTile:
         """An f32 tile in L0C whose first ``Mmad`` starts from zero (``cmatrixInitVal``)."""
-        shape = op.result.type.shape
-        if any(d % FRACTAL for d in shape):
-            raise not_lowered(op, f"a dot tile of shape {shape}: the Cube path needs multiples of 16")
+        shape = tuple(int(d) for d in op.result.type.shape)
+        if shape[0] % FRACTAL:
+            raise not_lowered(op, f"a dot tile of shape {shape}: the Cube path needs M a multiple of 16")
         name = self.user_name(op, hint)
-        m = self.cube_member(buf, "CO1", name)
+        m = self.cube_member(buf, "CO1", name, shape[0] * _pad(shape[1]) * 4)
+        if shape[1] % FRACTAL:
+            self.line(f"// {shape[1]} columns padded to {_pad(shape[1])} in L0C (the Cube works on whole fractals)")
         self.line(f"AscendC::LocalTensor<float> {name} = {m.name}.Get<float>();")
         fresh = self.fresh(name + "_empty")
         self.line(f"bool {fresh} = true;   // the first Mmad starts from zero (cmatrixInitVal)")
@@ -165,18 +180,23 @@ class CubeLowering:
         offsets = [self.sym(v) for v in op.operands[5:7]]
         dt = op.result.type.dtype
         if dt.itemsize != 2:
-            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16 and bf16")
+            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16 and bf16 "
+                                  f"({F32_MISSING})")
         rows, cols = op.attrs["block_shape"]
-        if rows % FRACTAL or cols % FRACTAL:
-            raise not_lowered(op, f"a block of {rows}x{cols}: the Cube path needs multiples of 16")
-        if op.attrs.get("padding", "zero") != "zero":
-            raise not_lowered(op, "block loads that pad with anything but zero")
         users = op.result.users
         side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result for u in users) else "B1"
+        if rows % FRACTAL or (cols % FRACTAL and side == "A1"):
+            raise not_lowered(op, f"a block of {rows}x{cols}: the Cube path needs multiples of 16 "
+                                  "(only B's columns, the N side, are padded)")
+        if op.attrs.get("padding", "zero") != "zero":
+            raise not_lowered(op, "block loads that pad with anything but zero")
         # a B tile whose rows are strided and whose columns are contiguous (B read
         # transposed, strides (1, K)): its columns are the ND rows copied into L1
         unit = [st.expr in ("1", "1LL") for st in strides]
         transposed = side == "B1" and unit[0] and not unit[1]
+        if cols % FRACTAL and transposed:
+            raise not_lowered(op, f"a B block of {rows}x{cols} read transposed: its N side is "
+                                  "padded only for row-major B")
         if side == "B1" and not any(unit) and self.stride_args(op, op.operands[3:5]):
             # both strides are run-time arguments (B = w.T passed as a view): the launch
             # checks one of them is 1 and the kernel copies the layout that one gives
@@ -188,13 +208,16 @@ class CubeLowering:
             self.unit_stride(op, op.operands[3])
         buf = sv.buffers(op)[0]
         hint = self.user_name(op, "a" if side == "A1" else "b")
-        m = self.cube_member(buf, side, hint + "L1")
+        m = self.cube_member(buf, side, hint + "L1", rows * _pad(cols) * dt.itemsize)
         self.emit_flags(op, "wait_flags")
         tile = self.slot_view(m, dt, hint)
         n_rows = self.gm_extent(op, shape_vals, offsets, (rows, cols), 0)
         n_cols = self.gm_extent(op, shape_vals, offsets, (rows, cols), 1)
         t = cpp_type(dt)
-        if (n_rows, n_cols) != (str(rows), str(cols)):
+        if cols % FRACTAL:
+            self.line(f"// {cols} columns padded with zeros to {_pad(cols)} (the Cube works on whole fractals)")
+            self.line(f"AscendC::InitConstValue({tile}, {{1, {rows * _pad(cols) * dt.itemsize // 32}, 0, {t}(0.0f)}});")
+        elif (n_rows, n_cols) != (str(rows), str(cols)):
             self.line(f"if ({n_rows} < {rows} || {n_cols} < {cols}) {{   // zero the padding of an edge tile")
             self.line(f"    AscendC::InitConstValue({tile}, {{1, {rows * cols * dt.itemsize // 32}, 0, {t}(0.0f)}});")
             self.line("}")
@@ -242,52 +265,6 @@ class CubeLowering:
         self.line(f"AscendC::DataCopy({tile}, {at}, {params});")
         return CubeTile(tile, dt, (M, N), "L1")
 
-    def gathered_load_l1(self, op) -> None:
-        """Rows gathered by per-row offsets (``x[tok[:, None] * stride + cols[None, :]]``)
-        into L1: the tile zeroed, then one ND -> NZ copy of each row whose condition holds
-        (a row lands at its 16-element slice of every fractal column)."""
-        from .values import Grid, Mask2
-        dt = op.result.type.dtype
-        offs = self.sym(op.operands[1])
-        mask = self.sym(op.operands[2]) if len(op.operands) > 2 else None
-        if len(op.operands) > 3:
-            raise not_lowered(op, "a gathered Cube operand with `other=` (masked rows are zeros)")
-        if not isinstance(offs, Grid) or (mask is not None and not isinstance(mask, Mask2)):
-            raise not_lowered(op, "a Cube operand loaded at offsets that are not rows of "
-                                  "`row[:, None] + cols[None, :]`")
-        if dt.itemsize != 2:
-            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16 and bf16")
-        rows, cols = offs.rows, offs.cols
-        if rows % FRACTAL or cols % FRACTAL:
-            raise not_lowered(op, f"a block of {rows}x{cols}: the Cube path needs multiples of 16")
-        side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result
-                           for u in op.result.users) else "B1"
-        buf = sv.buffers(op)[0]
-        hint = self.user_name(op, "a" if side == "A1" else "b")
-        m = self.cube_member(buf, side, hint + "L1")
-        self.emit_flags(op, "wait_flags")
-        tile = self.slot_view(m, dt, hint)
-        t = cpp_type(dt)
-        self.line(f"AscendC::InitConstValue({tile}, {{1, {rows * cols * dt.itemsize // 32}, 0, {t}(0.0f)}});"
-                  "   // rows left out read 0")
-        count = mask.col.count if mask is not None and mask.col is not None else str(cols)
-        conds = [mask.row.at("r")] if mask is not None and mask.row is not None else []
-        if count != str(cols):
-            conds.append(f"{count} > 0")
-        params = self.fresh(hint + "_row")
-        gm = self.gm_members[id(op.operands[0])]
-        self.line(f"AscendC::Nd2NzParams {params};   // one ND row in GM -> its slices of the NZ fractals")
-        self.line(f"{params}.nValue = 1;")
-        self.line(f"{params}.dValue = {count};")
-        self.line(f"{params}.srcDValue = {count};")
-        self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
-        self.line(f"for (int32_t r = 0; r < {rows}; ++r) {{   // one descriptor per row")
-        copy = f"AscendC::DataCopy({tile}[r * {FRACTAL}], {gm}[{offs.row.at('r')} + {offs.col.base}], {params});"
-        self.line(f"    if ({' && '.join(conds)}) {copy}" if conds else f"    {copy}")
-        self.line("}")
-        self.emit_flags(op, "set_flags")
-        self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1")
-
     def mmad(self, op) -> None:
         a, b = self.sym(op.operands[0]), self.sym(op.operands[1])
         if len(op.operands) < 3:
@@ -297,14 +274,18 @@ class CubeLowering:
         if not (isinstance(a, CubeTile) and isinstance(b, CubeTile) and a.scope == b.scope == "L1"
                 and isinstance(acc, CubeTile) and acc.scope == "L0C"):
             raise not_lowered(op, "a dot whose operands are not block loads into L1")
-        (M, K), (_, N) = a.shape, b.shape
+        if b.wrapped is not None:
+            if acc.wrapped not in (None, b.wrapped):
+                raise not_lowered(op, "a dot of B tiles whose columns wrap differently")
+            acc.wrapped = b.wrapped
+        (M, K), N = a.shape, _pad(b.shape[1])
         m1, k1, n1 = M // FRACTAL, K // FRACTAL, N // FRACTAL
         l0a, l0b = sv.operand_buffers(op)
         if sv.k_chunk(op) is not None:
             return self.chunked_mmad(op, a, b, acc)
         self.emit_flags(op, "wait_flags", pipes={"MTE1"})
         a0 = self.slot_view(self.cube_member(l0a, "A2", "aL0"), a.dtype, a.var + "L0")
-        b0 = self.slot_view(self.cube_member(l0b, "B2", "bL0"), b.dtype, b.var + "L0")
+        b0 = self.slot_view(self.cube_member(l0b, "B2", "bL0", K * N * b.dtype.itemsize), b.dtype, b.var + "L0")
         self.line(f"// L1 -> L0A: one row of {k1} fractals per {FRACTAL} rows of the A tile")
         self.load_fractals(a0, a.var, m1, "i", k1, m1, False)
 
@@ -350,7 +331,7 @@ class CubeLowering:
         works on the other; the other flags wait before the first chunk and are set after
         the last (the simulator's stream does the same: sim/lower.py
         ``_emit_chunked_dot``)."""
-        (M, K), (_, N) = a.shape, b.shape
+        (M, K), N = a.shape, _pad(b.shape[1])
         k0 = sv.k_chunk(op)
         m1, k1, n1, kc1 = M // FRACTAL, K // FRACTAL, N // FRACTAL, k0 // FRACTAL
         chunks = K // k0
@@ -360,7 +341,8 @@ class CubeLowering:
         sets = [f for f in sv.flags_of(op, "set_flags") if f.event not in l0_pairs]
         for f in waits:                 # (the Cube path has no TQue events: every flag is set here)
             self.line(f"AscendC::WaitFlag<AscendC::HardEvent::{f.event}>({self.flag_id(f)});")
-        ma, mb = self.cube_member(l0a, "A2", "aL0"), self.cube_member(l0b, "B2", "bL0")
+        ma = self.cube_member(l0a, "A2", "aL0")
+        mb = self.cube_member(l0b, "B2", "bL0", k0 * N * b.dtype.itemsize)
         rotating = ma.depth > 1 or mb.depth > 1 or any(
             f.count > 1 for which in ("wait_flags", "set_flags")
             for f in sv.flags_of(op, which) if f.event in l0_pairs)
@@ -432,7 +414,7 @@ class CubeLowering:
                 continue
             l0a, l0b = sv.operand_buffers(dot)
             dt = dot.operands[0].type.dtype
-            t, (M, N) = cpp_type(dt), acc.shape
+            t, M, N = cpp_type(dt), acc.shape[0], _pad(acc.shape[1])
             self.line(f"if ({acc.fresh_flag}) {{   // no trips: no Mmad wrote {acc.var} yet")
             with self.indented():
                 self.line("AscendC::PipeBarrier<PIPE_ALL>();")
@@ -463,6 +445,9 @@ class CubeLowering:
         offsets = [self.sym(v) for v in op.operands[5:7]]
         acc = self.sym(op.operands[-1])
         out_dt = ptr.type.dtype
+        if acc.wrapped is not None:
+            raise not_lowered(op, "a block store of a dot whose B columns wrap (`% n`): store it "
+                                  "through pointers masked by `cols < n`")
         if (acc.out_dtype or acc.dtype) != out_dt:
             raise not_lowered(op, f"storing a {acc.out_dtype or acc.dtype} tile to a {out_dt} array")
         if out_dt.name not in ("f32",) + tuple(_QUANT):

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 
 from npujit.ir.ops import Kind
 from npujit.ir.schedule.model import SIDES_ATTR
-from npujit.ir.types import PtrType, TensorType
+from npujit.ir.types import PtrType, TensorType, int64
 
 from . import schedule_view as sv
 from .emit_control import ControlLowering
-from .emit_cube import CubeLowering
+from .emit_cells import CellLowering
+from .emit_cube import CubeLowering, CubeTile
+from .emit_cube_pointers import PointerCubeLowering
 from .emit_lanes import LaneLowering
 from .emit_memory import MemoryLowering
 from .emit_mixed import AIC_POSITIONS, MixedLowering
@@ -35,7 +37,7 @@ from .emit_topk import RANKS_ABOVE, TopkLowering
 from .emit_vector import VectorLowering
 from .tidy import drop_unused_scalars
 from .lowering import CMP_CPP, SCALAR_BINARY, cpp_type, not_lowered, raw_name, source_line
-from .values import Scalar, Splat, Tile
+from .values import Cell, Grid, Index, Scalar, Splat, Tile
 
 _CPP_KEYWORDS = {"int", "float", "double", "char", "auto", "new", "delete", "class", "struct",
                  "template", "this", "default", "register", "union", "operator", "private",
@@ -70,7 +72,8 @@ class KernelInfo:
 
 
 class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering, LaneLowering,
-                   TopkLowering, VectorLowering, CubeLowering, ControlLowering):
+                   TopkLowering, VectorLowering, CellLowering, CubeLowering, PointerCubeLowering,
+                   ControlLowering):
     """Writes one kernel; see the module doc."""
 
     def __init__(self, fn):
@@ -96,6 +99,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
         self.workspace_offsets: dict[int, int] = {}   # id(hand-off) -> byte offset in a program's slot
         self.workspace_types: dict[str, str] = {}     # GlobalTensor views of the workspace -> C++ type
         self.loop_handoffs: list = []                 # per enclosing loop: (flag back, stages) to drain
+        self.wrapped_stores: dict[int, tuple] = {}    # id(store) -> (base, bound) its mask must drop
         self.info.mixed = (len(fn.attrs.get(SIDES_ATTR, ())) > 1
                            and any(op.kind is Kind.HANDOFF for op in fn.walk()))
 
@@ -355,12 +359,14 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
             return self.emit_handoff(op)
         if k is Kind.TOPK:
             return self.emit_topk(op)
+        if k is Kind.STORE and isinstance(self.sym(op.operands[2]), CubeTile):
+            return self.fixpipe_rows_store(op)
         if k in (Kind.LOAD, Kind.STORE) and sv.scope(op) != "L1":
             return self.emit_ub_transfer(op)
         if k is Kind.ATOMIC_RMW:
             return self.emit_atomic_add(op)
         if (k is Kind.BLOCK_LOAD and sv.scope(op) == "UB") or (
-                k is Kind.BLOCK_STORE and isinstance(self.sym(op.operands[-1]), (Tile, Splat))):
+                k is Kind.BLOCK_STORE and isinstance(self.sym(op.operands[-1]), (Tile, Splat, Cell))):
             return self.ub_block_transfer(op)
         if k in (Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT) or sv.scope(op) in ("L0C", "L1"):
             return self.emit_cube_op(op)
@@ -455,6 +461,13 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
                 self.line(f"{cpp_type(arg.type.dtype)} {name} = {s.expr};")
                 self.syms[id(arg)] = Scalar(name, arg.type.dtype)
                 carried.append(name)
+            elif isinstance(s, Grid):
+                # a tile of pointers advanced each trip (`a_ptrs += BLOCK_K * stride_ak`):
+                # the rows stay, the column offset is a carried scalar
+                name = self.fresh(raw_name(init.op, "ptrs") + "_col" if init.op is not None else "ptrs_col")
+                self.line(f"int64_t {name} = {s.col.base};   // where the pointer tile's columns start")
+                self.syms[id(arg)] = Grid(s.row, Index(name, s.col.length), s.rows, s.cols, s.wrap)
+                carried.append(name)
             elif self.side is not None and _side_of_buffer(init) not in (None, self.side):
                 self.syms[id(arg)] = s          # the other core's tile (an L0C accumulator)
                 carried.append(None)
@@ -473,8 +486,9 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
         self.loop_handoffs.append([])
         with self.indented(), self.capture() as body_lines:
             self.emit_block(body)
-            updates = [(name, self.sym(v)) for name, v in zip(carried, term.operands)
-                       if name is not None and self.sym(v).expr != name]
+            updates = [(name, self.carried_update(op, arg, v)) for name, v, arg
+                       in zip(carried, term.operands, body.args[1:]) if name is not None]
+            updates = [(name, s) for name, s in updates if s.expr != name]
             if any(s.expr in carried for _, s in updates):   # e.g. a swap: update together
                 temps = []
                 for name, s in updates:
@@ -491,10 +505,23 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
                                  f"{iv_name} += {step.expr}) {{", body_lines)
         self.drain_handoffs(counter, self.loop_handoffs.pop())
         for res, name, arg in zip(op.results, carried, body.args[1:]):
-            self.syms[id(res)] = Scalar(name, res.type.dtype) if name is not None else self.syms[id(arg)]
+            carried_grid = isinstance(self.syms[id(arg)], Grid)
+            self.syms[id(res)] = (self.syms[id(arg)] if name is None or carried_grid
+                                  else Scalar(name, res.type.dtype))
         self.zero_unwritten_accumulators(op)
         self.emit_flags(op, "set_flags")
         self.emit_flags(op, "post_wait_flags")
+
+    def carried_update(self, loop, arg, v) -> Scalar:
+        """The next value of a carried scalar, or of a carried pointer tile's column
+        offset (its rows must come back unchanged)."""
+        s, old = self.sym(v), self.sym(arg)
+        if not isinstance(old, Grid):
+            return s
+        if not (isinstance(s, Grid) and s.row.expr == old.row.expr and s.wrap == old.wrap):
+            raise not_lowered(loop, "a loop-carried pointer tile whose rows change in the loop "
+                                    "(only `ptrs += scalar` is emitted)")
+        return Scalar(s.col.base, int64)
 
     def close_loop(self, counter: str, header: str, body_lines: list) -> None:
         """Write a loop whose body was captured with ``counter`` as the innermost
@@ -534,7 +561,7 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
         realised by TQue EnQue/DeQue/AllocTensor/FreeTensor; see docs/ascendc.md)."""
         call = "WaitFlag" if "wait" in which else "SetFlag"
         for f in sv.flags_of(op, which):
-            if f.event in _QUEUE_EVENTS or not self.flag_on_side(f, op):
+            if f.event in _QUEUE_EVENTS or f.event in _SCALAR_ONLY_EVENTS or not self.flag_on_side(f, op):
                 continue
             if pipes is not None and (f.dst if call == "WaitFlag" else f.src) not in pipes:
                 continue
@@ -548,6 +575,11 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
 # UB-side events the TQue protocol sets and waits (EnQue/DeQue, Free/Alloc;
 # docs/npu-facts.md §A7).
 _QUEUE_EVENTS = {"MTE2_V", "V_MTE2", "V_MTE3", "MTE3_V"}
+
+# Vector -> FixPipe: the schedule's order from the vector op that makes a Fixpipe store's
+# mask; the emitter keeps such masks as scalar expressions (fixpipe_rows_store in
+# emit_cube.py), so no vector instruction is there to wait for.
+_SCALAR_ONLY_EVENTS = {"V_FIX"}
 
 
 def _buffer_of(v):

@@ -144,10 +144,14 @@ class MemoryLowering:
             other = self.sym(op.operands[3]) if len(op.operands) > 3 else None
         else:
             mask = self.sym(op.operands[3]) if len(op.operands) > 3 else None
+            self.check_wrap_masked(op, mask)
         offs = self.sym(op.operands[1])
         if isinstance(offs, Scalar):
             return self.scalar_transfer(op, gm, t, offs, mask, other if load else None)
         grid = isinstance(offs, Grid)
+        if grid and offs.wrap is not None:
+            raise not_lowered(op, "a vector tile at column offsets that wrap (`% n`) is not "
+                                  "emitted (only Cube operands read them)")
         if load and isinstance(offs, Tile) and offs.home is not None and not offs.dtype.is_float:
             offs = self.row_of_tile(op, offs)       # a gather by loaded indices
         if load and isinstance(offs, RowVal) and offs.cols == 1:

@@ -20,14 +20,14 @@ from npujit.ir.schedule.split_cores import op_side
 
 from . import schedule_view as sv
 from .lowering import cpp_type, not_lowered
-from .values import Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile
+from .values import Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, Wrapped
 
 _AIC_PIPES = {"MTE1", "M", "FIX"}
 _AIV_PIPES = {"V", "MTE3"}
 AIC_POSITIONS = {"A1", "B1", "A2", "B2", "CO1"}
 _MOVES = {Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW, Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT,
           Kind.HANDOFF}
-_SYMBOLIC = (Scalar, Splat, Index, Mask, Mask2, Grid, RowVal, OneHot)
+_SYMBOLIC = (Scalar, Splat, Index, Mask, Mask2, Grid, RowVal, OneHot, Wrapped)
 _NEVER_SYMBOLIC = {Kind.STORE, Kind.ATOMIC_RMW, Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT,
                    Kind.FOR, Kind.IF, Kind.WHILE, Kind.HANDOFF, Kind.REDUCE}
 
@@ -153,6 +153,8 @@ class MixedLowering:
             self.loop_handoffs[-1].append((cross[1], stages))
         if source and to_vector:
             acc = self.sym(op.operands[0])
+            if acc.wrapped is not None:
+                self.columns_to_mask(op, op.result, acc.wrapped)
             fix = self.fresh("handoff")
             self.line(f"AscendC::FixpipeParamsV220 {fix};   // L0C -> this program's workspace slot")
             self.line(f"{fix}.mSize = {M};")

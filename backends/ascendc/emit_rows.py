@@ -13,12 +13,15 @@ ir/schedule/placement.py); ``w[:, None] * y`` is one ``Muls`` per row.
 """
 from __future__ import annotations
 
+import re
+
 from npujit.ir.ops import Kind
 from npujit.ir.types import float32
 
 from . import schedule_view as sv
 from .lowering import CMP_CPP, VECTOR_BINARY, cpp_type, not_lowered
-from .values import Cell, Cell3, DataRow, Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import (Cell, Cell3, DataRow, Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile,
+                     Wrapped, scalar_arg)
 
 # The event id of the emitter's own SetFlag/WaitFlag pairs here: the last of the 8 ids
 # per event kind; the schedule hands ids out from 0 by liveness (ir/schedule/event_ids.py),
@@ -61,6 +64,10 @@ class RowLowering:
                     return a
                 if isinstance(a, Index):
                     return RowVal(f"({a.base} + {{r}})", rt.dtype, shape[0])
+                if isinstance(a, Wrapped):
+                    self.helpers.add("irem")
+                    return RowVal(f"IntRem<{cpp_type(rt.dtype)}>({a.base} + {{r}}, {a.bound})",
+                                  rt.dtype, shape[0])
                 if isinstance(a, RowVal):
                     return a
                 if isinstance(a, Tile):
@@ -72,12 +79,16 @@ class RowLowering:
             a = args[0]
             if isinstance(a, RowVal):
                 return RowVal(a.expr, a.dtype, a.rows, shape[1])
-            if isinstance(a, (Index, Grid, Mask2)):
+            if isinstance(a, (Index, Wrapped, Grid, Mask2)):
                 return a if not isinstance(a, Mask) else Mask2(None, a, shape[0], shape[1])
             if isinstance(a, Mask):
                 return Mask2(None, a, shape[0], shape[1])
             if isinstance(a, Splat):
                 return Splat(a.value, rt.numel)
+            if isinstance(a, Cell):            # [1, C] or [R, 1] elements along the other axis
+                src = op.operands[0].type.shape
+                fixed = "{r}" if src[0] == 1 else "{c}"
+                return Cell(a.expr.replace(fixed, "0"), a.dtype, shape[0], shape[1])
             if isinstance(a, Tile) and op.operands[0].type.shape[-1] == 1:
                 return RowVal(self.row_of_tile(op, a).expr, a.dtype, a.length, shape[1])
             if isinstance(a, Tile) and op.operands[0].type.shape[0] == 1 and len(shape) == 2:
@@ -91,13 +102,19 @@ class RowLowering:
         if any(isinstance(a, DataRow) for a in args) and any(
                 isinstance(a, (RowVal, Cell, Index)) for a in args):
             args = [self.data_row_as_cell(op, a) if isinstance(a, DataRow) else a for a in args]
-        if any(isinstance(a, Cell) for a in args) and k is not Kind.REDUCE:
+        if (any(isinstance(a, Cell) for a in args) and k is not Kind.REDUCE) or (
+                k is Kind.SELECT and isinstance(args[0], OneHot)):
             return self.cell_op(op, args, rt)
         if k is Kind.SELECT and len(shape) == 1 and isinstance(args[0], RowVal) and all(
                 isinstance(a, (RowVal, Splat, Tile)) for a in args):
             args = [self.row_of_tile(op, a) if isinstance(a, Tile) else a for a in args]
             e = [f"({a.expr})" if isinstance(a, RowVal) else a.value.expr for a in args]
             return RowVal(f"{e[0]} ? {e[1]} : {e[2]}", rt.dtype, shape[0])
+        if k is Kind.CMP and op.attrs["predicate"] in ("eq", "ne") and len(shape) == 2 \
+                and shape[0] == 1 and {type(a) for a in args} == {Index, Splat}:
+            # cols[None, :] == i: a condition on the column number (`< n` is a Mask)
+            e = [f"({a.base} + {{c}})" if isinstance(a, Index) else a.value.expr for a in args]
+            return Cell(f"{e[0]} {CMP_CPP[op.attrs['predicate']]} {e[1]}", rt.dtype, 1, int(shape[1]))
         if k is Kind.CMP and len(shape) == 2 and all(isinstance(a, (Tile, Splat)) for a in args) \
                 and any(isinstance(a, Tile) and not a.dtype.is_float for a in args) \
                 and all(u.kind is Kind.RESHAPE and u.result.type.rank == 3
@@ -117,6 +134,10 @@ class RowLowering:
             e = [f"(static_cast<uint32_t>({{r}}) < {a.count})" if isinstance(a, Mask) else f"({a.expr})"
                  for a in args]
             return RowVal(" && ".join(e), rt.dtype, shape[0])
+        if k is Kind.MUL and len(shape) == 2 and shape[0] == 1 and len(args) == 2 and \
+                any(isinstance(a, (Index, Wrapped)) for a in args) and \
+                any(isinstance(a, Splat) for a in args):
+            return self.unit_column_stride(op, args)
         if not any(isinstance(a, (RowVal, Grid, Mask2)) for a in args):
             if k is Kind.AND and len(shape) == 2 and any(isinstance(a, Mask) for a in args):
                 return self.mask2(op, args, shape)
@@ -129,10 +150,13 @@ class RowLowering:
                 a, b = b, a
             if isinstance(a, RowVal) and isinstance(b, Index):
                 return Grid(a, b, shape[0], shape[1])
-            if isinstance(a, Grid) and isinstance(b, Splat):
-                return Grid(a.row, Index(f"{a.col.base} + {b.value.expr}", a.col.length), a.rows, a.cols)
+            if isinstance(a, RowVal) and isinstance(b, Wrapped):
+                return Grid(a, Index("0", b.length), shape[0], shape[1], wrap=b)
             if isinstance(b, Grid) and isinstance(a, Splat):
-                return Grid(b.row, Index(f"{b.col.base} + {a.value.expr}", b.col.length), b.rows, b.cols)
+                a, b = b, a
+            if isinstance(a, Grid) and isinstance(b, Splat):
+                return Grid(a.row, Index(f"{a.col.base} + {b.value.expr}", a.col.length), a.rows, a.cols,
+                            a.wrap)
         if k is Kind.AND:
             return self.mask2(op, args, shape)
         if k is Kind.CMP and op.attrs["predicate"] == "eq" and len(shape) == 2:
@@ -142,6 +166,20 @@ class RowLowering:
             if isinstance(a, RowVal) and isinstance(b, Index) and not a.dtype.is_float:
                 return OneHot(a, b, shape[0], shape[1])
         return None
+
+    def unit_column_stride(self, op, args):
+        """``cols[None, :] * stride_x``: the columns stay contiguous when the stride is 1;
+        a stride that is a kernel argument is checked to be 1 at launch (backend.py), as the
+        Cube path's inner strides are."""
+        cols = next(a for a in args if isinstance(a, (Index, Wrapped)))
+        stride = next(a for a in args if isinstance(a, Splat)).value.expr
+        m = re.fullmatch(r"(?:static_cast<\w+>\()?tiling_\.(\w+)\)?", stride)
+        if stride not in ("1", "1LL") and m is None:
+            raise not_lowered(op, "a strided index (only scalar + nl.arange offsets, or columns "
+                                  "times a stride argument the launch checks is 1, are emitted)")
+        if m is not None and m.group(1) not in self.info.unit_stride_args:
+            self.info.unit_stride_args.append(m.group(1))
+        return cols
 
     def per_row_only(self, op, args) -> bool:
         """Whether ``op`` on a 1-D int tile and scalars is better done per row by the
@@ -154,40 +192,6 @@ class RowLowering:
         if op.kind in (Kind.IDIV, Kind.REM):
             return True
         return op.kind is Kind.CMP and all(_row_condition_use(u) for u in _users_through_fused(op))
-
-    def cell_op(self, op, args, rt) -> Cell:
-        """Scalar arithmetic, compares and casts on ``Cell`` elements."""
-        k = op.kind
-        dt = rt.dtype
-        e = []
-        for a in args:
-            if isinstance(a, Cell):
-                e.append(f"({a.expr})")
-            elif isinstance(a, RowVal):
-                e.append(f"({a.expr})")
-            elif isinstance(a, Splat):
-                e.append(a.value.expr)
-            elif isinstance(a, Index):
-                e.append(f"({a.base} + {{c}})")
-            elif isinstance(a, Tile) and k is Kind.SELECT:
-                cols = int(rt.shape[1])
-                e.append(self.row_of_tile(op, a).expr.replace("{r}", f"{{r}} * {cols} + {{c}}"))
-            else:
-                raise not_lowered(op, "this operand of a per-element scalar tile is not emitted yet")
-        if k is Kind.SELECT:
-            t = cpp_type(dt)
-            expr = f"{e[0]} ? static_cast<{t}>({e[1]}) : static_cast<{t}>({e[2]})"
-        elif k in _ROW_OPS:
-            expr = f"{e[0]} {_ROW_OPS[k]} {e[1]}"
-        elif k is Kind.CMP:
-            expr = f"{e[0]} {CMP_CPP[op.attrs['predicate']]} {e[1]}"
-        elif k is Kind.AND and dt.is_bool:
-            expr = f"{e[0]} && {e[1]}"
-        elif k is Kind.CAST and not dt.is_float:
-            expr = f"static_cast<{cpp_type(dt)}>({e[0]})"
-        else:
-            raise not_lowered(op, "this per-element scalar tile operation is not emitted yet")
-        return Cell(expr, dt, int(rt.shape[0]), int(rt.shape[1]))
 
     def row_scalar(self, op, args, rt) -> RowVal:
         """Scalar arithmetic on per-row values (and splats): a new per-row expression."""
@@ -212,63 +216,6 @@ class RowLowering:
         else:
             raise not_lowered(op, "this per-row ([R, 1]) operation is not emitted yet")
         return RowVal(expr, dt, rows.rows, max(getattr(a, "cols", 1) for a in args))
-
-    def fold_lanes(self, op, s, result):
-        """``nl.sum/max/min`` of an integer 1-D tile or of per-lane values to a scalar, on
-        the scalar unit (exact, wrapping like the reference; ReduceSum takes floats)."""
-        from .values import Scalar as _Scalar
-        kind = op.attrs["kind"]
-        if result.type.dtype.is_float:
-            raise not_lowered(op, "a float reduction of per-lane values is not emitted yet")
-        if kind not in ("sum", "max", "min"):
-            raise not_lowered(op, f"a {kind} reduction of integer lanes is not emitted yet")
-        rows = s if isinstance(s, RowVal) else self.row_of_tile(op, s)
-        dt = result.type.dtype
-        t = cpp_type(dt)
-        name, r = self.user_name(op, kind), self.fresh("r")
-        self.line(f"{t} {name} = static_cast<{t}>({rows.at('0')});")
-        self.line(f"for (int32_t {r} = 1; {r} < {rows.rows}; ++{r}) {{")
-        self.fold_step(kind, t, name, rows.at(r), "    ")
-        self.line("}")
-        return _Scalar(name, dt)
-
-    def fold_step(self, kind: str, t: str, acc: str, value: str, indent: str,
-                  floats: bool = False) -> None:
-        """``acc`` takes one more value of a sum / max / min fold (ints wrap; float max
-        and min skip NaN, as np.fmax does: NaN only for a line of NaNs)."""
-        value = f"static_cast<{t}>({value})"
-        if kind == "sum":
-            self.line(f"{indent}{acc} = static_cast<{t}>({acc} + {value});")
-        elif floats:
-            v = self.fresh("v")
-            self.line(f"{indent}const {t} {v} = {value};")
-            self.line(f"{indent}if ({v} {'>' if kind == 'max' else '<'} {acc} || {acc} != {acc}) {acc} = {v};")
-        else:
-            self.line(f"{indent}if ({value} {'>' if kind == 'max' else '<'} {acc}) {acc} = {value};")
-
-    def fold_cells(self, op, s, dest, R, C, axis, kind, dt) -> Tile:
-        """A reduction along an axis of integer elements on the scalar unit (exact and
-        wrapping, as the reference; the vector unit's ReduceSum takes floats)."""
-        if kind not in ("sum", "max", "min"):
-            raise not_lowered(op, f"a {kind} of {dt} per-element values is not emitted yet")
-        if isinstance(s, Tile):
-            src = self.row_of_tile(op, s)
-            s = Cell(src.expr.replace("{r}", f"{{r}} * {C} + {{c}}"), s.dtype, R, C)
-        out = dest()
-        t = "float" if dt.is_float else cpp_type(dt)      # floats accumulate in f32
-        outer, inner = (R, C) if axis == 1 else (C, R)
-        i, j, acc = self.fresh("i"), self.fresh("j"), self.fresh("folded")
-        cell = (lambda a, b: s.at(a, b)) if axis == 1 else (lambda a, b: s.at(b, a))
-        self.line(f"for (int32_t {i} = 0; {i} < {outer}; ++{i}) {{   // one {kind} per lane, on the scalar unit")
-        self.line(f"    {t} {acc} = static_cast<{t}>({cell(i, '0')});")
-        self.line(f"    for (int32_t {j} = 1; {j} < {inner}; ++{j}) {{")
-        self.fold_step(kind, t, acc, cell(i, j), "        ", dt.is_float)
-        self.line("    }")
-        self.line(f"    {out.var}.SetValue({i}, static_cast<{cpp_type(dt)}>({acc}));")
-        self.line("}")
-        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});   // the vector unit reads the lanes")
-        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
-        return out
 
     def rows_as_tile(self, s: RowVal, dtype) -> Tile:
         """Per-lane values written into a scratch tile by the scalar unit, for vector
@@ -578,6 +525,8 @@ class RowLowering:
             value = self.sym(op.operands[7])
             if isinstance(value, Splat):
                 value = self.materialize_splat(value, dt, "stored")
+            elif isinstance(value, Cell):
+                value = self.cells_as_tile(value, dt)
             if not isinstance(value, Tile):
                 raise not_lowered(op, "a block store of a value that is not a tile in UB")
             self.store_prologue(value)

@@ -18,7 +18,8 @@ from npujit.ir.types import float32, int32
 from . import schedule_view as sv
 from .lowering import (ACTIVATIONS, CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY, VECTOR_DTYPES,
                        VECTOR_UNARY, cpp_type, not_lowered, raw_name, round_mode)
-from .values import Bits, Cell, DataRow, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, scalar_arg
+from .values import (Bits, Cell, DataRow, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, Wrapped,
+                     origin_key, scalar_arg)
 
 
 class VectorLowering:
@@ -254,13 +255,20 @@ class VectorLowering:
                 return Index(_sum(b.base, "+", a.value.expr), b.length)
             raise not_lowered(op, "a strided or gathered index (only scalar + nl.arange "
                                   "offsets are emitted)")
+        if k is Kind.REM and isinstance(args[0], Index) and isinstance(args[1], Splat) \
+                and rt.dtype.is_int:
+            # (base + arange) % n: Triton's way of keeping a tile's loads in bounds
+            return Wrapped(args[0].base, args[1].value.expr, args[0].length,
+                           origin_key(op.operands[0], op.operands[1]))
         if k is Kind.MUL and any(isinstance(a, Index) for a in args):
             raise not_lowered(op, "a strided index (only scalar + nl.arange offsets are emitted)")
         if k is Kind.CMP and any(isinstance(a, Index) for a in args):
             a, b = args
             pred = op.attrs["predicate"]
+            ir_operands = list(op.operands)
             if isinstance(a, Splat) and isinstance(b, Index):
                 a, b, pred = b, a, CMP_SWAPPED[pred]
+                ir_operands.reverse()
             if not (isinstance(a, Index) and isinstance(b, Splat) and pred in ("lt", "le")):
                 raise not_lowered(op, "a mask that is not `offsets < bound` is not emitted yet")
             n = _sum(b.value.expr, "-", a.base) if a.base != "0" else b.value.expr
@@ -269,7 +277,7 @@ class VectorLowering:
             self.helpers.add("clamp")
             name = self.fresh(self.user_name(op, "mask").rstrip("_0123456789") + "_len")
             self.line(f"const uint32_t {name} = LanesInBounds({n}, {a.length});")
-            return Mask(name, a.length)
+            return Mask(name, a.length, origin_key(*ir_operands) if pred == "lt" else None)
         if k is Kind.AND and all(isinstance(a, Mask) for a in args):
             name = self.fresh("both_len")
             x, y = args[0].count, args[1].count

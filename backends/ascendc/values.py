@@ -42,10 +42,24 @@ class Index:
 @dataclass
 class Mask:
     """A 1-D i1 tile whose first ``count`` lanes are true and the rest false;
-    ``count`` is a C++ variable already clamped to ``[0, length]``."""
+    ``count`` is a C++ variable already clamped to ``[0, length]``.  ``of`` names the
+    IR values of the ``base + i < bound`` it came from (``origin_key``), when it did."""
 
     count: str
     length: int
+    of: tuple | None = None
+
+
+@dataclass
+class Wrapped:
+    """A 1-D tile whose lane ``i`` is ``(base + i) % bound`` (Triton's ``% N`` that keeps
+    a tile's loads in bounds): per-row values when used as rows; as columns, the run
+    ``[base, bound)`` (see ``Grid.wrap``)."""
+
+    base: str
+    bound: str
+    length: int
+    key: tuple = ()        # the IR values of ``base + i`` and ``bound`` (``origin_key``)
 
 
 @dataclass
@@ -102,12 +116,16 @@ class RowVal:
 @dataclass
 class Grid:
     """A 2-D address tile ``row[r] + col.base + c``: ``row`` an int ``RowVal`` (a row's
-    first element, affine or gathered), the columns contiguous."""
+    first element, affine or gathered), the columns contiguous.  With ``wrap``, a
+    ``Wrapped`` column index, the address is ``row[r] + col.base + (wrap.base + c) %
+    wrap.bound``: the columns ``c < wrap.bound - wrap.base`` are contiguous, the rest
+    wrap to the first columns."""
 
     row: RowVal
     col: Index
     rows: int
     cols: int
+    wrap: Wrapped | None = None
 
 
 @dataclass
@@ -169,3 +187,28 @@ class Cell3:
 
     def at(self, r: str, j: str, c: str) -> str:
         return self.expr.replace("{r}", r).replace("{j}", j).replace("{c}", c)
+
+
+def origin_key(*values) -> tuple:
+    """Where IR values come from, the same on either core's side of a mixed kernel:
+    looking through fused regions (their arguments and results), reshapes, broadcasts
+    and splats.  ``(base + arange) % n`` and ``base + arange < n`` have the same key."""
+    from npujit.ir.core import Op
+    from npujit.ir.ops import Kind
+    out = []
+    for v in values:
+        while True:
+            owner = v.owner
+            if not isinstance(owner, Op):              # a block argument
+                region_op = getattr(owner, "parent_op", None)
+                if region_op is None or region_op.kind is not Kind.FUSED:
+                    break
+                v = region_op.operands[owner.args.index(v)]
+            elif owner.kind in (Kind.RESHAPE, Kind.BROADCAST, Kind.SPLAT):
+                v = owner.operands[0]
+            elif owner.kind is Kind.FUSED:
+                v = owner.body.terminator.operands[owner.results.index(v)]
+            else:
+                break
+        out.append(id(v))
+    return tuple(out)

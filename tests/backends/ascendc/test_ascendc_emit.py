@@ -18,6 +18,7 @@ from npujit.backends.ascendc import lowering
 from npujit.ir.ops import Kind
 from npujit.kernels import layernorm, matmul, softmax
 from npujit.kernels.elementwise import add_kernel, add_stream_kernel
+from npujit.kernels.triton_gallery import matmul as tg_matmul, moe_router as tg_router
 from npujit.kernels.moe.launch import KernelLaunch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,6 +82,13 @@ def _shipped_sources(tmp_path) -> str:
              BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, NUM_STAGES=2)
     for launch in _moe_launches():
         emit(launch.kernel, *launch.args, **launch.meta)
+    # the Triton tutorial's matmul (pointer tiles, `% M`) and router ([16, 8] logits, argmax)
+    h = np.zeros((40, 48), np.float16)
+    emit(tg_matmul.matmul_kernel, h, h.T.copy(), np.zeros((40, 40), np.float16), 40, 40, 48,
+         48, 1, 40, 1, 40, 1, BLOCK_SIZE_M=32, BLOCK_SIZE_N=32, BLOCK_SIZE_K=16,
+         GROUP_SIZE_M=2, ACTIVATION="leaky_relu")
+    emit(tg_router.router_kernel, h, np.zeros((48, 6), np.float16), np.zeros((40, 2), np.float32),
+         np.zeros((40, 2), np.int32), 40, 48, 6, 48, 6, BLOCK_T=16, BLOCK_H=16, BLOCK_E=8, TOP_K=2)
     return "\n".join(p.read_text() for d in dirs for p in d.glob("*.cpp") if not p.name.startswith("launch_"))
 
 
@@ -155,6 +163,21 @@ def test_an_op_that_cannot_be_lowered_names_itself_and_its_line(tmp_path):
     with pytest.raises(NotImplementedError, match=r"npu\.sin at test_ascendc_emit\.py:\d+ "
                                                    r"\(`nl\.store\(out_ptr \+ offs, nl\.sin"):
         sin_kernel.emit("ascendc", str(tmp_path), x, x.copy(), BLOCK=64)
+
+
+@npu_kernel
+def wrapped_rows_kernel(x_ptr, out_ptr, N, BLOCK: nl.constexpr):
+    rows = nl.arange(0, BLOCK)
+    cols = nl.arange(0, BLOCK) % N
+    x = nl.load(x_ptr + rows[:, None] * BLOCK + cols[None, :])
+    nl.store(out_ptr + rows[:, None] * BLOCK + nl.arange(0, BLOCK)[None, :], x)
+
+
+def test_wrapped_columns_of_a_vector_tile_are_refused_by_name(tmp_path):
+    # `% N` column offsets are emitted for Cube operands only (emit_cube_pointers.py)
+    x = np.zeros((16, 16), np.float32)
+    with pytest.raises(NotImplementedError, match=r"npu\.load at test_ascendc_emit\.py:\d+ .*wrap"):
+        wrapped_rows_kernel.emit("ascendc", str(tmp_path), x, x.copy(), 10, BLOCK=16)
 
 
 def _cann_root():
