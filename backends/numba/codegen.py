@@ -33,8 +33,8 @@ from npujit.ir.ops import CONTROL, OWN_REGION, Kind
 from npujit.ir.slice import stream_slice
 from npujit.ir.types import PtrType
 
-from . import (disk_cache, lower_combine, lower_control, lower_elementwise, lower_memory,
-               lower_shape, lower_tile, outline, range_check, record)
+from . import (disk_cache, helper_args, lower_combine, lower_control, lower_elementwise,
+               lower_memory, lower_shape, lower_tile, outline, range_check, record)
 from .lower_scalar import result
 from .values import Nest, Val, Writer, np_type, numel
 from .runtime import KernelSource   # (defined there: a cache hit loads no code generator)
@@ -278,6 +278,7 @@ def {entry}(nprog0, nprog1, nprog2, first, last{sep}{", ".join(params)}):
                 pid2 += 1
 {body_text}
 '''
+    text = helper_args.unliteral_helper_args(text)
     helpers = "".join(f"from npujit.backends.numba import {disk_cache.HELPERS[h]} as {h}\n"
                       for h in disk_cache.helpers_used(text))
     text = text.replace("{helpers}", helpers, 1)
