@@ -199,7 +199,8 @@ def fused_experts(x, topk_weights, topk_ids, gate_up_proj, down_proj,
     [T, k]``; ``[T, H]`` in x's dtype.  ``shared_expert = (gate_up [2I_s, H],
     down [H, I_s])`` is added unweighted (DeepSeek).  ``tiles``: ``block_m, block_h,
     block_k, block_i, num_stages`` and ``form`` (``"workspace"``, the default: two expert
-    kernels, the activation in GM between them; ``"onchip"``: one; experts.py).
+    kernels, the activation in GM between them; ``"onchip"``: one; experts.py).  With no
+    tile given, the numba and reference backends take ``CPU_TILES`` (``run_tiles``).
 
     Example::
 
