@@ -355,8 +355,7 @@ def _block_loops(cg, op, bs, names, body) -> None:
     if checking(cg) == "range":
         range_check.block(cg, op, bs, names, checked)
     if len(bs) == 2 and _transposed(op):
-        inside = [f"{names['off', d_]} >= 0 and {names['off', d_]} + {bs[d_]} <= "
-                  f"{names['shape', d_]}" for d_ in (0, 1) if d_ in checked or debug]
+        inside = _inside(bs, names, [d_ for d_ in (0, 1) if d_ in checked or debug])
         if inside:
             with w.block(f"if {' and '.join(inside)}:"):
                 _columns_outermost(cg, bs, names, body)
@@ -368,12 +367,22 @@ def _block_loops(cg, op, bs, names, body) -> None:
     _block_rows(cg, op, bs, names, body, checked, debug)
 
 
+def _unit(v) -> bool:
+    """Is the IR value ``v`` the constant int 1?"""
+    known = constant_value(v)
+    return isinstance(known, int) and not isinstance(known, bool) and known == 1
+
+
 def _transposed(op) -> bool:
     """Is the block's first-axis stride the constant 1 and its last one not?"""
     strides = op.block_layout()[1]
-    first, last = constant_value(strides[0]), constant_value(strides[-1])
-    return (isinstance(first, int) and not isinstance(first, bool) and first == 1
-            and not (isinstance(last, int) and not isinstance(last, bool) and last == 1))
+    return _unit(strides[0]) and not _unit(strides[-1])
+
+
+def _inside(bs, names, axes) -> list:
+    """The tests that the block lies inside its declared shape on ``axes``."""
+    return [f"{names['off', d_]} >= 0 and {names['off', d_]} + {bs[d_]} <= "
+            f"{names['shape', d_]}" for d_ in axes]
 
 
 def _columns_outermost(cg, bs, names, body) -> None:
@@ -418,17 +427,17 @@ def _block_rows(cg, op, bs, names, body, checked, debug) -> None:
         idx.append(i)
         coords.append(coordinate(d_, i))
     last = r - 1
-    off, stride, extent = names["off", last], names["stride", last], names["shape", last]
+    off, stride = names["off", last], names["stride", last]
     row = w.fresh("row")
     outer = "".join(f"{c} * {names['stride', d_]} + " for d_, c in enumerate(coords))
     w.line(f"{row} = {outer}{off} * {stride}")
     # a stride known at compile time decides the path here: one loop, not two (each
     # branch and loop the kernel carries costs numba's compile time)
     known = constant_value(op.block_layout()[1][last])
-    unit = isinstance(known, int) and not isinstance(known, bool) and known == 1
+    unit = _unit(op.block_layout()[1][last])
     fast = ([] if unit else [f"{stride} == 1"]) + oks
     if last in checked or debug:
-        fast.append(f"{off} >= 0 and {off} + {bs[last]} <= {extent}")
+        fast += _inside(bs, names, [last])
     i = w.fresh(f"b{last}")
 
     def contiguous():
@@ -534,8 +543,7 @@ def _bind_in_place(cg, op, ptr: str, bs, names, body) -> None:
     checked = set(op.attrs.get("boundary_check", ()))
     if checking(cg) == "range":
         range_check.block(cg, op, bs, names, checked)
-    inside = [f"{names['off', d_]} >= 0 and {names['off', d_]} + {bs[d_]} <= "
-              f"{names['shape', d_]}" for d_ in (0, 1) if d_ in checked]
+    inside = _inside(bs, names, [d_ for d_ in (0, 1) if d_ in checked])
     flag, off, ld = w.fresh("in_place"), w.fresh("w_off"), w.fresh("w_ld")
     w.line(f"{flag} = {' and '.join(inside) or 'True'}")
     w.line(f"{off} = u64(0)")

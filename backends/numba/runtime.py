@@ -189,6 +189,31 @@ def _thread_pool(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def _on_threads(n: int, total: int, piece) -> None:
+    """Programs ``[0, total)`` on ``n`` threads (this one and ``n - 1`` of the pool):
+    the grid is cut into ``CHUNKS_PER_THREAD`` pieces per thread and each thread takes
+    the next piece when it finishes one, so a thread that the OS parks for a while (a
+    busy core) delays the launch by one piece, not by half the grid (``next`` on a
+    shared iterator is atomic under the GIL).  ``piece(c, lo, hi)`` runs piece ``c``;
+    a False return stops that thread taking more."""
+    pieces = min(total, n * CHUNKS_PER_THREAD)
+    bounds = [total * k // pieces for k in range(pieces + 1)]
+    chunks = iter(range(pieces))
+
+    def worker():
+        for c in chunks:
+            if not piece(c, bounds[c], bounds[c + 1]):
+                return
+
+    pool = _thread_pool(n - 1)
+    futures = [pool.submit(worker) for _ in range(1, n)]
+    try:
+        worker()
+    finally:
+        for f in futures:
+            f.result()
+
+
 class Launcher:
     """``run(grid, args)`` for one compiled kernel; ``source`` is the generated module.
 
@@ -295,39 +320,28 @@ class Launcher:
             raise self._located(e) from None
 
     def _record_threads(self, g0, g1, g2, total, args, n) -> np.ndarray:
-        """``record`` on ``n`` threads: pieces of the grid in turn, each recording its own
-        events; the pieces' events joined in grid order are the serial run's (programs
-        record independently; kernels with atomics stay serial).  A failing piece's
-        error is raised, the first in grid order when several fail."""
-        pieces = min(total, n * CHUNKS_PER_THREAD)
-        bounds = [total * k // pieces for k in range(pieces + 1)]
-        chunks = iter(range(pieces))
-        recs: list = [None] * pieces
+        """``record`` on ``n`` threads (``_on_threads``), each piece of the grid recording
+        its own events; the pieces' events joined in grid order are the serial run's
+        (programs record independently; kernels with atomics stay serial).  A failing
+        piece's error is raised, the first in grid order when several fail."""
+        recs: dict = {}
         errors: dict = {}
         entry = self._entry
 
-        def worker():
-            for c in chunks:
-                if errors:
-                    return
-                try:
-                    rec, k = entry(g0, g1, g2, bounds[c], bounds[c + 1], *args,
-                                   np.empty(4096, np.int64))
-                except Exception as e:      # noqa: BLE001 - re-raised below, in grid order
-                    errors[c] = e
-                    return
-                recs[c] = rec[:k]
-
-        pool = _thread_pool(n - 1)
-        futures = [pool.submit(worker) for _ in range(1, n)]
-        try:
-            worker()
-        finally:
-            for f in futures:
-                f.result()
+        def piece(c, lo, hi) -> bool:
+            if errors:
+                return False
+            try:
+                rec, k = entry(g0, g1, g2, lo, hi, *args, np.empty(4096, np.int64))
+            except Exception as e:      # noqa: BLE001 - re-raised below, in grid order
+                errors[c] = e
+                return False
+            recs[c] = rec[:k]
+            return True
+        _on_threads(n, total, piece)
         if errors:
             raise errors[min(errors)]
-        return np.concatenate(recs).reshape(-1, 4)
+        return np.concatenate([recs[c] for c in sorted(recs)]).reshape(-1, 4)
 
     def _located(self, e):
         """A range-check error raised with its site number, given the site's message."""
@@ -380,27 +394,12 @@ class Launcher:
         self._probe = [False, True] * PROBE_ROUNDS          # popped from the end
 
     def _launch_threads(self, g0, g1, g2, total, args) -> None:
-        # Dynamic chunks: the grid is cut into CHUNKS_PER_THREAD pieces per thread and
-        # each thread takes the next piece when it finishes one, so a thread that the OS
-        # parks for a while (a busy core) delays the launch by one chunk, not by half
-        # the grid.  ``next`` on a shared iterator is atomic under the GIL.
-        n = min(self.threads, total)
-        pieces = min(total, n * CHUNKS_PER_THREAD)
-        bounds = [total * k // pieces for k in range(pieces + 1)]
-        chunks = iter(range(pieces))
         entry = self._entry
 
-        def worker():
-            for c in chunks:
-                entry(g0, g1, g2, bounds[c], bounds[c + 1], *args)
-
-        pool = _thread_pool(n - 1)
-        futures = [pool.submit(worker) for _ in range(1, n)]
-        try:
-            worker()
-        finally:
-            for f in futures:
-                f.result()
+        def piece(c, lo, hi) -> bool:
+            entry(g0, g1, g2, lo, hi, *args)
+            return True
+        _on_threads(min(self.threads, total), total, piece)
 
     def _compile_variant(self, args) -> bool:
         """After a TypeError from the dispatcher: name the bad argument, or compile the
