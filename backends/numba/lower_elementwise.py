@@ -73,6 +73,20 @@ def _cheap(op) -> bool:
     return k in _CHEAP_KINDS
 
 
+def cheap_expr(v: Val) -> bool:
+    """Whether the ``expr`` Val ``v`` is small and made only of ``_cheap`` ops, so its
+    readers may recompute it wherever they are (as ``emit_region`` inlines such ops)."""
+    if v.size > MAX_INLINE:
+        return False
+
+    def cheap(e) -> bool:
+        if e.kind != "expr":
+            return not e.dtype.is_narrow_float
+        return (e.op in _CHEAP_KINDS and not e.dtype.is_narrow_float
+                and all(cheap(a) for a in e.args))
+    return cheap(v)
+
+
 _CHEAP_KINDS = frozenset({Kind.ADD, Kind.SUB, Kind.MUL, Kind.AND, Kind.OR, Kind.XOR,
                           Kind.NOT, Kind.NEG, Kind.ABS, Kind.CMP, Kind.SELECT, Kind.CAST,
                           Kind.MAXIMUM, Kind.MINIMUM})

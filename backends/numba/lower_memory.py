@@ -35,14 +35,13 @@ Example (``x = load(x_ptr + offs, mask=offs < n)`` on 128 f16 lanes, with
 """
 from __future__ import annotations
 
-import re
-
 from npujit.ir.ops import CONTROL, Kind
 from npujit.ir.passes.fold import constant_value
 
 from . import deferred_load
 from . import lower_scalar as ls
-from . import range_check
+from . import range_check, row_gather
+from .affine import affine
 from .range_check import FIX, argument, checking, site
 from .values import Nest, Val, linear, row_major
 
@@ -59,53 +58,6 @@ def _address(cg, op, ptr: str, index: str, guard: str | None = None) -> str:
                       f'"offset " + str(i64({index})) + ", outside [0, " + '
                       f'str({ptr}.shape[0]) + ") of {argument(op)}; {FIX}")')
     return f"{ptr}[{index}]"
-
-
-_INT_LITERAL = re.compile(r"^i(?:8|16|32|64)\((-?\d+)\)$")
-
-
-def _literal(v: Val):
-    m = _INT_LITERAL.match(v.name) if v.kind == "scalar" else None
-    return int(m.group(1)) if m else None
-
-
-def affine(v: Val):
-    """``(base, coefs)`` when element ``i`` of the integer tile ``v`` is
-    ``base + Σ_d coefs[d]·i_d`` with ``base`` a loop-invariant int64 expression and
-    ``coefs`` constants (sums, differences, casts and constant multiples of scalars and
-    aranges); None otherwise.  The sum is taken in int64: it differs from the offsets'
-    own wrapping arithmetic only where that wraps, and a wrapped offset is out of bounds."""
-    n = len(v.shape)
-    if not v.dtype.is_int:
-        return None
-    if v.kind == "scalar":
-        return f"i64({v.name})", (0,) * n
-    if v.kind == "iota":
-        return v.name, v.strides
-    if v.kind != "expr":
-        return None
-    if v.op is Kind.CAST:
-        return affine(v.args[0]) if v.args[0].dtype.is_int else None
-    if v.op in (Kind.ADD, Kind.SUB):
-        a, b = affine(v.args[0]), affine(v.args[1])
-        if a is None or b is None:
-            return None
-        sign = 1 if v.op is Kind.ADD else -1
-        coefs = tuple(x + sign * y for x, y in zip(a[1], b[1]))
-        if b[0] == "0":
-            return a[0], coefs
-        if a[0] == "0" and sign > 0:
-            return b[0], coefs
-        return f"{a[0]} {'+' if sign > 0 else '-'} ({b[0]})", coefs
-    if v.op is Kind.MUL:
-        for x, y in (v.args, v.args[::-1]):
-            c, ax = _literal(y), affine(x)
-            if c is not None and ax is not None:
-                return f"({ax[0]}) * {c}", tuple(c * k for k in ax[1])
-        a, b = affine(v.args[0]), affine(v.args[1])
-        if a is not None and b is not None and not any(a[1]) and not any(b[1]):
-            return f"({a[0]}) * ({b[0]})", (0,) * n
-    return None
 
 
 class _Index:
@@ -177,6 +129,12 @@ def lower_load(cg, op) -> None:
         cg.bind(op.result, Val.scalar(name, d))
         return
     index = _Index(cg, offs, shape)
+    rows = _gathered_rows(cg, index, offs, shape)
+    if rows is not None:
+        out = cg.new_array(cg.hint(op.result), shape, d)
+        row_gather.load(cg, op, ptr, rows, mask, other, out)
+        cg.bind(op.result, out)
+        return
     guard = range_check.tile(cg, op, ptr, index, mask)
     if deferred_load.deferrable(cg, op, index, shape):
         deferred_load.bind(cg, op, ptr, index, mask, other, guard)
@@ -199,6 +157,14 @@ def lower_load(cg, op) -> None:
                     w.line(f"{dst} = {nest.at(other) if other is not None else ls.zero(d)}")
     _versioned(w, guard, access)
     cg.bind(op.result, out)
+
+
+def _gathered_rows(cg, index, offs, shape):
+    """Offsets that are not affine but are row starts plus affine columns
+    (``row_gather.py``), outside debug mode (which checks each lane's exact offset)."""
+    if index.base is not None or checking(cg) == "debug":
+        return None
+    return row_gather.split(offs, shape)
 
 
 def _versioned(w, guard: str | None, access) -> None:
@@ -246,6 +212,10 @@ def lower_store(cg, op) -> None:
 def _store(cg, op, d, ptr: str, offs, value, mask, shape, versioned: bool = True) -> None:
     w = cg.w
     index = _Index(cg, offs, shape)
+    rows = _gathered_rows(cg, index, offs, shape)
+    if rows is not None:
+        row_gather.store(cg, op, ptr, rows, value, mask, shape)
+        return
     guard = range_check.tile(cg, op, ptr, index, mask) if shape != () else None
     walked = index.leaves + [v for v in (value, mask) if v is not None]
 

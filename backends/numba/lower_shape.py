@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from npujit.ir.ops import Kind
 
+from .lower_elementwise import cheap_expr
 from .lower_scalar import constant
 from .values import Val, row_major
 
@@ -45,6 +46,10 @@ def lower_reshape(cg, op) -> None:
         return
     if src.kind == "iota" and src.strides == row_major(src.shape):
         cg.bind(op.result, src.with_layout(shape, row_major(shape)))
+        return
+    view = src.unit_reshaped(shape)
+    if view is not None and (src.kind != "expr" or cheap_expr(src)):
+        cg.bind(op.result, view)    # x[:, None] of a tile or a cheap expression: a view
         return
     flat = cg.materialise(src, cg.hint(op.operands[0]))
     cg.bind(op.result, flat.with_layout(shape, row_major(shape)))

@@ -189,6 +189,21 @@ class Val:
                         for s, t, st in zip(self.shape, shape, self.strides))
         return self.with_layout(shape, strides)
 
+    def unit_reshaped(self, shape) -> "Val | None":
+        """This value at ``shape`` when the reshape only adds or drops size-1 dims
+        (``v[:, None]``, ``v[None, :]``): the same elements, no copy; else None."""
+        shape = tuple(shape)
+        src = [d for d, n in enumerate(self.shape) if n != 1]
+        dst = [d for d, n in enumerate(shape) if n != 1]
+        if [self.shape[d] for d in src] != [shape[d] for d in dst]:
+            return None
+        if self.kind == "expr":
+            return self._map_exprs(lambda a: a.unit_reshaped(shape), shape, {})
+        strides = [0] * len(shape)
+        for s, t in zip(src, dst):
+            strides[t] = self.strides[s]
+        return self.with_layout(shape, strides)
+
     def permuted(self, perm) -> "Val":
         """The transpose: output dim d walks this value's dim ``perm[d]``."""
         shape = tuple(self.shape[p] for p in perm)
