@@ -78,6 +78,9 @@ def _cases():
     yield "layernorm.py", "rmsnorm_kernel", lambda be: (layernorm.rmsnorm(x2, w1, backend=be),)
     yield "matmul.py", "matmul_kernel", lambda be: (matmul.matmul(a, b, block_m=32, block_n=32,
                                                                   block_k=16, backend=be),)
+    af, bf = a.astype(np.float32), b.astype(np.float32)
+    yield "matmul.py", "matmul_kernel (f32)", lambda be: (matmul.matmul(af, bf, block_m=32, block_n=32,
+                                                                        block_k=16, backend=be),)
     gal = lambda k, be: k.with_options(backend=be)          # noqa: E731
     yield "triton_gallery/vector_add.py", "add_kernel", lambda be: (
         tg_add.add(x1, x1, block_size=256, kernel=gal(tg_add.add_kernel, be)),)
@@ -87,9 +90,13 @@ def _cases():
         tg_ln.layer_norm(x2, w1, w1, kernel=gal(tg_ln._layer_norm_fwd_fused, be))[0],)
     yield "triton_gallery/matmul.py", "matmul_kernel", lambda be: (
         tg_mm.matmul(a, b, kernel=gal(tg_mm.matmul_kernel, be)),)
+    yield "triton_gallery/matmul.py", "matmul_kernel (f32)", lambda be: (
+        tg_mm.matmul(af, bf, kernel=gal(tg_mm.matmul_kernel, be)),)
     w_gate = rng.standard_normal((64, 8)).astype(np.float32)
     yield "triton_gallery/moe_router.py", "router_kernel (f32 tokens)", lambda be: tg_router.route(
         x2[:, :64].astype(np.float32), w_gate, kernel=gal(tg_router.router_kernel, be))
+    yield "triton_gallery/moe_router.py", "router_kernel (f32, 3 experts)", lambda be: tg_router.route(
+        x2[:, :64].astype(np.float32), w_gate[:, :3].copy(), kernel=gal(tg_router.router_kernel, be))
     yield "triton_gallery/moe_router.py", "router_kernel (f16 tokens)", lambda be: tg_router.route(
         xt[:, :40], wr.T[:40, :6].copy(), block_h=16, kernel=gal(tg_router.router_kernel, be))
     yield "moe/router.py", "router_kernel (mixtral)", launches(

@@ -70,6 +70,8 @@ class BroadcastLowering:
         column bits (made once) select ``a`` over ``b``; a row whose condition fails is
         ``b`` whole."""
         R, C = cond.rows, cond.cols
+        if C * dt.itemsize % 32 and cond.row is None and cond.col is not None:
+            return self.select_short_rows(op, cond, a, b, dt, dest)
         self.check_row_pitch(op, C, dt)
         ta = self.as_tile(a, dt)
         tb = None if isinstance(b, Splat) else self.as_tile(b, dt)
@@ -107,6 +109,44 @@ class BroadcastLowering:
             self.line(f"        {drop}")
             self.line("    }")
         self.line("}")
+        for t, orig in ((ta, a), (tb, b), (bits, None)):
+            if t is not None and t is not orig:
+                self.release(t)
+        return out
+
+    def select_short_rows(self, op, cond: Mask2, a, b, dt, dest) -> Tile:
+        """``nl.where(cols[None, :] < n, a, b)`` on rows shorter than a 32-byte block (the
+        router's ``[T, 4]`` logits of 3 or 4 experts): a vector call cannot start at each
+        row, so the scalar unit writes each lane's column number into a whole-tile scratch,
+        one ``Compares`` makes the bits and one ``Select`` takes ``a`` or ``b`` over the
+        whole tile (its ``R * C`` lanes are whole 32-byte blocks)."""
+        R, C = cond.rows, cond.cols
+        if R * C * dt.itemsize % 32:
+            raise not_lowered(op, f"a [{R}, {C}] {dt} tile that is not a whole number of 32-byte blocks")
+        ta = self.as_tile(a, dt)
+        tb = None if isinstance(b, Splat) else self.as_tile(b, dt)
+        col = self.scratch(int32, R * C, "column")
+        bits = self.scratch(_U8, R * C, "in_bounds")
+        r, c = self.fresh("r"), self.fresh("c")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::V_S>({OWN_ID});")
+        self.line(f"for (int32_t {r} = 0; {r} < {R}; ++{r}) {{   // each lane's column")
+        self.line(f"    for (int32_t {c} = 0; {c} < {C}; ++{c}) {{")
+        self.line(f"        {col.var}.SetValue({r} * {C} + {c}, {c});")
+        self.line("    }")
+        self.line("}")
+        self.line(f"AscendC::SetFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        self.line(f"AscendC::WaitFlag<AscendC::HardEvent::S_V>({OWN_ID});")
+        self.line(f"AscendC::Compares({bits.var}, {col.var}, static_cast<int32_t>({cond.col.count}), "
+                  f"AscendC::CMPMODE::LT, {R * C});")
+        self.release(col)
+        out = dest()
+        if tb is None:
+            self.line(f"AscendC::Select({out.var}, {bits.var}, {ta.var}, {scalar_arg(b.value, dt)}, "
+                      f"AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, {R * C});")
+        else:
+            self.line(f"AscendC::Select({out.var}, {bits.var}, {ta.var}, {tb.var}, "
+                      f"AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, {R * C});")
         for t, orig in ((ta, a), (tb, b), (bits, None)):
             if t is not None and t is not orig:
                 self.release(t)

@@ -1,8 +1,9 @@
 """The Cube path of ``nl.dot`` (separated architecture, docs/npu-facts.md §A8 and
 docs/ascendc.md): block loads GM (ND) -> L1 (NZ) with ``DataCopy`` + ``Nd2NzParams``,
-``LoadData`` L1 -> L0A / L0B (B transposed into its ZN layout), ``Mmad`` accumulating in
-L0C in f32, ``Fixpipe`` L0C -> GM (NZ -> ND, with the cast to f16/bf16 when the kernel
-stores a narrower tile).  The schedule's flags between MTE2, MTE1, M and FIX become
+``LoadData`` L1 -> L0A / L0B (B transposed into its ZN layout; a 4-byte B by
+``LoadDataWithTranspose``, emit_cube_f32.py), ``Mmad`` accumulating in L0C in f32,
+``Fixpipe`` L0C -> GM (NZ -> ND, with the cast to f16/bf16 when the kernel stores a
+narrower tile).  The schedule's flags between MTE2, MTE1, M and FIX become
 ``SetFlag`` / ``WaitFlag``, with event ids rotating over the buffer slots.  An N side
 that is not a multiple of 16 is padded to whole fractals with zeros in L1, L0B and L0C;
 loads and stores at pointer tiles are in emit_cube_pointers.py.
@@ -14,14 +15,11 @@ from dataclasses import dataclass
 from npujit.ir.ops import Kind
 
 from . import schedule_view as sv
+from .emit_cube_f32 import FRACTAL, F32CubeLowering, c0, fractal_elems, in_k_blocks
 from .lowering import cpp_type, not_lowered
 from .values import Scalar
 
-FRACTAL = 16       # rows and columns of a 2-byte fractal (512 B)
-# Why f32 operands are refused: their fractals are 16 x 8 (docs/ascendc.md), and B's ZN
-# layout in L0B is then not a per-fractal transpose of its NZ layout in L1.
-F32_MISSING = ("4-byte operands need 16 x 8 fractals and a transposing L1 -> L0B load "
-               "the emitted API subset and the twin do not have")
+CUBE_DTYPES = ("f16", "bf16", "f32")
 _QUANT = {"f16": "F322F16", "bf16": "F322BF16"}
 
 
@@ -48,7 +46,7 @@ def _pad(n: int) -> int:
     return (n + FRACTAL - 1) // FRACTAL * FRACTAL
 
 
-class CubeLowering:
+class CubeLowering(F32CubeLowering):
     """Mixin of ``KernelWriter``: block loads to L1, dot, Fixpipe stores."""
 
     def carries_in_place(self, s) -> bool:
@@ -179,9 +177,8 @@ class CubeLowering:
         strides = [self.sym(v) for v in op.operands[3:5]]
         offsets = [self.sym(v) for v in op.operands[5:7]]
         dt = op.result.type.dtype
-        if dt.itemsize != 2:
-            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16 and bf16 "
-                                  f"({F32_MISSING})")
+        if dt.name not in CUBE_DTYPES:
+            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16, bf16 and f32")
         rows, cols = op.attrs["block_shape"]
         users = op.result.users
         side = "A1" if any(u.kind is Kind.DOT and u.operands[0] is op.result for u in users) else "B1"
@@ -224,6 +221,10 @@ class CubeLowering:
         gm = self.gm_members[id(ptr)]
 
         def copy(transposed: bool) -> None:
+            if in_k_blocks(dt, side, transposed):
+                return self.copy_k_blocks(
+                    tile, lambda row: f"{gm}[({offsets[0].expr} + {row}) * {strides[0].expr} + {offsets[1].expr}]",
+                    n_rows, n_cols, _pad(cols), strides[0].expr, hint)
             params = self.fresh(hint + "_nd2nz")
             if transposed:
                 self.line(f"AscendC::Nd2NzParams {params};   // the tile's columns (ND rows in GM) -> NZ of its transpose")
@@ -279,7 +280,8 @@ class CubeLowering:
                 raise not_lowered(op, "a dot of B tiles whose columns wrap differently")
             acc.wrapped = b.wrapped
         (M, K), N = a.shape, _pad(b.shape[1])
-        m1, k1, n1 = M // FRACTAL, K // FRACTAL, N // FRACTAL
+        # k1: fractal columns of K, C0 elements each (16 for 2-byte types, 8 for f32)
+        m1, k1, n1 = M // FRACTAL, K // c0(a.dtype), N // FRACTAL
         l0a, l0b = sv.operand_buffers(op)
         if sv.k_chunk(op) is not None:
             return self.chunked_mmad(op, a, b, acc)
@@ -287,15 +289,18 @@ class CubeLowering:
         a0 = self.slot_view(self.cube_member(l0a, "A2", "aL0"), a.dtype, a.var + "L0")
         b0 = self.slot_view(self.cube_member(l0b, "B2", "bL0", K * N * b.dtype.itemsize), b.dtype, b.var + "L0")
         self.line(f"// L1 -> L0A: one row of {k1} fractals per {FRACTAL} rows of the A tile")
-        self.load_fractals(a0, a.var, m1, "i", k1, m1, False)
+        self.load_fractals(a0, a.var, m1, "i", k1, m1, False, a.dtype)
 
         def load_b(transposed: bool) -> None:
             if transposed:
-                self.line(f"// L1 -> L0B: B^T's NZ fractals are B's ZN, {n1} per {FRACTAL} rows of K")
-                self.load_fractals(b0, b.var, k1, f"i * {n1}", n1, 1, False)
+                self.line(f"// L1 -> L0B: B^T's NZ fractals are B's ZN, {n1} per {c0(b.dtype)} rows of K")
+                self.load_fractals(b0, b.var, k1, f"i * {n1}", n1, 1, False, b.dtype)
+            elif in_k_blocks(b.dtype, "B1", transposed):
+                self.line(f"// L1 -> L0B: B's 16 x 16 squares transposed into ZN, {n1} per {FRACTAL} rows of K")
+                self.load_squares(b0, b.var, K // FRACTAL, "i", n1)
             else:
                 self.line(f"// L1 -> L0B: B's NZ fractals transposed into ZN, {n1} per {FRACTAL} rows of K")
-                self.load_fractals(b0, b.var, k1, "i", n1, k1, True)
+                self.load_fractals(b0, b.var, k1, "i", n1, k1, True, b.dtype)
         self.either_layout(b.transposed, load_b)
         self.emit_flags(op, "set_flags", pipes={"MTE1"})
         self.emit_flags(op, "wait_flags", pipes={"CUBE"})
@@ -311,7 +316,7 @@ class CubeLowering:
         self.syms[id(op.result)] = acc
 
     def load_fractals(self, dst: str, src: str, rows: int, start: str, repeat: int,
-                      stride: int, transpose: bool) -> None:
+                      stride: int, transpose: bool, dtype) -> None:
         """``rows`` LoadData calls, L1 -> L0: row ``i`` takes ``repeat`` fractals from
         source fractal ``start`` on, ``stride`` apart, into ``dst`` row ``i``."""
         self.line(f"for (uint16_t i = 0; i < {rows}; ++i) {{")
@@ -321,7 +326,7 @@ class CubeLowering:
         self.line(f"    load.srcStride = {stride};")
         if transpose:
             self.line("    load.ifTranspose = true;")
-        self.line(f"    AscendC::LoadData({dst}[i * {repeat * FRACTAL * FRACTAL}], {src}, load);")
+        self.line(f"    AscendC::LoadData({dst}[i * {repeat * fractal_elems(dtype)}], {src}, load);")
         self.line("}")
 
     def chunked_mmad(self, op, a, b, acc) -> None:
@@ -333,7 +338,7 @@ class CubeLowering:
         ``_emit_chunked_dot``)."""
         (M, K), N = a.shape, _pad(b.shape[1])
         k0 = sv.k_chunk(op)
-        m1, k1, n1, kc1 = M // FRACTAL, K // FRACTAL, N // FRACTAL, k0 // FRACTAL
+        m1, k1, n1, kc1 = M // FRACTAL, K // c0(a.dtype), N // FRACTAL, k0 // c0(a.dtype)
         chunks = K // k0
         l0a, l0b = sv.operand_buffers(op)
         l0_pairs = {"M_MTE1", "MTE1_M"}
@@ -372,14 +377,18 @@ class CubeLowering:
                 views.append(name)
             a0, b0 = views
             self.line("// A: this chunk's fractal columns")
-            self.load_fractals(a0, a.var, m1, f"i + c * {kc1 * m1}", kc1, m1, False)
+            self.load_fractals(a0, a.var, m1, f"i + c * {kc1 * m1}", kc1, m1, False, a.dtype)
             def load_b(transposed: bool, b0=b0) -> None:
                 if transposed:
                     self.line("// B: this chunk's fractal rows (B^T's fractals, as they are)")
-                    self.load_fractals(b0, b.var, kc1, f"(c * {kc1} + i) * {n1}", n1, 1, False)
+                    self.load_fractals(b0, b.var, kc1, f"(c * {kc1} + i) * {n1}", n1, 1, False, b.dtype)
+                elif in_k_blocks(b.dtype, "B1", transposed):
+                    self.line("// B: this chunk's blocks of 16 rows, their squares transposed")
+                    blocks = k0 // FRACTAL
+                    self.load_squares(b0, b.var, blocks, f"c * {blocks} + i", n1)
                 else:
                     self.line("// B: this chunk's fractal rows, transposed")
-                    self.load_fractals(b0, b.var, kc1, f"c * {kc1} + i", n1, k1, True)
+                    self.load_fractals(b0, b.var, kc1, f"c * {kc1} + i", n1, k1, True, b.dtype)
             self.either_layout(b.transposed, load_b)
             l0_flags("set_flags", "MTE1_M")
             l0_flags("wait_flags", "MTE1_M")

@@ -17,7 +17,8 @@ from __future__ import annotations
 from npujit.ir.ops import Kind
 
 from . import schedule_view as sv
-from .emit_cube import F32_MISSING, FRACTAL, _QUANT, CubeTile, _pad
+from .emit_cube import CUBE_DTYPES, FRACTAL, _QUANT, CubeTile, _pad
+from .emit_cube_f32 import c0, in_k_blocks
 from .lowering import cpp_type, not_lowered
 from .values import Splat
 
@@ -28,7 +29,8 @@ class PointerCubeLowering:
     def gathered_load_l1(self, op) -> None:
         """Rows gathered by per-row offsets (``x[tok[:, None] * stride + cols[None, :]]``)
         into L1: the tile zeroed, then one ND -> NZ copy of each row whose condition holds
-        (a row lands at its 16-element slice of every fractal column)."""
+        (a row lands at its C0-element slice of every fractal column; a 4-byte B's in its
+        block of 16 rows, emit_cube_f32.py)."""
         from .values import Grid, Mask2, RowVal
         dt = op.result.type.dtype
         offs = self.sym(op.operands[1])
@@ -42,9 +44,8 @@ class PointerCubeLowering:
         if not isinstance(offs, Grid) or (mask is not None and not isinstance(mask, Mask2)):
             raise not_lowered(op, "a Cube operand loaded at offsets that are not rows of "
                                   "`row[:, None] + cols[None, :]`")
-        if dt.itemsize != 2:
-            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16 and bf16 "
-                                  f"({F32_MISSING})")
+        if dt.name not in CUBE_DTYPES:
+            raise not_lowered(op, f"a {dt} dot operand: the emitted Cube path takes f16, bf16 and f32")
         rows, cols = offs.rows, offs.cols
         if rows % FRACTAL or cols % FRACTAL:
             raise not_lowered(op, f"a block of {rows}x{cols}: the Cube path needs multiples of 16")
@@ -83,9 +84,14 @@ class PointerCubeLowering:
         self.line(f"{params}.nValue = 1;")
         self.line(f"{params}.dValue = {count};")
         self.line(f"{params}.srcDValue = {count};")
-        self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
+        if in_k_blocks(dt, side, False):
+            self.line(f"{params}.dstNzC0Stride = {FRACTAL};   // blocks of 16 rows of K")
+            at = f"(r / {FRACTAL}) * {FRACTAL * cols} + (r % {FRACTAL}) * {c0(dt)}"
+        else:
+            self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
+            at = f"r * {c0(dt)}"
         self.line(f"for (int32_t r = 0; r < {rows}; ++r) {{   // one descriptor per row")
-        copy = f"AscendC::DataCopy({tile}[r * {FRACTAL}], {gm}[{offs.row.at('r')} + {col_base}], {params});"
+        copy = f"AscendC::DataCopy({tile}[{at}], {gm}[{offs.row.at('r')} + {col_base}], {params});"
         self.line(f"    if ({' && '.join(conds)}) {copy}" if conds else f"    {copy}")
         self.line("}")
         self.emit_flags(op, "set_flags")

@@ -80,6 +80,9 @@ def _shipped_sources(tmp_path) -> str:
         c = np.zeros((64, 64), out_dtype)
         emit(matmul.matmul_kernel, a, a.T.copy(), c, 64, 64, 32, 32, 1, 64, 1, 64, 1,
              BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, NUM_STAGES=2)
+    f = np.ones((64, 32), np.float32)     # f32 operands: B row-major (LoadDataWithTranspose)
+    emit(matmul.matmul_kernel, f, f.T.copy(), np.zeros((64, 64), np.float32), 64, 64, 32, 32, 1,
+         64, 1, 64, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, NUM_STAGES=2)
     for launch in _moe_launches():
         emit(launch.kernel, *launch.args, **launch.meta)
     # the Triton tutorial's matmul (pointer tiles, `% M`) and router ([16, 8] logits, argmax)
@@ -89,6 +92,10 @@ def _shipped_sources(tmp_path) -> str:
          GROUP_SIZE_M=2, ACTIVATION="leaky_relu")
     emit(tg_router.router_kernel, h, np.zeros((48, 6), np.float16), np.zeros((40, 2), np.float32),
          np.zeros((40, 2), np.int32), 40, 48, 6, 48, 6, BLOCK_T=16, BLOCK_H=16, BLOCK_E=8, TOP_K=2)
+    # and on f32 with 3 experts ([16, 4] logits, rows shorter than a 32-byte block)
+    emit(tg_router.router_kernel, np.zeros((40, 48), np.float32), np.zeros((48, 3), np.float32),
+         np.zeros((40, 2), np.float32), np.zeros((40, 2), np.int32), 40, 48, 3, 48, 3,
+         BLOCK_T=16, BLOCK_H=16, BLOCK_E=4, TOP_K=2)
     return "\n".join(p.read_text() for d in dirs for p in d.glob("*.cpp") if not p.name.startswith("launch_"))
 
 

@@ -74,6 +74,21 @@ def test_a_removed_set_flag_fails_naming_the_event(matmul_case):
         broken((1, 1, 1), args)
 
 
+def test_a_transposing_load_data_of_floats_fails():
+    # LoadData's ifTranspose transposes 16 x 16 fractals (2-byte types); a float B reaches
+    # L0B through LoadDataWithTranspose, which the emitted code uses
+    a, c = np.ones((32, 32), np.float32), np.zeros((32, 32), np.float32)
+    k = matmul.matmul_kernel.with_options(backend=TWIN, debug=False)
+    cx = dict(MM, BLOCK_K=32)
+    k[(1, 1)](a, a, c, 32, 32, 32, 32, 1, 32, 1, 32, 1, **cx)
+    assert (c == 32).all()
+    broken = _edited(k, "AscendC::LoadData2DParams load;",
+                     "AscendC::LoadData2DParams load;\nload.ifTranspose = true;", **cx)
+    args = [a.ravel(), a.ravel(), c.ravel(), 32, 32, 32, 32, 1, 32, 1, 32, 1]
+    with pytest.raises(TwinDeviceError, match="4-byte types transpose with LoadDataWithTranspose"):
+        broken((1, 1, 1), args)
+
+
 def test_a_buffer_over_the_ub_budget_fails(add_case):
     k, args, cx = add_case
     broken = _edited(k, r"pipe_\.InitBuffer\(xQue_, 1, \d+\)", "pipe_.InitBuffer(xQue_, 1, 200000)",
