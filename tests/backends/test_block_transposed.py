@@ -118,3 +118,21 @@ def test_an_unchecked_axis_past_the_view_raises_in_debug_mode(backend):
     k = unchecked.with_options(backend=backend, debug=True)
     with pytest.raises(OutOfBoundsError, match="axis 1"):
         k[(1,)](w, out, 4, 8, BK=8, BN=8)
+
+
+@pytest.mark.parametrize("m,n,k", [(16, 64, 32), (7, 6, 5), (4, 3, 9), (1, 1, 1), (9, 13, 17)])
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_dot_nt_matches_numpy_on_every_remainder(m, n, k, dtype):
+    """cube_lib.dot_nt's register blocks (4 rows x 4 columns) and its remainder rows
+    and columns, on a weight read in place at an offset with a leading dimension."""
+    from npujit.backends.numba import cube_lib
+    rng = np.random.default_rng(m * 100 + n * 10 + k)
+    ld, off = k + 3, 5
+    w = rng.standard_normal(off + n * ld).astype(dtype)
+    bits = w.view(np.uint16) if dtype is ml_dtypes.bfloat16 else w
+    a = rng.standard_normal(m * k).astype(np.float32)
+    out = rng.standard_normal(m * n).astype(np.float32)
+    want = out.astype(np.float64) + (a.reshape(m, k).astype(np.float64)
+                                     @ w[off:].reshape(n, ld)[:, :k].astype(np.float64).T).ravel()
+    cube_lib.dot_nt(a, bits, off, ld, out, m, k, n)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
