@@ -523,3 +523,32 @@ def test_half_encoders_match_numpy_bit_for_bit(half):
         want = xs.astype(half)
     np.testing.assert_array_equal(bits, want.view(np.uint16))
     same(rounded, want.astype(F32))
+
+
+def _fmax_run(v, largest):
+    """np.fmax/np.fmin over a run, with +0.0 above -0.0 (the order of the IEEE bits)."""
+    nums = v[~np.isnan(v)]
+    if nums.size == 0:
+        return np.float32(np.nan)
+    best = nums.max() if largest else nums.min()
+    if best == 0:
+        pos = np.any((nums == 0) & ~np.signbit(nums))
+        neg = np.any((nums == 0) & np.signbit(nums))
+        return F32(0.0) if (pos if largest else not neg) else F32(-0.0)
+    return best
+
+
+def test_line_max_and_min_skip_nans_of_either_sign():
+    from npujit.backends.numba import reduce_lib as rl
+    rng = np.random.default_rng(11)
+    pos_nan, neg_nan = np.array([0x7FC00000, 0xFFC00001], np.uint32).view(F32)
+    pool = np.array([pos_nan, neg_nan, 0.0, -0.0, np.inf, -np.inf, 1.5, -2.5, 1e-45], F32)
+    for trial in range(400):
+        n = int(rng.integers(0, 40))
+        v = np.concatenate([rng.choice(pool, 3), rng.choice(pool, n)]).astype(F32)
+        start = 3 if trial % 2 else 0
+        run = v[start:]
+        for largest, fn in ((True, rl.line_max_f), (False, rl.line_min_f)):
+            got, want = fn(v, start, run.size), _fmax_run(run, largest)
+            assert (np.isnan(got) and np.isnan(want)) or (
+                got == want and np.signbit(got) == np.signbit(want)), (run, largest, got)
