@@ -25,7 +25,7 @@ def row_shift(x_ptr, out_ptr, n_cols, BLOCK: nl.constexpr):
 def scaled_copy(x_ptr, out_ptr, n, BLOCK: nl.constexpr):
     offs = nl.program_id(0) * BLOCK + nl.arange(0, BLOCK)
     mask = offs < n
-    nl.store(out_ptr + offs, nl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+    nl.store(out_ptr + offs, nl.load(x_ptr + offs, mask=mask) * 2.0 + 1.0, mask=mask)
 
 
 @pytest.mark.parametrize("n_cols", [256, 255, 130])
@@ -48,13 +48,13 @@ def test_offset_mask_versions_per_program(n):
     x = np.arange(n, dtype=np.float32)
     out = np.full(1024 + 16, -1.0, np.float32)
     scaled_copy.with_options(backend="numba")[(-(-n // 256),)](x, out, n, BLOCK=256)
-    np.testing.assert_array_equal(out[:n], 2 * x)
+    np.testing.assert_array_equal(out[:n], 2 * x + 1)
     np.testing.assert_array_equal(out[n:], -1.0)
     src = scaled_copy.with_options(backend="numba").inspect(x, out, n, BLOCK=256)["backend"]
     assert "if i64(mul) + 256 <= i64(n):" in src
 
 
-def test_only_long_loops_without_error_paths_are_versioned():
+def test_only_long_loops_that_compute_without_error_paths_are_versioned():
     body = ["        for i in range(u64(16)):",                       # too short
             "            o[i] = x[i] if (i32(i64(i)) < n) else f32(0.0)",
             "        for j in range(u64(512)):",                      # an error path
@@ -63,10 +63,14 @@ def test_only_long_loops_without_error_paths_are_versioned():
             "        for k in range(u64(512)):",                      # limit assigned inside
             "            n = k",
             "            o[k] = x[k] if (i32(i64(k)) < n) else f32(0.0)",
+            "        for s in range(u64(512)):",                      # streams arguments
+            "            o[s] = f32((x[s] if (i32(i64(s)) < n) else f32(0.0)) + y[s])",
             "        for q in range(u64(512)):",                      # a longer name shares the prefix
-            "            o[q] = x[q] if (i32(i64(q)) < nn) and (i32(i64(q)) < n) else f32(0.0)"]
-    out = version_prefix_masks(body)
-    assert out[:8] == body[:8]
-    assert out[8] == "        if 512 <= i64(nn) and 512 <= i64(n):"
-    assert out[10] == "                o[q] = x[q] if (True) and (True) else f32(0.0)"
-    assert out[11:] == ["        else:", "    " + body[8], "    " + body[9]]
+            "            t[q] = x[q] if (i32(i64(q)) < nn) and (i32(i64(q)) < n) else f32(0.0)"]
+    out = version_prefix_masks(body, {"o", "x", "y"})
+    assert out[:10] == body[:10]
+    assert out[10] == "        if 512 <= i64(nn) and 512 <= i64(n):"
+    assert out[12] == "                t[q] = x[q] if (True) and (True) else f32(0.0)"
+    assert out[13:] == ["        else:", "    " + body[10], "    " + body[11]]
+    # the same add into a tile of the kernel's own is copied
+    assert version_prefix_masks(body[8:10], {"x", "y"})[0] == "        if 512 <= i64(n):"
