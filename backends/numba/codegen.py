@@ -34,7 +34,8 @@ from npujit.ir.slice import stream_slice
 from npujit.ir.types import PtrType
 
 from . import (disk_cache, helper_args, lower_combine, lower_control, lower_elementwise,
-               lower_memory, lower_shape, lower_tile, outline, range_check, record)
+               lower_memory, lower_shape, lower_tile, outline, prefix_mask, range_check,
+               record)
 from .lower_scalar import result
 from .values import Nest, Val, Writer, np_type, numel
 from .runtime import KernelSource   # (defined there: a cache hit loads no code generator)
@@ -240,7 +241,9 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
     setup_lines = conversions + cg.tiles
     decorator = f'@njit(cache={bool(options.get("cache", True))}, nogil=True, error_model="numpy")'
     setup = "".join(f"    {line}\n" for line in setup_lines)
-    body = cg.w.text().split("\n") if cg.w.text() else []
+    arrays = {p for p, a in zip(params, cg.fn.args) if isinstance(a.type, PtrType)}
+    body = prefix_mask.version_prefix_masks(cg.w.text().split("\n") if cg.w.text() else [],
+                                            arrays)
     defined = {*loop_names, *params, *outline.bound_names(setup_lines)}
     body, segments = outline.outline(entry, body, defined, {"rec", "rec_n"} if recording
                                      else set(), decorator)

@@ -101,20 +101,48 @@ def _weight_for(v):
 
 
 @njit(**_FMA)
-def dot_nt(a, b, boff, ldb, out, m, k, n):
+def dot_nt(a, b, boff, ldb, out, m, k, n, nb):
     """``out += a @ B.T`` for a float32 flat tile a (m×k) and B (n×k) read in place:
     row j of B is ``b[boff + j*ldb : boff + j*ldb + k]`` (a row-major weight, as
     ``W.T`` block pointers view it, read without copying it into a tile first); ``b``
-    holds float32, or bf16 bits (uint16), decoded as they are read.  Each pass keeps a
-    4×4 block of ``out`` in registers and runs down k, which LLVM vectorises as sixteen
-    reductions: eight loads per sixteen multiply-adds (a 4×2 block, six per eight, ran
-    a 16×512×64 tile at 80 GFLOP/s here, 4×4 at 96)."""
+    holds float32, or bf16 bits (uint16), decoded as they are read.  Only the first
+    ``nb`` rows of B are read: the rest are a block's zero padding past the weight's last
+    row (a router's 8 experts in a 16-wide tile), and their columns of ``out`` get
+    ``sum(a[i, :] * 0)`` -- 0, or NaN where row i of a holds an inf or a NaN, as the
+    padded product would give.  Each pass keeps a 4×4 block of ``out`` in registers and
+    runs down k, which LLVM vectorises as sixteen reductions: eight loads per sixteen
+    multiply-adds (a 4×2 block, six per eight, ran a 16×512×64 tile at 80 GFLOP/s here,
+    4×4 at 96)."""
+    nb = min(max(nb, 0), n)
+    if nb < n:
+        _padding_columns(a, out, m, k, n, nb)
+    _dot_nt(a, b, boff, ldb, out, m, k, n, nb)
+
+
+@njit(**_FMA)
+def _padding_columns(a, out, m, k, n, nb):
+    # out[i, nb:n] += sum_t a[i, t] * 0: NaN when the row has an inf or a NaN; +0.0
+    # unless every product is -0.0 (a sum of zeros is -0.0 only then, in any order)
+    kk_ = np.uint64(k)
+    zero = np.float32(0.0)
+    for i in range(np.uint64(m)):
+        at = i * kk_
+        s = np.float32(-0.0)
+        for t in range(kk_):
+            s += a[at + t] * zero
+        for j in range(np.uint64(nb), np.uint64(n)):
+            out[i * np.uint64(n) + j] += s
+
+
+@njit(**_FMA)
+def _dot_nt(a, b, boff, ldb, out, m, k, n, nb):
+    # dot_nt over B's first nb rows (out's row stride is n)
     kk_ = np.uint64(k)
     nn_ = np.uint64(n)
     ld = np.uint64(ldb)
     b0 = np.uint64(boff)
     m4 = np.uint64(m - m % 4)
-    n4 = np.uint64(n - n % 4)
+    n4 = np.uint64(nb - nb % 4)
     for i in range(np.uint64(0), m4, np.uint64(4)):
         r0 = i * kk_
         r1 = r0 + kk_
@@ -157,9 +185,9 @@ def dot_nt(a, b, boff, ldb, out, m, k, n):
             _add4(out, o + nn_, s10, s11, s12, s13)
             _add4(out, o + 2 * nn_, s20, s21, s22, s23)
             _add4(out, o + 3 * nn_, s30, s31, s32, s33)
-        for j in range(n4, nn_):
+        for j in range(n4, np.uint64(nb)):
             _nt_column(a, b, b0 + j * ld, out, i, np.uint64(4), j, kk_, nn_)
-    for j in range(np.uint64(0), nn_):
+    for j in range(np.uint64(0), np.uint64(nb)):
         _nt_column(a, b, b0 + j * ld, out, m4, np.uint64(m) - m4, j, kk_, nn_)
 
 

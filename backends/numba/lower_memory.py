@@ -480,7 +480,8 @@ def read_in_place(cg, op) -> bool:
     same block, with no memory write or control flow between the two (nothing can change
     what is read).  The dot then reads the weight's rows where they are
     (``cube_lib.dot_nt``, bf16 decoded as read) when the block is inside the view's
-    checked axes, and the copied tile otherwise (padding).  Not in debug mode: every element is checked where it is copied.  A
+    checked K axis and starts inside its other axis (the weight's rows past the last are
+    padding, ``_bind_in_place``), and the copied tile otherwise (padding).  Not in debug mode: every element is checked where it is copied.  A
     recording run records the transfer from the block's layout as before
     (``record.emit_memory``), so the simulated stream is the same."""
     if (len(op.attrs["block_shape"]) != 2 or checking(cg) == "debug"
@@ -507,24 +508,34 @@ def read_in_place(cg, op) -> bool:
 
 
 def _bind_in_place(cg, op, ptr: str, bs, names, body) -> None:
-    """The in-bounds test, the weight's offset and row stride for ``cube_lib.dot_nt``;
-    the copy (with padding) only when the block leaves a checked axis."""
+    """The in-bounds test, the weight's offset, row stride and the count of its rows the
+    block covers, for ``cube_lib.dot_nt``; the copy (with padding) only when the block
+    leaves a checked K axis or starts before the weight's first row.  A block reaching
+    past the weight's last row (axis 1: a router's 8 experts in a 16-wide tile) is read
+    in place too, its missing rows being zero padding (``dot_nt``'s ``nb``)."""
     w = cg.w
     checked = set(op.attrs.get("boundary_check", ()))
     if checking(cg) == "range":
         range_check.block(cg, op, bs, names, checked)
-    inside = _inside(bs, names, [d_ for d_ in (0, 1) if d_ in checked])
+    inside = _inside(bs, names, [0] if 0 in checked else [])
+    if 1 in checked:
+        inside.append(f"{names['off', 1]} >= 0")
     flag, off, ld = w.fresh("in_place"), w.fresh("w_off"), w.fresh("w_ld")
+    rows = w.fresh("w_rows")
     w.line(f"{flag} = {' and '.join(inside) or 'True'}")
     w.line(f"{off} = u64(0)")
     w.line(f"{ld} = u64(0)")
+    w.line(f"{rows} = i64({bs[1]})")
     with w.block(f"if {flag}:"):
         w.line(f"{off} = u64({names['off', 0]} + {names['off', 1]} * {names['stride', 1]})")
         w.line(f"{ld} = u64({names['stride', 1]})")
+        if 1 in checked:
+            w.line(f"{rows} = min(i64({names['shape', 1]}) - i64({names['off', 1]}), "
+                   f"i64({bs[1]}))")
     if inside:
         with w.block("else:"):
             _block_rows(cg, op, bs, names, body, checked, False)
-    cg.in_place[id(op.result)] = (ptr, flag, off, ld)
+    cg.in_place[id(op.result)] = (ptr, flag, off, ld, rows)
 
 
 def lower_block_store(cg, op) -> None:

@@ -8,7 +8,7 @@ wrapped explicitly because numba widens int32 arithmetic to int64 and a bare Pyt
 literal would make float32 arithmetic float64.  Half results go through
 ``hp.round_f16`` / ``hp.round_bf16`` (RNE) after the f32 computation, per
 docs/semantics.md.  ``exp`` (also inside sigmoid and silu) is ``sl.exp_f32``, a
-vectorisable float32 exp within 1 ulp; the other transcendentals call libm's float32
+vectorisable float32 exp within 1.01 ulp; the other transcendentals call libm's float32
 functions through numpy.
 
 Example::

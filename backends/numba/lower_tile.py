@@ -149,9 +149,9 @@ def lower_dot(cg, op) -> None:
         """``out += a @ b``, one helper call per batch index (slices of the flat tiles)."""
         in_place = cg.in_place.get(id(op.operands[1]))
         if in_place is not None:    # b is W.T, read where W is (lower_memory.read_in_place)
-            ptr, flag, off, ld = in_place
+            ptr, flag, off, ld, rows = in_place
             with w.block(f"if {flag}:"):
-                w.line(f"cl.dot_nt({a.name}, {ptr}, {off}, {ld}, {out}, {m}, {k}, {n})")
+                w.line(f"cl.dot_nt({a.name}, {ptr}, {off}, {ld}, {out}, {m}, {k}, {n}, {rows})")
             with w.block("else:"):
                 w.line(f"{fn}({a.name}, {b.name}, {out}, {m}, {k}, {n})")
             return

@@ -64,8 +64,9 @@ def wrap_int(v, bits):
 def line_sum_f(a, start, n):
     """Sum of ``a[start:start+n]`` (float32, or float64) in the tile's own precision."""
     s = a.dtype.type(0)
-    for i in range(n):
-        s += a[start + i]
+    s0 = np.uint64(start)     # unsigned offsets: with signed ones LLVM gathers
+    for i in range(np.uint64(n)):
+        s += a[s0 + i]
     return s
 
 
@@ -151,15 +152,52 @@ def _from_key(k, none):
     return np.int32(_key(k)).view(np.float32)
 
 
+# The keys of +inf and -inf.  A NaN with the sign bit clear keys above +inf, one with it
+# set below -inf, so a run's largest raw key is its largest number's unless the run has a
+# NaN of the first kind (or no number): only then do line_max_f and line_min_f take the
+# NaN-aware pass.  The raw-key pass is four vector instructions per 16 elements, the
+# NaN-aware one eleven (softmax 4096x1024, one thread: 0.3 ms of 2.7 went to the row max).
+_POS_INF_KEY = np.int32(0x7F800000)
+_NEG_INF_KEY = np.int32(-2139095041)      # _key of -inf's bits 0xFF800000
+
+
+@njit(**_JIT)
+def _raw_max_key(a, start, n):
+    v = a.view(np.int32)
+    s = np.uint64(start)      # unsigned offsets: no negative-index fix-up, no gather
+    k = _NO_MAX
+    for i in range(np.uint64(n)):
+        key = _key(v[s + i])
+        k = key if key > k else k
+    return k
+
+
+@njit(**_JIT)
+def _raw_min_key(a, start, n):
+    v = a.view(np.int32)
+    s = np.uint64(start)
+    k = _NO_MIN
+    for i in range(np.uint64(n)):
+        key = _key(v[s + i])
+        k = key if key < k else k
+    return k
+
+
 @njit(**_JIT)
 def line_max_f(a, start, n):
     """Max of a float32 run, NaN skipped (np.fmax, Triton's max); NaN only if all are."""
+    k = _raw_max_key(a, start, n)
+    if _NEG_INF_KEY <= k <= _POS_INF_KEY:
+        return np.int32(_key(k)).view(np.float32)
     return _from_key(_max_key_f(a, start, n)[0], _NO_MAX)
 
 
 @njit(**_JIT)
 def line_min_f(a, start, n):
     """Min of a float32 run, NaN skipped (np.fmin); NaN only if all are."""
+    k = _raw_min_key(a, start, n)
+    if _NEG_INF_KEY <= k <= _POS_INF_KEY:
+        return np.int32(_key(k)).view(np.float32)
     return _from_key(_min_key_f(a, start, n)[0], _NO_MIN)
 
 

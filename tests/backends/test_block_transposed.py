@@ -39,6 +39,18 @@ def transposed_store(x_ptr, out_ptr, N, K, BK: nl.constexpr, BN: nl.constexpr):
     nl.store(dst, nl.load(src, boundary_check=(0, 1)), boundary_check=(0, 1))
 
 
+@nl.inline
+def _products(a, b, K, BM, BN, BK):
+    """x @ W.T over K in BK steps, from block pointers a (x) and b (W.T); traced inside
+    the kernels below."""
+    acc = nl.zeros((BM, BN), dtype=nl.float32)
+    for _ in nl.range(0, K, BK):
+        acc = nl.dot(nl.load(a, boundary_check=(0, 1)), nl.load(b, boundary_check=(0, 1)), acc)
+        a = nl.advance(a, (0, BK))
+        b = nl.advance(b, (BK, 0))
+    return acc
+
+
 @npu_kernel
 def dot_transposed(x_ptr, w_ptr, out_ptr, M, N, K, BM: nl.constexpr, BN: nl.constexpr,
                    BK: nl.constexpr):
@@ -49,11 +61,7 @@ def dot_transposed(x_ptr, w_ptr, out_ptr, M, N, K, BM: nl.constexpr, BN: nl.cons
                           block_shape=(BM, BK))
     b = nl.make_block_ptr(w_ptr, shape=(K, N), strides=(1, K), offsets=(0, n0),
                           block_shape=(BK, BN))
-    acc = nl.zeros((BM, BN), dtype=nl.float32)
-    for _ in nl.range(0, K, BK):
-        acc = nl.dot(nl.load(a, boundary_check=(0, 1)), nl.load(b, boundary_check=(0, 1)), acc)
-        a = nl.advance(a, (0, BK))
-        b = nl.advance(b, (BK, 0))
+    acc = _products(a, b, K, BM, BN, BK)
     c = nl.make_block_ptr(out_ptr, shape=(M, N), strides=(N, 1), offsets=(m0, n0),
                           block_shape=(BM, BN))
     nl.store(c, acc, boundary_check=(0, 1))
@@ -134,5 +142,46 @@ def test_dot_nt_matches_numpy_on_every_remainder(m, n, k, dtype):
     out = rng.standard_normal(m * n).astype(np.float32)
     want = out.astype(np.float64) + (a.reshape(m, k).astype(np.float64)
                                      @ w[off:].reshape(n, ld)[:, :k].astype(np.float64).T).ravel()
-    cube_lib.dot_nt(a, bits, off, ld, out, m, k, n)
+    cube_lib.dot_nt(a, bits, off, ld, out, m, k, n, n)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@npu_kernel
+def dot_whole_tile(x_ptr, w_ptr, out_ptr, N, K, BM: nl.constexpr, BN: nl.constexpr,
+                   BK: nl.constexpr):
+    """out [BM, BN] = x [BM, K] @ W.T for W [N, K] with N < BN: the tile's columns past N
+    (the weight's zero padding) are stored too."""
+    a = nl.make_block_ptr(x_ptr, shape=(BM, K), strides=(K, 1), offsets=(0, 0),
+                          block_shape=(BM, BK))
+    b = nl.make_block_ptr(w_ptr, shape=(K, N), strides=(1, K), offsets=(0, 0),
+                          block_shape=(BK, BN))
+    acc = _products(a, b, K, BM, BN, BK)
+    rows = nl.arange(0, BM)[:, None] * BN
+    nl.store(out_ptr + rows + nl.arange(0, BN)[None, :], acc)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_a_weight_narrower_than_its_tile_is_read_in_place_with_its_padding(dtype):
+    """A router's 5 experts in an 8-wide tile: the numba dot reads the 5 weight rows in
+    place (``dot_nt``'s row count) and gives the padding columns what the reference's
+    zero-padded product gives: 0, or NaN on a row of x holding an inf or a NaN."""
+    BM, N, K = 8, 5, 32
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((BM, K)).astype(dtype)
+    x[2, 7] = np.inf
+    x[5, 30] = np.nan
+    w = rng.standard_normal((N, K)).astype(dtype)
+    outs = {}
+    for backend in ("reference", "numba"):
+        outs[backend] = np.full((BM, 8), 7.0, np.float32)
+        k = dot_whole_tile.with_options(backend=backend)
+        k[(1,)](x, w, outs[backend], N, K, BM=BM, BN=8, BK=16)
+    src = dot_whole_tile.with_options(backend="numba").inspect(
+        x, w, outs["numba"], N, K, BM=BM, BN=8, BK=16)["backend"]
+    assert "cl.dot_nt(" in src and "w_rows" in src
+    with np.errstate(invalid="ignore"):
+        want = x.astype(np.float64) @ w.astype(np.float64).T
+    np.testing.assert_allclose(outs["numba"][:, :N], want, rtol=1e-5, atol=1e-4)
+    padding = np.where(np.isfinite(x.astype(np.float32)).all(axis=1)[:, None], 0.0, np.nan)
+    np.testing.assert_array_equal(outs["numba"][:, N:], np.broadcast_to(padding, (BM, 8 - N)))
+    np.testing.assert_array_equal(outs["numba"][:, N:], outs["reference"][:, N:])

