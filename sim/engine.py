@@ -499,6 +499,8 @@ class Engine:
         stuck = [r for r in self.runs if r.left > 0]
         if stuck:
             raise self._deadlock(stuck)
+        if isinstance(hbm, MemorySystem):   # the write-back L2's dirty bytes go to HBM
+            hbm.drain(max((r.end for r in self.runs), default=0))
         timeline = Timeline(spec, self.launch, self.runs, self.core_names, self.compiled, hbm,
                             {v: k for k, v in self.compiler.flag_index.items()})
         timeline._distinct = self.distinct

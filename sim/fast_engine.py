@@ -19,15 +19,15 @@ import math
 import numpy as np
 from numba import njit
 
-from .fast_memory import (NOW, WRITE_B, add, heap_pop, heap_push, l2_install, l2_read, peek,
+from .fast_memory import (NOW, TO_HBM, add, heap_pop, heap_push, l2_read, l2_write, peek,
                           pop_finished)
 from .queues import CSET, GATE, GM, LOCAL, OPEN, SET, SETD, WAIT
 
 INF = np.inf
 
-# Columns of the entry table E.
-CODE, A, COST, MOVED, CLS, GMW, KEY = range(7)
-N_E = 7
+# Columns of the entry table E (WS: a hand-off workspace slot's number, else -1).
+CODE, A, COST, MOVED, CLS, GMW, KEY, WS = range(8)
+N_E = 8
 # Columns of the distinct-program table DP.
 NPIPES, QOFF, NGATES, NMARKS = range(4)
 N_DP = 4
@@ -43,8 +43,8 @@ F_OFF, F_HEAD, F_TAIL, F_WAITER, F_TAKEN = range(5)
 N_FLG = 5
 # Counters (CTR).
 (C_SEQ, C_NRUNS, C_NPR, C_MARKP, C_PSLP, C_GTP, C_WORKN, C_CHN, C_AHN, C_STATUS, C_GNEXT,
- C_ONCEP, C_MAXWORK) = range(13)
-N_CTR = 13
+ C_ONCEP, C_MAXWORK, C_WSBASE, C_NWS) = range(15)
+N_CTR = 15
 # Status codes.
 OK, STILL_SET, STUCK = 0, 1, 2
 # Server rows of the memory state, and the token of a background write-back.  Typed
@@ -358,14 +358,18 @@ def _admit(S, mem, caps, lru, ls, has_l2, hbm_latency, l2_latency, te, seq):
             if key == -2:       # ONCE: a fresh key, a miss that still fills the cache
                 key = CTR[C_ONCEP]
                 CTR[C_ONCEP] = key + 1
+            elif E[row, WS] >= 0:   # a hand-off slot: the AI core's, not the program's
+                j = S[3][PR[pr, P_RUN], R_AICORE]
+                if j >= 0:
+                    key = CTR[C_WSBASE] + j * CTR[C_NWS] + E[row, WS]
             if w == 1:
-                ls[WRITE_B] += nbytes
-                l2_install(lru, ls, key, nbytes)
-                add(mem, HBM, te, nbytes, c, caps, WRITE_BACK)
-                PR[pr, P_LAND] = l2_latency
-                add(mem, L2, te, nbytes, c, caps, pr)
-                return
-            if l2_read(lru, ls, key, nbytes):
+                l2_write(lru, ls, key, nbytes)
+                hit = True
+            else:
+                hit = l2_read(lru, ls, key, nbytes)
+            if ls[TO_HBM]:      # dirty keys evicted (or a write too large to keep)
+                add(mem, HBM, te, ls[TO_HBM], c, caps, WRITE_BACK)
+            if hit:
                 PR[pr, P_LAND] = l2_latency
                 add(mem, L2, te, nbytes, c, caps, pr)
                 return

@@ -357,11 +357,13 @@ def pop_finished(st, s, now, caps, out, m):
 
 
 # -- the L2 (sim/l2.py L2Cache): an LRU list over region ids ------------------------------
-# lru[0, :]: prev, lru[1, :]: next, lru[2, :]: bytes (-1: not resident); the list's head
-# (least recently used) and tail are lru_state[0], lru_state[1] (-1: empty).
+# lru[0, :]: prev, lru[1, :]: next, lru[2, :]: bytes (-1: not resident), lru[3, :]: dirty;
+# the list's head (least recently used) and tail are lru_state[0], lru_state[1] (-1: empty).
 # lru_state: head, tail, used, capacity, hit_bytes, miss_bytes, write_bytes, evicted_bytes,
-# hits, misses.
-HEAD, TAIL, USED, CAPACITY, HIT_B, MISS_B, WRITE_B, EVICT_B, HITS, MISSES = range(10)
+# hits, misses, writeback_bytes, to_hbm (L2Cache.to_hbm of the last read or write).
+(HEAD, TAIL, USED, CAPACITY, HIT_B, MISS_B, WRITE_B, EVICT_B, HITS, MISSES, WB_B,
+ TO_HBM) = range(12)
+N_LS = 12
 
 
 @njit(cache=True)
@@ -391,13 +393,23 @@ def _append(lru, ls, key):
 
 
 @njit(cache=True)
+def _write_back(lru, ls, key, nbytes):
+    """A dirty key leaves (or changes): its bytes go to HBM."""
+    if lru[3, key]:
+        lru[3, key] = 0
+        ls[TO_HBM] += nbytes
+        ls[WB_B] += nbytes
+
+
+@njit(cache=True)
 def l2_install(lru, ls, key, nbytes):
-    """L2Cache.install: make ``key`` resident, evicting least recently used keys."""
+    """L2Cache.install: make ``key`` resident (clean), evicting least recently used keys."""
     old = lru[2, key]
     if old >= 0:
         _unlink(lru, ls, key)
         lru[2, key] = -1
         ls[USED] -= old
+        _write_back(lru, ls, key, old)
     if nbytes > ls[CAPACITY]:
         return
     while ls[USED] + nbytes > ls[CAPACITY]:
@@ -407,6 +419,7 @@ def l2_install(lru, ls, key, nbytes):
         lru[2, h] = -1
         ls[USED] -= gone
         ls[EVICT_B] += gone
+        _write_back(lru, ls, h, gone)
     _append(lru, ls, key)
     lru[2, key] = nbytes
     ls[USED] += nbytes
@@ -415,6 +428,7 @@ def l2_install(lru, ls, key, nbytes):
 @njit(cache=True)
 def l2_read(lru, ls, key, nbytes):
     """L2Cache.read: True on a hit (now most recently used); a miss installs the key."""
+    ls[TO_HBM] = 0
     if lru[2, key] >= 0:
         _unlink(lru, ls, key)
         _append(lru, ls, key)
@@ -425,3 +439,40 @@ def l2_read(lru, ls, key, nbytes):
     ls[MISSES] += 1
     l2_install(lru, ls, key, nbytes)
     return False
+
+
+@njit(cache=True)
+def l2_write(lru, ls, key, nbytes):
+    """L2Cache.write: the key resident and dirty; a dirty key rewritten with the same
+    bytes sends nothing to HBM, a write too large to keep goes straight through."""
+    ls[WRITE_B] += nbytes
+    ls[TO_HBM] = 0
+    if lru[3, key] and lru[2, key] == nbytes:
+        _unlink(lru, ls, key)
+        _append(lru, ls, key)
+        return
+    l2_install(lru, ls, key, nbytes)
+    if lru[2, key] >= 0:
+        lru[3, key] = 1
+    else:
+        ls[TO_HBM] += nbytes
+        ls[WB_B] += nbytes
+
+
+def new_l2(nkeys: int, capacity: int):
+    """The L2's state arrays (``lru``, ``lru_state``) for ``nkeys`` region ids."""
+    lru = np.full((4, nkeys), -1, dtype=np.int64)
+    lru[3] = 0
+    ls = np.zeros(N_LS, dtype=np.int64)
+    ls[HEAD] = ls[TAIL] = -1
+    ls[CAPACITY] = capacity
+    return lru, ls
+
+
+def l2_drain(lru, ls) -> int:
+    """L2Cache.drain: the resident dirty keys' bytes, now written back (and clean)."""
+    dirty = (lru[3] == 1) & (lru[2] >= 0)
+    n = int(lru[2][dirty].sum())
+    lru[3] = 0
+    ls[WB_B] += n
+    return n

@@ -28,6 +28,7 @@ from . import fast_engine as fe
 from . import fast_memory as fm
 from .engine import CoreRun, Engine, PipeRun, Timeline
 from .l2 import ONCE, MemorySystem
+from .split import is_workspace
 from .queues import CSET, GM, SET, SETD
 from npujit.target import NPUSpec
 
@@ -39,14 +40,15 @@ class _FastCache:
         self.hit_bytes, self.miss_bytes = int(ls[fm.HIT_B]), int(ls[fm.MISS_B])
         self.write_bytes, self.evicted_bytes = int(ls[fm.WRITE_B]), int(ls[fm.EVICT_B])
         self.hits, self.misses = int(ls[fm.HITS]), int(ls[fm.MISSES])
+        self.writeback_bytes = int(ls[fm.WB_B])
 
 
 class _FastMemory:
     """What the report and the trace read of the memory system after a compiled run."""
 
-    def __init__(self, mem, ls, has_l2: bool, drained: float):
+    def __init__(self, mem, ls, has_l2: bool, drained: float, drain_bytes: int = 0):
         sf, si, samples = mem[0], mem[1], mem[10]
-        self.served = float(sf[0, fm.SERVED])
+        self.served = float(sf[0, fm.SERVED]) + drain_bytes
         self.samples = ([(t, r) for t, r in samples[:si[0, fm.NSAMP]].tolist()]
                         if si[0, fm.RECORD] else None)
         if has_l2:
@@ -163,27 +165,31 @@ class FastTimeline(Timeline):
 
 
 def _entry_table(entries: list, has_l2: bool):
-    """The entry table E, the sorted port caps, and the number of distinct region keys."""
+    """The entry table E, the sorted port caps, the number of distinct region keys and of
+    distinct hand-off workspace slots (a slot's key is its AI core's: see ``sim/l2.py``)."""
     E = np.zeros((len(entries), fe.N_E), dtype=np.int64)
     caps = sorted({e[4] for e in entries if e[0] == GM})
     cap_index = {c: i for i, c in enumerate(caps)}
     keys: dict = {}
+    slots: dict = {}
     rows = []
     for code, a, cost, moved, rate, gm in entries:
         if code == GM:
-            w, key = -1, -1
+            w, key, ws = -1, -1, -1
             if gm is not None and has_l2:
                 w = 1 if gm[0] else 0
                 if gm[1] == ONCE:
                     key = -2
                 else:
                     key = keys.setdefault(gm[1], len(keys))
-            rows.append((code, a, cost, moved, cap_index[rate], w, key))
+                    if is_workspace(gm[1]):
+                        ws = slots.setdefault(gm[1][2], len(slots))
+            rows.append((code, a, cost, moved, cap_index[rate], w, key, ws))
         else:
-            rows.append((code, a, cost, 0, 0, -1, -1))
+            rows.append((code, a, cost, 0, 0, -1, -1, -1))
     if rows:
         E[:] = rows
-    return E, np.array(caps or [1.0], dtype=np.float64), len(keys)
+    return E, np.array(caps or [1.0], dtype=np.float64), len(keys), len(slots)
 
 
 def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool = True,
@@ -194,7 +200,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     eng = Engine(launch, spec, record_hbm, one_bit_flags, start_jitter, seed)
     comp = eng.compiler
     has_l2 = isinstance(eng.hbm, MemorySystem)
-    E, caps, nkeys = _entry_table(comp.entries, has_l2)
+    E, caps, nkeys, nslots = _entry_table(comp.entries, has_l2)
     nflags = len(comp.flag_index)
     code, arg = E[:, fe.CODE], E[:, fe.A]
     # Distinct compiled programs and their queues.
@@ -225,12 +231,11 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
                             ).reshape(nd, nflags)
     gm = cd == GM
     gm_n = np.bincount(row_d[gm], minlength=nd)
-    wb_n = np.bincount(row_d[gm & (E[qrow, fe.GMW] == 1)], minlength=nd)
     once_n = np.bincount(row_d[gm & (E[qrow, fe.KEY] == -2)], minlength=nd)
     PQ = np.array(pq, dtype=np.int64).reshape(-1, 2)
     nprog = len(pdist)
     total_gm = int(gm_n[pdist].sum())
-    total_wb = int(wb_n[pdist].sum())
+    total_wb = total_gm      # any GM copy may evict dirty keys: one write-back each
     npr = int(DP[pdist, fe.NPIPES].sum())
     partner_sets = 0
     groups = np.array(launch.groups or [], dtype=np.int64).reshape(-1, 2)
@@ -262,10 +267,8 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
                          max_active, max_adds, 6 * max_adds + 16 if record_hbm else 1,
                          record_hbm)
     once_total = int(once_n[pdist].sum())
-    lru = np.full((3, nkeys + once_total + 1), -1, dtype=np.int64)
-    ls = np.zeros(10, dtype=np.int64)
-    ls[fm.HEAD] = ls[fm.TAIL] = -1
-    ls[fm.CAPACITY] = spec.l2_bytes
+    ws_base = nkeys + once_total
+    lru, ls = fm.new_l2(ws_base + spec.aic_cores * nslots + 1, spec.l2_bytes)
     onebit = np.array([one_bit_flags and key[0] != "CROSS"
                        for key in sorted(comp.flag_index, key=comp.flag_index.get)],
                       dtype=np.bool_)
@@ -280,6 +283,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     WK = np.zeros(npr + 1, dtype=np.int64)
     CTR = np.zeros(fe.N_CTR, dtype=np.int64)
     CTR[fe.C_ONCEP] = nkeys
+    CTR[fe.C_WSBASE], CTR[fe.C_NWS] = ws_base, nslots
     nseq = total_gm + nprog + 2
     AK, AS = np.zeros(len(names) * maxp + 1), np.zeros(len(names) * maxp + 1, dtype=np.int64)
     CK, CS = np.zeros(len(names) + 1), np.zeros(len(names) + 1, dtype=np.int64)
@@ -296,7 +300,15 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
                                 spec.l2_latency_cycles, outf, done_buf)
     if status != fe.OK:
         return None
-    hbm = _FastMemory(mem, ls, has_l2, float(outf[0]))
+    drained, drain_bytes = float(outf[0]), 0
+    if has_l2:      # MemorySystem.drain: what is still dirty crosses HBM at the end
+        drain_bytes = fm.l2_drain(lru, ls)
+        if drain_bytes:
+            end = float(RUN[:, fe.R_END].max()) if nprog else 0.0
+            start = max(end, float(mem[0][0, fm.NOW]))
+            drained = max(drained, start + drain_bytes / float(mem[0][0, fm.BW]) +
+                          spec.hbm_latency_cycles)
+    hbm = _FastMemory(mem, ls, has_l2, drained, drain_bytes)
     timeline = FastTimeline(spec, launch, names, eng.compiled, hbm,
                             {v: k for k, v in comp.flag_index.items()}, (RUN, PR, MK))
     timeline._distinct = eng.distinct

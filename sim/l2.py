@@ -19,13 +19,27 @@ The model, deliberately simple:
   used keys until it fits.  A key counts as resident from the moment its first miss is
   admitted, so concurrent misses of one tile by several cores are merged (as MSHRs do)
   and the later ones are hits.
-* **Writes** are write-back with an eager flush: the copy is served by the L2 (its port
-  rate, the L2 bandwidth, ``l2_latency``), installs its key (a later read of what was
-  written, e.g. an AIC -> AIV workspace, hits), and the same bytes cross HBM in the
-  background at the port's rate, blocking no pipe.  So a streaming kernel's written bytes
-  stay HBM bytes competing with its reads, while a matmul's output tiles do not stall
-  FixPipe on HBM.  The launch ends no earlier than its last write-back lands
-  (:attr:`MemorySystem.drained`), which keeps the roofline bound valid.
+* **Writes** are write-back: the copy is served by the L2 (its port rate, the L2
+  bandwidth, ``l2_latency``) and installs its key *dirty*; no HBM byte moves yet.  A later
+  read of what was written (e.g. an AIC -> AIV workspace) hits, and a write to a key that
+  is resident and still dirty costs no further HBM bytes (the line is simply rewritten).
+  A dirty key crosses HBM once: when the LRU evicts it (in the background, at the port
+  rate of the copy that evicted it, blocking no pipe) or, for what is still dirty when the
+  last program ends, in the launch's drain (all dirty bytes at the full HBM bandwidth
+  after the last program and the last background write-back; :meth:`MemorySystem.drain`).
+  A region larger than the whole cache is written straight through.  The launch ends no
+  earlier than its last write-back lands (:attr:`MemorySystem.drained`), so a streaming
+  kernel's output still crosses HBM once and inside the launch's time, and the roofline
+  bound stays valid.  This is how the 910B's L2 behaves as the public material describes
+  it (docs/npu-model.md, "The L2"): every GM access of every core goes through the 192 MB
+  L2, which holds written lines until they are evicted.  Before, every write was also
+  sent to HBM at once ("eager flush"), which charged a hand-off ring that a core rewrites
+  round after round once per round.
+* **Hand-off workspace slots** (``("workspace", pid, slot)``, ``sim/split.py``) are the
+  AI core's, not the program's: the memory system keys them by the AI core the program
+  runs on (``("workspace", "core", j, slot)``), so the programs a core runs one after the
+  other rewrite one small ring that stays in the L2, as a kernel that indexes its
+  workspace by core does.
 * Hit or miss is decided when the copy enters the memory system, in simulated-time order
   across all cores (deterministic: ties broken by issue sequence).
 
@@ -48,6 +62,7 @@ from collections import OrderedDict
 from heapq import heappop
 
 from .hbm import INF, HBMServer
+from .split import is_workspace
 
 # The gm_region of a copy whose bytes no other copy of the launch touches (sim/lower.py
 # uses it so programs that differ only in their tiles keep identical streams).
@@ -55,7 +70,10 @@ ONCE = "<touched once>"
 
 
 class L2Cache:
-    """An LRU over region keys with a byte capacity, and its hit/miss counters.
+    """An LRU over region keys with a byte capacity, dirty keys, and its counters.
+
+    After each :meth:`read` or :meth:`write`, ``to_hbm`` is the bytes that call sends to
+    HBM as write-backs (dirty keys it evicted, or a write too large to keep).
 
     Example::
 
@@ -64,22 +82,31 @@ class L2Cache:
         (False, True, False, False)
         >>> c.hit_bytes, c.miss_bytes, c.evicted_bytes
         (60, 180, 120)
+        >>> c.write("w", 40); c.write("w", 40); c.to_hbm, c.dirty_bytes()   # rewritten dirty
+        (0, 40)
+        >>> c.read("c", 100), c.to_hbm, c.writeback_bytes   # evicts "w": written back
+        (False, 40, 40)
     """
 
-    __slots__ = ("capacity", "keys", "used", "hit_bytes", "miss_bytes", "write_bytes",
-                 "evicted_bytes", "hits", "misses")
+    __slots__ = ("capacity", "keys", "dirty", "used", "hit_bytes", "miss_bytes",
+                 "write_bytes", "writeback_bytes", "evicted_bytes", "hits", "misses",
+                 "to_hbm")
 
     def __init__(self, capacity: int):
         self.capacity = capacity
         self.keys: OrderedDict = OrderedDict()   # key -> bytes, least recently used first
+        self.dirty: set = set()                  # resident keys written since they came in
         self.used = 0
         self.hit_bytes = self.miss_bytes = self.write_bytes = self.evicted_bytes = 0
+        self.writeback_bytes = 0                 # dirty bytes that crossed HBM
         self.hits = self.misses = 0
+        self.to_hbm = 0
 
     def read(self, key, nbytes: int) -> bool:
         """Look ``key`` up for a read of ``nbytes``: True on a hit (now most recently
-        used); on a miss install it and return False."""
+        used); on a miss install it (clean) and return False."""
         keys = self.keys
+        self.to_hbm = 0
         if key in keys:
             keys.move_to_end(key)
             self.hit_bytes += nbytes
@@ -91,25 +118,55 @@ class L2Cache:
         return False
 
     def write(self, key, nbytes: int) -> None:
-        """A write of ``nbytes`` to ``key``: written through to HBM, and now resident."""
+        """A write of ``nbytes`` to ``key``: resident and dirty afterwards.  Rewriting a
+        key that is resident and dirty with the same bytes sends nothing to HBM."""
         self.write_bytes += nbytes
+        self.to_hbm = 0
+        if key in self.dirty and self.keys[key] == nbytes:
+            self.keys.move_to_end(key)
+            return
         self.install(key, nbytes)
+        if key in self.keys:
+            self.dirty.add(key)
+        else:                                   # too large to keep: straight through
+            self.to_hbm += nbytes
+            self.writeback_bytes += nbytes
 
     def install(self, key, nbytes: int) -> None:
-        """Make ``key`` resident (most recently used), evicting LRU keys until it fits; a
-        region larger than the whole cache is not kept."""
-        keys = self.keys
+        """Make ``key`` resident (most recently used, clean), evicting LRU keys until it
+        fits (evicted dirty keys are added to ``to_hbm``); a region larger than the whole
+        cache is not kept."""
+        keys, dirty = self.keys, self.dirty
         old = keys.pop(key, None)
         if old is not None:
             self.used -= old
+            if key in dirty:                    # its old bytes go back before it changes
+                dirty.discard(key)
+                self.to_hbm += old
+                self.writeback_bytes += old
         if nbytes > self.capacity:
             return
         while self.used + nbytes > self.capacity:
-            _, gone = keys.popitem(last=False)
+            gone_key, gone = keys.popitem(last=False)
             self.used -= gone
             self.evicted_bytes += gone
+            if gone_key in dirty:
+                dirty.discard(gone_key)
+                self.to_hbm += gone
+                self.writeback_bytes += gone
         keys[key] = nbytes
         self.used += nbytes
+
+    def dirty_bytes(self) -> int:
+        """Bytes of the resident dirty keys (what a drain writes back)."""
+        return sum(self.keys[k] for k in self.dirty)
+
+    def drain(self) -> int:
+        """Write every dirty key back (they stay resident, clean); returns the bytes."""
+        n = self.dirty_bytes()
+        self.dirty.clear()
+        self.writeback_bytes += n
+        return n
 
 
 _WRITE_BACK = object()   # the token of a background write-back (no pipe waits on it)
@@ -145,12 +202,14 @@ class MemorySystem:
         self.cache = L2Cache(l2_capacity)
         self.hbm_latency, self.l2_latency = hbm_latency, l2_latency
         self.arrivals: list = []
-        self.drained = 0     # when the last background write-back has landed in HBM
+        self.drained = 0     # when the last write-back (or the drain) has landed in HBM
+        self.drain_bytes = 0
 
     @property
     def served(self) -> float:
-        """Bytes HBM served (the conservation check: HBM reads after L2 + writes)."""
-        return self.hbm.served
+        """Bytes HBM served (the conservation check: HBM reads after L2 + writes), the
+        drain's included."""
+        return self.hbm.served + self.drain_bytes
 
     @property
     def l2_served(self) -> float:
@@ -168,18 +227,28 @@ class MemorySystem:
             write, key = gm
             if key == ONCE:
                 key = object()          # a fresh key: a miss that still fills the cache
-            if write:
-                self.cache.write(key, nbytes)
-                self.hbm.add(te, nbytes, rate, _WRITE_BACK)
-                token.landing = self.l2_latency
-                self.l2.add(te, nbytes, rate, token)
-                return
-            if self.cache.read(key, nbytes):
+            elif is_workspace(key) and token.core.ai_core >= 0:
+                key = ("workspace", "core", token.core.ai_core, key[2])
+            cache = self.cache
+            hit = cache.write(key, nbytes) if write else cache.read(key, nbytes)
+            if cache.to_hbm:            # dirty keys evicted (or a write too large to keep)
+                self.hbm.add(te, cache.to_hbm, rate, _WRITE_BACK)
+            if write or hit:
                 token.landing = self.l2_latency
                 self.l2.add(te, nbytes, rate, token)
                 return
         token.landing = self.hbm_latency
         self.hbm.add(te, nbytes, rate, token)
+
+    def drain(self, end: float) -> None:
+        """The launch's end: what is still dirty crosses HBM at its full bandwidth after
+        ``end`` (the last program's end) and after the last background write-back."""
+        nbytes = self.cache.drain()
+        if nbytes:
+            start = max(end, self.hbm.now)
+            self.drain_bytes = nbytes
+            self.drained = max(self.drained, start + nbytes / self.hbm.bw +
+                               self.hbm_latency)
 
     def next_completion(self, limit: float = INF) -> float:
         """Admit every arrival that starts before the next finish of either server (and

@@ -446,8 +446,9 @@ class Compiler:
         l2 = spec.l2_bytes > 0
         reads, writes = direction > 0, direction < 0
         keyed_reads = reads & (region == 1) if l2 else np.zeros_like(reads)
+        keyed_writes = writes & (region == 1) if l2 else np.zeros_like(writes)
         hbm_read, hbm_write = per_program(reads, moved_n), per_program(writes, moved_n)
-        floor = per_program((reads & ~keyed_reads) | writes, moved_n)
+        floor = per_program((reads & ~keyed_reads) | (writes & ~keyed_writes), moved_n)
         flops = per_program(on | ~on, counts * cols[:, C_FLOPS])
         elems = per_program(on | ~on, counts * cols[:, C_ELEMS])
         big = np.iinfo(np.int64).max
@@ -463,7 +464,7 @@ class Compiler:
             work, gm_work + np.where(cached_pipes, landing_l2, landing_hbm)), work).tolist()
         # GM regions for the L2 (read: the least bytes any copy of a region moves).
         read_regions = [{} for _ in range(n)]
-        written_regions = [frozenset()] * n
+        written_regions = [{} for _ in range(n)]
         if l2:
             infos = cache.infos
             rows = np.flatnonzero(keyed_reads)
@@ -476,9 +477,14 @@ class Compiler:
             for i in range(n):
                 if cut[i] < cut[i + 1]:
                     read_regions[i] = dict(zip(rr[cut[i]:cut[i + 1]], rm[cut[i]:cut[i + 1]]))
-            rows = np.flatnonzero(writes & (region == 1))
-            for i, u in zip(prog_d[rows].tolist(), uid_d[rows].tolist()):
-                written_regions[i] = written_regions[i] | {infos[u].region}
+            # written: the least bytes any write of a region moves (the L2 is write-back:
+            # HBM sees a written region at least once, sim/roofline.py)
+            rows = np.flatnonzero(keyed_writes)
+            for i, u, m in zip(prog_d[rows].tolist(), uid_d[rows].tolist(),
+                               cols[rows, C_MOVED].tolist()):
+                w = written_regions[i]
+                r = infos[u].region
+                w[r] = min(w.get(r, m), m)
         # Bytes the copies asked for, per path (a path a copy names counts even at 0 bytes).
         names = list(cache.paths)
         copies = cols[:, C_PATH] >= 0

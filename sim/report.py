@@ -106,7 +106,8 @@ class SimReport:
     bytes), ``hbm_bytes_served`` (what the bandwidth server integrated; equals their sum),
     ``l2_read_bytes`` (GM reads looked up in the L2: those with a ``gm_region``),
     ``l2_hit_bytes`` (of those, served by the L2), ``l2_write_bytes`` (GM writes with a
-    region: written back, so also HBM write bytes), ``l2_bytes_served`` (what the L2's
+    region: they land in the L2, and HBM sees each dirty region once, when it is evicted
+    or drained: those bytes are in ``hbm_write_bytes``), ``l2_bytes_served`` (what the L2's
     bandwidth server integrated; equals hits + those writes), ``cube_flops``, ``vector_elems``,
     ``bound`` (:class:`~npujit.sim.roofline.RooflineBound`), the debug results
     ``races``, ``flag_issues``, ``landings``, and ``numerics``: False when the launch ran
@@ -224,6 +225,7 @@ class SimReport:
             l2_write = cache.write_bytes
             l2_served = timeline.hbm.l2_served
             hbm_read -= l2_hit
+            hbm_write += cache.writeback_bytes - l2_write    # write-back: dirty bytes once
         ratios = {}
         for phys, total in kind_time.items():
             for p in spec.pipes[phys]:

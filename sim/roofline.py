@@ -14,8 +14,10 @@ Every term is a time no schedule can beat (docs/npu-facts.md §S1):
   and the last one lands ``hbm_latency`` after it, so
   ``T >= min issue latency + GM bytes / HBM bytes per cycle + hbm_latency``.
   With an L2 (``spec.l2_bytes > 0``) only the bytes that must come from HBM count: every
-  write (write-through), every read without a ``gm_region``, and each distinct read
-  region once (its first read misses unless a write installed it first).
+  write and read without a ``gm_region`` (or ``ONCE``), each distinct written region once
+  (the L2 is write-back: a dirty region crosses HBM once, when evicted or drained; a
+  hand-off workspace slot, the AI core's ring, may never), and each distinct read region
+  not written once (its first read misses).
 * a pipe with GM copies ends no earlier than its last copy lands: its work is at least the
   copies' occupancy (issue + bytes / rate) plus one ``hbm_latency`` (other work on the pipe
   may overlap the landing; ``min(hbm_latency, l2_latency)`` on a pipe whose copies the L2
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from .cost import copy_occupancy, copy_terms, instr_cycles
 from .isa import Launch
 from .l2 import ONCE
+from .split import is_workspace
 from npujit.target import NPUSpec
 
 # Term names per pipe, as Ascend's profiler names the pipes (aic_cube_ratio, aic_fixpipe_ratio).
@@ -66,7 +69,7 @@ class ProgramWork:
     # misses at least once (with its first read, of at least that many bytes).
     hbm_floor: int | None = None
     read_regions: dict = field(default_factory=dict)
-    written_regions: frozenset = frozenset()
+    written_regions: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
     dma_work: dict[str, int] = {}
     gm = floor = 0
     regions: dict = {}
-    written = set()
+    written: dict = {}
     cached_pipes = set()
     lat = float("inf")
     flops = 0
@@ -131,11 +134,13 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
                 if spec.l2_bytes and keyed and ins.path.startswith("GM_"):
                     regions[ins.gm_region] = min(regions.get(ins.gm_region, moved), moved)
                     cached_pipes.add(ins.pipe)
+                elif spec.l2_bytes and keyed:
+                    # a write lands in the L2, and HBM sees each written region at least
+                    # once (a hand-off slot maybe never: it is the core's ring)
+                    written[ins.gm_region] = min(written.get(ins.gm_region, moved), moved)
+                    cached_pipes.add(ins.pipe)
                 else:
                     floor += moved
-                    if spec.l2_bytes and keyed:
-                        written.add(ins.gm_region)
-                        cached_pipes.add(ins.pipe)     # a write lands in the L2
         elif ins.kind == "mmad":
             flops += ins.flops
         targets = pipes if ins.pipe == "ALL" else (ins.pipe,)   # a full barrier holds every pipe
@@ -146,7 +151,7 @@ def program_work(program, spec: NPUSpec) -> ProgramWork:
         if p in cached_pipes:
             landing = min(landing, spec.l2_latency_cycles)
         work[p] = max(work[p], occupancy + landing)
-    return ProgramWork(program.core, work, gm, lat, flops, floor, regions, frozenset(written))
+    return ProgramWork(program.core, work, gm, lat, flops, floor, regions, written)
 
 
 def bound_from_work(works: list[ProgramWork], spec: NPUSpec,
@@ -170,7 +175,7 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec,
     l2 = spec.l2_bytes > 0
     hbm_floor = 0
     regions: dict = {}
-    written: set = set()
+    written: dict = {}
     # Each distinct work once, times how often the launch runs it (the sums are of whole
     # cycles and bytes, so the order of adding them does not change them).
     if counts is None:
@@ -197,13 +202,17 @@ def bound_from_work(works: list[ProgramWork], spec: NPUSpec,
                 old = regions.get(r)
                 if old is None or b < old:
                     regions[r] = b
-            written.update(w.written_regions)
+            for r, b in w.written_regions.items():
+                old = written.get(r)
+                if old is None or b < old:
+                    written[r] = b
     for (kp, name), total in kind_sum.items():
         terms[name] = max(terms[name], total / cores[kp])
     if core_sum:
         terms["cores"] = max(total / cores[kp] for kp, total in core_sum.items())
     if l2:
-        gm_bytes = hbm_floor + sum(b for r, b in regions.items() if r not in written)
+        gm_bytes = (hbm_floor + sum(b for r, b in regions.items() if r not in written) +
+                    sum(b for r, b in written.items() if not is_workspace(r)))
     if gm_bytes:
         terms["hbm"] = lat_min + gm_bytes / spec.hbm_bytes_per_cycle + spec.hbm_latency_cycles
     if not terms:

@@ -120,7 +120,8 @@ def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gate_
         u_blk = nl.advance(u_blk, (BLOCK_K, 0))
     a = activate(gate, GELU) * up * w[:, None]
     ii = i + nl.arange(0, BLOCK_I)
-    nl.store(act_ptr + rows[:, None] * I + ii[None, :], a, mask=ii[None, :] < I)
+    # a block past the used rows writes nothing: down + combine never reads it
+    nl.store(act_ptr + rows[:, None] * I + ii[None, :], a, mask=(ii < I * live)[None, :])
 
 
 @npu_kernel
