@@ -363,7 +363,7 @@ def _admit(S, mem, caps, lru, ls, has_l2, hbm_latency, l2_latency, te, seq):
                 if j >= 0:
                     key = CTR[C_WSBASE] + j * CTR[C_NWS] + E[row, WS]
             if w == 1:
-                l2_write(lru, ls, key, nbytes)
+                l2_write(lru, ls, key, nbytes, E[row, WS] >= 0)
                 hit = True
             else:
                 hit = l2_read(lru, ls, key, nbytes)

@@ -442,9 +442,10 @@ def l2_read(lru, ls, key, nbytes):
 
 
 @njit(cache=True)
-def l2_write(lru, ls, key, nbytes):
-    """L2Cache.write: the key resident and dirty; a dirty key rewritten with the same
-    bytes sends nothing to HBM, a write too large to keep goes straight through."""
+def l2_write(lru, ls, key, nbytes, handoff):
+    """L2Cache.write: the key resident; a hand-off slot's stays dirty (rewritten dirty
+    with the same bytes: nothing to HBM), any other write goes on to HBM at once, as
+    does a write too large to keep."""
     ls[WRITE_B] += nbytes
     ls[TO_HBM] = 0
     if lru[3, key] and lru[2, key] == nbytes:
@@ -452,7 +453,7 @@ def l2_write(lru, ls, key, nbytes):
         _append(lru, ls, key)
         return
     l2_install(lru, ls, key, nbytes)
-    if lru[2, key] >= 0:
+    if lru[2, key] >= 0 and handoff:
         lru[3, key] = 1
     else:
         ls[TO_HBM] += nbytes

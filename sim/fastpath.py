@@ -49,6 +49,7 @@ class _FastMemory:
     def __init__(self, mem, ls, has_l2: bool, drained: float, drain_bytes: int = 0):
         sf, si, samples = mem[0], mem[1], mem[10]
         self.served = float(sf[0, fm.SERVED]) + drain_bytes
+        self.drain_bytes = drain_bytes
         self.samples = ([(t, r) for t, r in samples[:si[0, fm.NSAMP]].tolist()]
                         if si[0, fm.RECORD] else None)
         if has_l2:

@@ -19,22 +19,27 @@ The model, deliberately simple:
   used keys until it fits.  A key counts as resident from the moment its first miss is
   admitted, so concurrent misses of one tile by several cores are merged (as MSHRs do)
   and the later ones are hits.
-* **Writes** are write-back: the copy is served by the L2 (its port rate, the L2
-  bandwidth, ``l2_latency``) and installs its key *dirty*; no HBM byte moves yet.  A later
-  read of what was written (e.g. an AIC -> AIV workspace) hits, and a write to a key that
-  is resident and still dirty costs no further HBM bytes (the line is simply rewritten).
-  A dirty key crosses HBM once: when the LRU evicts it (in the background, at the port
-  rate of the copy that evicted it, blocking no pipe) or, for what is still dirty when the
-  last program ends, in the launch's drain (all dirty bytes at the full HBM bandwidth
-  after the last program and the last background write-back; :meth:`MemorySystem.drain`).
-  A region larger than the whole cache is written straight through.  The launch ends no
-  earlier than its last write-back lands (:attr:`MemorySystem.drained`), so a streaming
-  kernel's output still crosses HBM once and inside the launch's time, and the roofline
-  bound stays valid.  This is how the 910B's L2 behaves as the public material describes
-  it (docs/npu-model.md, "The L2"): every GM access of every core goes through the 192 MB
-  L2, which holds written lines until they are evicted.  Before, every write was also
-  sent to HBM at once ("eager flush"), which charged a hand-off ring that a core rewrites
-  round after round once per round.
+* **Writes** are served by the L2 (its port rate, the L2 bandwidth, ``l2_latency``) and
+  install their key, so a later read of what was written (e.g. an AIC -> AIV workspace)
+  hits.  An ordinary write goes on to HBM at once, in the background at the port's rate,
+  blocking no pipe ("eager flush"): a streaming kernel's written bytes stay HBM bytes
+  competing with its reads, while a matmul's output tiles do not stall FixPipe on HBM.
+  A write to a **hand-off workspace slot** (below) instead leaves its key *dirty*: a
+  rewrite of a slot that is resident and still dirty costs no HBM bytes (the lines are
+  simply rewritten), and a dirty key crosses HBM once, when the LRU evicts it (in the
+  background) or, if still dirty when the last program ends, in the launch's drain (at
+  the full HBM bandwidth after the last program and the last background write-back;
+  :meth:`MemorySystem.drain`).  A region larger than the whole cache is written straight
+  through.  The launch ends no earlier than its last write-back lands
+  (:attr:`MemorySystem.drained`), which keeps the roofline bound valid.
+  Why the two rules: every GM access goes through the 910B's 192 MB L2 (docs/npu-model.md,
+  "The L2"), which holds written lines until they are evicted; a ring that a core
+  rewrites round after round therefore never needs HBM, and charging it once per round
+  (as a plain eager flush did: 587 MB of gate/up hand-offs at 2048 tokens of the
+  Mixtral layer) overstated HBM traffic.  For an ordinary output, when its lines leave
+  the L2 is not documented; writing them on at once lets them share HBM with the
+  kernel's reads, where keeping them dirty to the end would add a drain after the last
+  program (tried: softmax +16 % cycles, a 2048^3 matmul +4 %, with no documented cause).
 * **Hand-off workspace slots** (``("workspace", pid, slot)``, ``sim/split.py``) are the
   AI core's, not the program's: the memory system keys them by the AI core the program
   runs on (``("workspace", "core", j, slot)``), so the programs a core runs one after the
@@ -82,7 +87,8 @@ class L2Cache:
         (False, True, False, False)
         >>> c.hit_bytes, c.miss_bytes, c.evicted_bytes
         (60, 180, 120)
-        >>> c.write("w", 40); c.write("w", 40); c.to_hbm, c.dirty_bytes()   # rewritten dirty
+        >>> c.write("w", 40, handoff=True); c.write("w", 40, handoff=True)
+        >>> c.to_hbm, c.dirty_bytes()          # a hand-off slot rewritten while dirty
         (0, 40)
         >>> c.read("c", 100), c.to_hbm, c.writeback_bytes   # evicts "w": written back
         (False, 40, 40)
@@ -117,18 +123,19 @@ class L2Cache:
         self.install(key, nbytes)
         return False
 
-    def write(self, key, nbytes: int) -> None:
-        """A write of ``nbytes`` to ``key``: resident and dirty afterwards.  Rewriting a
-        key that is resident and dirty with the same bytes sends nothing to HBM."""
+    def write(self, key, nbytes: int, handoff: bool = False) -> None:
+        """A write of ``nbytes`` to ``key``, resident afterwards.  A hand-off slot's key
+        stays dirty (rewriting it dirty with the same bytes sends nothing to HBM); any
+        other write goes on to HBM at once (``to_hbm``)."""
         self.write_bytes += nbytes
         self.to_hbm = 0
         if key in self.dirty and self.keys[key] == nbytes:
             self.keys.move_to_end(key)
             return
         self.install(key, nbytes)
-        if key in self.keys:
+        if key in self.keys and handoff:
             self.dirty.add(key)
-        else:                                   # too large to keep: straight through
+        else:                                   # written through (or too large to keep)
             self.to_hbm += nbytes
             self.writeback_bytes += nbytes
 
@@ -227,10 +234,11 @@ class MemorySystem:
             write, key = gm
             if key == ONCE:
                 key = object()          # a fresh key: a miss that still fills the cache
-            elif is_workspace(key) and token.core.ai_core >= 0:
+            handoff = is_workspace(key)
+            if handoff and token.core.ai_core >= 0:
                 key = ("workspace", "core", token.core.ai_core, key[2])
             cache = self.cache
-            hit = cache.write(key, nbytes) if write else cache.read(key, nbytes)
+            hit = cache.write(key, nbytes, handoff) if write else cache.read(key, nbytes)
             if cache.to_hbm:            # dirty keys evicted (or a write too large to keep)
                 self.hbm.add(te, cache.to_hbm, rate, _WRITE_BACK)
             if write or hit:

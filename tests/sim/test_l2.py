@@ -68,27 +68,38 @@ def test_written_region_is_read_back_from_l2_and_still_costs_hbm_bytes():
     assert r.cycles >= r.bound.cycles
 
 
-def test_a_dirty_region_crosses_hbm_once_when_evicted_or_drained():
+def test_a_dirty_hand_off_slot_crosses_hbm_once_when_evicted_or_drained():
     c = L2Cache(100)
-    c.write("w", 40)
-    c.write("w", 40)                           # rewritten while dirty: nothing to HBM
+    c.write("w", 40, handoff=True)
+    c.write("w", 40, handoff=True)             # rewritten while dirty: nothing to HBM
     assert c.to_hbm == 0 and c.dirty_bytes() == 40
     c.read("r", 70)                            # evicts the dirty "w": written back once
     assert c.to_hbm == 40 and c.writeback_bytes == 40 and c.dirty_bytes() == 0
-    c.write("v", 30)
+    c.write("v", 30, handoff=True)
     assert c.drain() == 30 and c.writeback_bytes == 70 and c.dirty_bytes() == 0
-    c.write("big", 101)                        # too large to keep: straight through
+    c.write("big", 101, handoff=True)          # too large to keep: straight through
     assert c.to_hbm == 101
 
 
-def test_a_streaming_output_crosses_hbm_once_inside_the_launch():
-    # 8 distinct written tiles: each is HBM bytes once, drained after the last program,
-    # at the full HBM bandwidth, so the launch takes at least the drain
+def test_an_ordinary_write_goes_on_to_hbm_at_once_and_stays_readable():
+    c = L2Cache(100)
+    c.write("y", 40)
+    assert c.to_hbm == 40 and c.dirty_bytes() == 0
+    c.write("y", 40)                           # each write of an output crosses HBM
+    assert c.to_hbm == 40 and c.writeback_bytes == 80
+    assert c.read("y", 40) and c.drain() == 0
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_a_streaming_output_crosses_hbm_once_inside_the_launch(monkeypatch, engine):
+    # 8 distinct written tiles: each is HBM bytes once, sent on as it is written (no
+    # drain after the last program), and the launch ends when the last of them lands
+    monkeypatch.setenv("NPUJIT_SIM_ENGINE", engine)
     outs = [copy("UB_to_GM", 4096, gm_region=("y", i)) for i in range(8)]
     r = simulate(Launch([CoreProgram("AIV", [o]) for o in outs]), TINY)
     assert r.hbm_write_bytes == 8 * 4096 == r.hbm_bytes_served
-    last_end = max(p.end for p in r.programs)
-    assert r.cycles >= last_end + 8 * 4096 / TINY.hbm_bytes_per_cycle
+    assert r.timeline.hbm.drain_bytes == 0
+    assert r.cycles >= 8 * 4096 / TINY.hbm_bytes_per_cycle
     assert r.cycles >= r.bound.cycles
 
 
