@@ -42,7 +42,11 @@ from npujit import knobs
 MAGIC = b"NPUJIT\x01\n"
 HEADER_BYTES = len(MAGIC) + 32           # magic, then the payload's sha256
 SUBDIRS = ("kernels", "numba", os.path.join("numba", "__pycache__"), "locks", "ascendc-twin")
-LOCK_STRIPES = 64
+# Lock names hash onto this many lock files.  A numba compile holds its module's lock for
+# the whole compile (seconds), and any store or compile whose name falls on the same file
+# waits for it: with 64 files, tests of the suite stalled 8-21 s behind unrelated compiles
+# in the other pytest worker.  Lock files are empty and made on first use.
+LOCK_STRIPES = 1024
 # A process holding a lock this long is stuck (or compiling something enormous): go on
 # without the lock -- writes are atomic, so the worst case is compiling twice.
 LOCK_TIMEOUT_S = 300.0
@@ -192,7 +196,7 @@ class CacheDir:
         for the block; after ``LOCK_TIMEOUT_S`` the block runs without it."""
         import filelock
         n = int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % LOCK_STRIPES
-        lock = filelock.FileLock(self.path("locks", f"{n:02d}.lock"),
+        lock = filelock.FileLock(self.path("locks", f"{n:03x}.lock"),
                                  mode=file_mode(self.shared) | 0o600)
         try:
             lock.acquire(timeout=LOCK_TIMEOUT_S)
