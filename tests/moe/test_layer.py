@@ -32,13 +32,14 @@ def test_fused_unfused_reference_agree(routing, k, dtype):
 
 
 def test_numba_fused_and_unfused():
-    """On numba: the dispatch metadata, and fused == unfused == reference.  The routing is
-    test_router's numba one and H == I, so both GEMM steps share one specialisation:
-    every numba compile costs ~0.5-2 s."""
+    """On numba: the dispatch metadata, and fused == unfused == reference.  Mixtral
+    routing at the demo's sizes (npujit/demo.py: H 256, I 512, 8 experts, top-2, f32), so
+    the expert kernels' specialisations are the demo's and an empty kernel cache compiles
+    them once for both: every numba compile of these kernels costs seconds.  The other
+    routings run on numba in test_router.py and test_balance.py."""
     from .test_dispatch import check_aligned
-    from .test_router import VARIANTS as ROUTER_VARIANTS
-    routing, k = ROUTER_VARIANTS[-1]
-    x, router, gate_up, down, _ = problem(T=21, H=64, I=64, E=8, seed=3)
+    routing, k = "mixtral", 2
+    x, router, gate_up, down, _ = problem(T=21, H=256, I=512, E=8, seed=3)
     want = ref.moe(x, router, gate_up, down, k, routing)
     close(fused_moe(x, router, gate_up, down, k, routing, backend="numba"), want, np.float32)
     close(unfused_moe(x, router, gate_up, down, k, routing, backend="numba"), want,
