@@ -58,6 +58,7 @@ SOURCES: dict[str, dict[str, str]] = {
                   "L0C_to_L1": "§A10 [U]"}, "assumed"),
         "hbm_bytes_per_s": "§A5/§A10 [U]", "hbm_latency_cycles": "assumed",
         "l2_bytes": "§A4 [O]", "l2_bytes_per_s": "assumed", "l2_latency_cycles": "assumed",
+        "handoff_slots": "§A2 [O] (at least 2 advised; the least chosen)",
     },
     "ascend-910-like": {
         **_COMMON,
@@ -70,6 +71,7 @@ SOURCES: dict[str, dict[str, str]] = {
                   "L0C_to_UB": "§A4 [U]"}, "assumed"),
         "hbm_bytes_per_s": "§A5 [U]", "hbm_latency_cycles": "assumed",
         "l2_bytes": "§A4 [O]", "l2_bytes_per_s": "assumed", "l2_latency_cycles": "assumed",
+        "handoff_slots": "npujit",      # a coupled part hands nothing between cores
     },
 }
 SOURCES["ascend-910-like"].update({f"alignment.{s}": "§A6 [O] (2201 rules), assumed on 1001"

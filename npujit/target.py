@@ -210,6 +210,10 @@ class NPUSpec:
     * ``l2_bytes`` (0 = no L2), ``l2_bytes_per_s`` shared by all cores,
       ``l2_latency_cycles``: the shared L2 in front of HBM (``sim/l2.py``).  Optional, so a
       spec written before the L2 model still builds.
+    * ``handoff_slots``: on a separated part, the hand-off workspace slots of one AI core's
+      ring: how many groups (AIC + AIV program pairs of a mixed kernel) the core has in
+      flight, so its AIC runs that many groups ahead of its AIV at most (1: a group
+      starts when both of its cores are free; ``sim/engine.py``).
 
     Example::
 
@@ -245,6 +249,7 @@ class NPUSpec:
     l2_bytes: int = 0
     l2_bytes_per_s: float = 0.0
     l2_latency_cycles: int = 0
+    handoff_slots: int = 1
 
     def __post_init__(self):
         for field in ("pipes", "scopes", "capacity", "alignment", "cube_rate", "vector_op_cost",
@@ -327,11 +332,12 @@ class NPUSpec:
             fail(f"arch must be one of {ARCHES}, got {self.arch!r}")
         for field in ("aic_cores", "aiv_cores", "cube_fractal", "cube_startup_cycles",
                       "vector_bytes_per_cycle", "vector_startup_cycles", "hbm_latency_cycles",
-                      "event_ids", "sync_cycles", "l2_bytes", "l2_latency_cycles"):
+                      "event_ids", "sync_cycles", "l2_bytes", "l2_latency_cycles",
+                      "handoff_slots"):
             v = getattr(self, field)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 fail(f"{field} must be an int >= 0, got {v!r}")
-        for field in ("cube_fractal", "vector_bytes_per_cycle", "event_ids"):
+        for field in ("cube_fractal", "vector_bytes_per_cycle", "event_ids", "handoff_slots"):
             if getattr(self, field) == 0:
                 fail(f"{field} must be > 0")
         if self.aic_cores + self.aiv_cores == 0:
@@ -477,6 +483,7 @@ ASCEND_910B_LIKE = NPUSpec(
     # L2 hits (§A5 [O]), which a 20-core part at the same port rate would cap at 3.96 TB/s
     l2_bytes_per_s=24 * 110 * 1.8e9,
     l2_latency_cycles=200,             # assumed: ~110 ns L2 round trip, under hbm_latency
+    handoff_slots=2,                   # >= 2 hand-off slots per AI core advised §A2 [O]
 )
 
 # 910-like (arch 1001, coupled): one core has Cube and Vector; no FixPipe, so L0C leaves

@@ -23,9 +23,15 @@ Model (docs/npu-facts.md §S1):
   ``barrier`` on it, and the program's end, wait for every earlier copy to land.
 * Programs are queued per core kind in launch order; a core takes the next one when all
   of its pipes are drained (waves).  A launch with ``groups`` (a mixed AIC + AIV kernel)
-  is queued by group instead: a group starts on AI core ``j`` (AIC ``j`` and AIV
-  ``j * aiv_cores // aic_cores``) when both are free, and its two runs are partners for
-  ``cross_set`` / ``cross_wait`` flags.
+  is queued by group instead, on AI core ``j``: AIC ``j`` and, in turn, one of its
+  ``r = aiv_cores // aic_cores`` AIVs (the AI core's ``n``-th group on AIV
+  ``j * r + n % r``, as CV-fusion kernels alternate tiles between AIV0 and AIV1); a
+  group's two runs are partners for ``cross_set`` / ``cross_wait`` flags.  Each AI core
+  hands its groups' values over through a ring of ``spec.handoff_slots`` workspace
+  slots, so it has at most that many groups in flight: the AIC takes the next group when
+  it has drained its own run and fewer than ``handoff_slots`` of the core's groups are
+  unfinished; an AIV runs its groups in order, each when it has drained the one before
+  (docs/npu-facts.md §A2).
 
 Speed: a pipe runs ahead through everything that does not touch HBM without any event,
 since those instructions depend only on their own pipe and on flags whose set times are
@@ -146,7 +152,7 @@ class CoreRun:
     """One program running on one physical core: flag state, barrier state, its pipes."""
 
     __slots__ = ("core", "program", "compiled", "start", "end", "pend", "waiter", "pipes",
-                 "left", "bar_n", "bar_t", "bar_wait", "partner", "ai_core", "taken",
+                 "left", "bar_n", "bar_t", "bar_wait", "partner", "ai_core", "ring", "taken",
                  "gates", "gate_wait")
 
     def __init__(self, core: str, program: int, compiled: Compiled, start: int, nflags: int,
@@ -164,6 +170,13 @@ class CoreRun:
         self.bar_n, self.bar_t, self.bar_wait = 0, 0, []
         self.partner = None     # the other run of a mixed launch's group (cross flags)
         self.ai_core = -1       # the AI core a grouped run belongs to
+        self.ring = -1          # its hand-off slot: ai_core * handoff_slots + position
+
+    def delay(self, t: int) -> None:
+        """Start this (not yet started) run at cycle ``t`` instead."""
+        self.start = self.end = t
+        for ps in self.pipes:
+            ps.t = ps.start = ps.end = ps.done = t
 
 
 class Timeline:
@@ -435,15 +448,44 @@ class Engine:
 
     def _start_group(self, j: int, t: int) -> None:
         """Start the next group on AI core ``j``: both runs exist (and know each other)
-        before either pipe runs."""
+        before either pipe runs.  The core's AIVs take its groups in turn; the AIV run
+        waits in ``aiv_next`` while its AIV still runs an earlier group."""
         aic, aiv = self.groups.popleft()
         spec = self.spec
+        ratio = spec.aiv_cores // spec.aic_cores
+        n = self.started[j]
+        k = j * ratio + n % ratio
         a = self._new_run(f"AIC {j}", aic, t)
-        v = self._new_run(f"AIV {j * (spec.aiv_cores // spec.aic_cores)}", aiv, t)
+        v = self._new_run(f"AIV {k}", aiv, t)
         a.partner, v.partner = v, a
         a.ai_core = v.ai_core = j
-        self.ai_left[j] = 2
-        self._go([a, v], t)
+        a.ring = v.ring = j * spec.handoff_slots + n % spec.handoff_slots
+        self.started[j] = n + 1
+        self.in_flight[j] += 1
+        self.aic_busy[j] = True
+        if self.aiv_run[k] is None:
+            self.aiv_run[k] = v
+            self._go([a, v], t)
+        else:
+            self.aiv_next[k].append(v)
+            self._go([a], t)
+
+    def _group_done(self, run: "CoreRun", t: int) -> None:
+        """A grouped run drained at cycle ``t``: its cores' next runs start."""
+        j = run.ai_core
+        if run.core.startswith("AIV"):
+            k = int(run.core.split()[1])
+            self.in_flight[j] -= 1
+            self.aiv_run[k] = None
+            if self.aiv_next[k]:
+                v = self.aiv_run[k] = self.aiv_next[k].popleft()
+                v.delay(t)
+                self._go([v], t)
+        else:
+            self.aic_busy[j] = False
+        if (not self.aic_busy[j] and self.in_flight[j] < self.spec.handoff_slots
+                and self.groups):
+            self._start_group(j, t)
 
     def run(self) -> Timeline:
         """Simulate to completion and return the :class:`Timeline`.
@@ -458,7 +500,9 @@ class Engine:
         spec = self.spec
         grouped = self.launch.groups is not None
         if grouped:
-            self.ai_left = [0] * spec.aic_cores
+            n, nv = spec.aic_cores, spec.aiv_cores
+            self.started, self.in_flight, self.aic_busy = [0] * n, [0] * n, [False] * n
+            self.aiv_run, self.aiv_next = [None] * nv, [deque() for _ in range(nv)]
             for j in range(spec.aic_cores):
                 if self.groups:
                     self._start_group(j, self.jitter[f"AIC {j}"])
@@ -479,11 +523,8 @@ class Engine:
             tf = hbm_next(tc)
             if tc < tf:
                 _, _, done_run = heappop(heap)
-                if grouped:     # the AI core takes the next group when both runs are done
-                    j = done_run.ai_core
-                    self.ai_left[j] -= 1
-                    if self.ai_left[j] == 0 and self.groups:
-                        self._start_group(j, tc)
+                if grouped:
+                    self._group_done(done_run, tc)
                     continue
                 q = self.queues[spec.core_kind_for(done_run.compiled.kind)]
                 if q:   # the core takes the next program of its kind

@@ -33,8 +33,12 @@ NPIPES, QOFF, NGATES, NMARKS = range(4)
 N_DP = 4
 # Columns of a program run (RUN).
 (R_CORE, R_PROG, R_START, R_END, R_LEFT, R_BARN, R_BART, R_PARTNER, R_AICORE, R_NPIPES,
- R_PRBASE, R_GTBASE, R_NBW, R_NGW, R_DIST) = range(15)
-N_RUN = 15
+ R_PRBASE, R_GTBASE, R_NBW, R_NGW, R_DIST, R_RING) = range(16)
+N_RUN = 16
+# Group state G of a mixed launch: per AI core (STARTED, IN_FLIGHT, AIC_BUSY), per
+# physical core (AIV_CUR, AIV_QH, AIV_QN: the AIV's running run and its queue of waiting
+# runs, a ring of ``slots`` in AIV_Q), and SLOTS (spec.handoff_slots).
+G_STARTED, G_INFLIGHT, G_AICBUSY, G_AIVCUR, G_AIVQH, G_AIVQN, G_AIVQ, G_SLOTS = range(8)
 # Columns of a pipe run (PR).
 P_I, P_N, P_T, P_START, P_END, P_DONE, P_IDLE, P_LAND, P_QB, P_RUN, P_MB, P_NM = range(12)
 N_PR = 12
@@ -255,6 +259,7 @@ def _new_run(S, D, core, prog, t, partner_prog):
     RUN[r, R_BART] = 0
     RUN[r, R_PARTNER] = -1
     RUN[r, R_AICORE] = -1
+    RUN[r, R_RING] = -1
     RUN[r, R_NPIPES] = npipes
     RUN[r, R_DIST] = d
     base = CTR[C_NPR]
@@ -325,22 +330,78 @@ def _drain(S):
 
 
 @njit(cache=True)
-def _start_group(S, D, j, t, ai_left):
+def _delay(S, r, t):
+    """CoreRun.delay: run ``r`` (not started yet) starts at cycle ``t`` instead."""
+    PR, RUN = S[2], S[3]
+    RUN[r, R_START] = t
+    RUN[r, R_END] = t
+    base = RUN[r, R_PRBASE]
+    for p in range(RUN[r, R_NPIPES]):
+        PR[base + p, P_T] = t
+        PR[base + p, P_START] = t
+        PR[base + p, P_END] = t
+        PR[base + p, P_DONE] = t
+
+
+@njit(cache=True)
+def _start_group(S, D, G, j, t):
     """Engine._start_group: the next (AIC, AIV) group on AI core ``j``."""
     RUN, CTR = S[3], S[12]
     groups, aic_core, aiv_core = D[5], D[6], D[7]
+    slots = G[G_SLOTS][0]
     gi = CTR[C_GNEXT]
     CTR[C_GNEXT] = gi + 1
+    n = G[G_STARTED][j]
+    c = aiv_core[j, n % aiv_core.shape[1]]
     a = _new_run(S, D, aic_core[j], groups[gi, 0], t, groups[gi, 1])
-    v = _new_run(S, D, aiv_core[j], groups[gi, 1], t, groups[gi, 0])
+    v = _new_run(S, D, c, groups[gi, 1], t, groups[gi, 0])
     RUN[a, R_PARTNER] = v
     RUN[v, R_PARTNER] = a
     RUN[a, R_AICORE] = j
     RUN[v, R_AICORE] = j
-    ai_left[j] = 2
+    RUN[a, R_RING] = j * slots + n % slots
+    RUN[v, R_RING] = j * slots + n % slots
+    G[G_STARTED][j] = n + 1
+    G[G_INFLIGHT][j] += 1
+    G[G_AICBUSY][j] = 1
     _go(S, a, t)
-    _go(S, v, t)
+    if G[G_AIVCUR][c] < 0:
+        G[G_AIVCUR][c] = v
+        _go(S, v, t)
+    else:
+        q = G[G_AIVQ]
+        q[c, (G[G_AIVQH][c] + G[G_AIVQN][c]) % q.shape[1]] = v
+        G[G_AIVQN][c] += 1
     return _drain(S)
+
+
+@njit(cache=True)
+def _group_done(S, D, G, r, t):
+    """Engine._group_done: grouped run ``r`` drained at ``t``; its cores' next runs."""
+    RUN, CTR = S[3], S[12]
+    groups, aic_core = D[5], D[6]
+    j = RUN[r, R_AICORE]
+    c = RUN[r, R_CORE]
+    if c != aic_core[j]:
+        G[G_INFLIGHT][j] -= 1
+        G[G_AIVCUR][c] = -1
+        if G[G_AIVQN][c] > 0:
+            q = G[G_AIVQ]
+            v = q[c, G[G_AIVQH][c]]
+            G[G_AIVQH][c] = (G[G_AIVQH][c] + 1) % q.shape[1]
+            G[G_AIVQN][c] -= 1
+            G[G_AIVCUR][c] = v
+            _delay(S, v, t)
+            _go(S, v, t)
+            st = _drain(S)
+            if st != OK:
+                return st
+    else:
+        G[G_AICBUSY][j] = 0
+    if (G[G_AICBUSY][j] == 0 and G[G_INFLIGHT][j] < G[G_SLOTS][0]
+            and CTR[C_GNEXT] < groups.shape[0]):
+        return _start_group(S, D, G, j, t)
+    return OK
 
 
 @njit(cache=True)
@@ -358,8 +419,8 @@ def _admit(S, mem, caps, lru, ls, has_l2, hbm_latency, l2_latency, te, seq):
             if key == -2:       # ONCE: a fresh key, a miss that still fills the cache
                 key = CTR[C_ONCEP]
                 CTR[C_ONCEP] = key + 1
-            elif E[row, WS] >= 0:   # a hand-off slot: the AI core's, not the program's
-                j = S[3][PR[pr, P_RUN], R_AICORE]
+            elif E[row, WS] >= 0:   # a hand-off slot: its ring position's, not the program's
+                j = S[3][PR[pr, P_RUN], R_RING]
                 if j >= 0:
                     key = CTR[C_WSBASE] + j * CTR[C_NWS] + E[row, WS]
             if w == 1:
@@ -378,8 +439,8 @@ def _admit(S, mem, caps, lru, ls, has_l2, hbm_latency, l2_latency, te, seq):
 
 
 @njit(cache=True)
-def simulate_arrays(S, D, pkind, kq, kqoff, core_kind, jitter, nkinds, caps, mem, lru, ls,
-                    has_l2, hbm_latency, l2_latency, outf, done_buf):
+def simulate_arrays(S, D, G, pkind, kq, kqoff, core_kind, jitter, nkinds, caps, mem, lru,
+                    ls, has_l2, hbm_latency, l2_latency, outf, done_buf):
     """Engine.run on arrays: fills the run, pipe-run and mark arrays of ``S`` and the
     memory state; returns a status (``OK``, or ``STILL_SET`` / ``STUCK``: the caller
     reruns the launch on the Python engine, which raises the error)."""
@@ -389,11 +450,10 @@ def simulate_arrays(S, D, pkind, kq, kqoff, core_kind, jitter, nkinds, caps, mem
     ncores = len(core_kind)
     grouped = groups.shape[0] > 0
     khead = kqoff[:-1].copy()
-    ai_left = np.zeros(len(aic_core), dtype=np.int64)
     if grouped:
         for j in range(len(aic_core)):
             if CTR[C_GNEXT] < groups.shape[0]:
-                st = _start_group(S, D, j, jitter[aic_core[j]], ai_left)
+                st = _start_group(S, D, G, j, jitter[aic_core[j]])
                 if st != OK:
                     return st
     else:
@@ -439,13 +499,10 @@ def simulate_arrays(S, D, pkind, kq, kqoff, core_kind, jitter, nkinds, caps, mem
             CTR[C_CHN] = heap_pop(CK, CS, CTR[C_CHN])
             r = CRUN[seq]
             tci = int(tc)
-            if grouped:     # the AI core takes the next group when both runs are done
-                j = RUN[r, R_AICORE]
-                ai_left[j] -= 1
-                if ai_left[j] == 0 and CTR[C_GNEXT] < groups.shape[0]:
-                    st = _start_group(S, D, j, tci, ai_left)
-                    if st != OK:
-                        return st
+            if grouped:
+                st = _group_done(S, D, G, r, tci)
+                if st != OK:
+                    return st
                 continue
             kind = pkind[RUN[r, R_PROG]]
             if khead[kind] < kqoff[kind + 1]:    # the core takes the next program of its kind

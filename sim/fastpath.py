@@ -150,6 +150,7 @@ class FastTimeline(Timeline):
                                                    row[fe.R_PROG], comp)
             run.start, run.end = row[fe.R_START], row[fe.R_END]
             run.left, run.partner, run.ai_core = 0, None, row[fe.R_AICORE]
+            run.ring = row[fe.R_RING]
             run.pipes = []
             for p, (name, q) in enumerate(zip(comp.pipes, comp.queues)):
                 x = prs[row[fe.R_PRBASE] + p]
@@ -167,7 +168,7 @@ class FastTimeline(Timeline):
 
 def _entry_table(entries: list, has_l2: bool):
     """The entry table E, the sorted port caps, the number of distinct region keys and of
-    distinct hand-off workspace slots (a slot's key is its AI core's: see ``sim/l2.py``)."""
+    distinct hand-off workspace slots (a slot's key is its ring position's: see ``sim/l2.py``)."""
     E = np.zeros((len(entries), fe.N_E), dtype=np.int64)
     caps = sorted({e[4] for e in entries if e[0] == GM})
     cap_index = {c: i for i, c in enumerate(caps)}
@@ -256,10 +257,17 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
         ratio = spec.aiv_cores // spec.aic_cores
         aic_core = np.array([names.index(f"AIC {j}") for j in range(spec.aic_cores)],
                             dtype=np.int64)
-        aiv_core = np.array([names.index(f"AIV {j * ratio}") for j in range(spec.aic_cores)],
-                            dtype=np.int64)
+        aiv_core = np.array([[names.index(f"AIV {j * ratio + m}") for m in range(ratio)]
+                             for j in range(spec.aic_cores)], dtype=np.int64)
     else:
-        aic_core = aiv_core = np.zeros(0, dtype=np.int64)
+        aic_core = np.zeros(0, dtype=np.int64)
+        aiv_core = np.zeros((0, 1), dtype=np.int64)
+    slots = spec.handoff_slots
+    n_ai, n_phys = len(aic_core), len(names)
+    G = (np.zeros(n_ai, dtype=np.int64), np.zeros(n_ai, dtype=np.int64),
+         np.zeros(n_ai, dtype=np.int64), np.full(n_phys, -1, dtype=np.int64),
+         np.zeros(n_phys, dtype=np.int64), np.zeros(n_phys, dtype=np.int64),
+         np.zeros((n_phys, slots), dtype=np.int64), np.array([slots], dtype=np.int64))
     # State.
     maxp = max(int(DP[:, fe.NPIPES].max()) if nd else 1, 1)
     max_active = len(names) * maxp + total_wb + 2
@@ -269,7 +277,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
                          record_hbm)
     once_total = int(once_n[pdist].sum())
     ws_base = nkeys + once_total
-    lru, ls = fm.new_l2(ws_base + spec.aic_cores * nslots + 1, spec.l2_bytes)
+    lru, ls = fm.new_l2(ws_base + spec.aic_cores * slots * nslots + 1, spec.l2_bytes)
     onebit = np.array([one_bit_flags and key[0] != "CROSS"
                        for key in sorted(comp.flag_index, key=comp.flag_index.get)],
                       dtype=np.bool_)
@@ -296,7 +304,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     D = (DP, PQ, SC, XC, pdist, groups, aic_core, aiv_core, spec.hbm_latency_cycles)
     outf = np.zeros(1)
     done_buf = np.zeros(max_active + 1, dtype=np.int64)
-    status = fe.simulate_arrays(S, D, pkind, kq, kqoff, core_kind, jitter, len(kinds), caps,
+    status = fe.simulate_arrays(S, D, G, pkind, kq, kqoff, core_kind, jitter, len(kinds), caps,
                                 mem, lru, ls, has_l2, spec.hbm_latency_cycles,
                                 spec.l2_latency_cycles, outf, done_buf)
     if status != fe.OK:

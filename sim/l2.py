@@ -41,10 +41,11 @@ The model, deliberately simple:
   kernel's reads, where keeping them dirty to the end would add a drain after the last
   program (tried: softmax +16 % cycles, a 2048^3 matmul +4 %, with no documented cause).
 * **Hand-off workspace slots** (``("workspace", pid, slot)``, ``sim/split.py``) are the
-  AI core's, not the program's: the memory system keys them by the AI core the program
-  runs on (``("workspace", "core", j, slot)``), so the programs a core runs one after the
-  other rewrite one small ring that stays in the L2, as a kernel that indexes its
-  workspace by core does.
+  AI core's, not the program's: the memory system keys them by the ring position the
+  group runs in (``("workspace", "ring", j * handoff_slots + position, slot)``: AI core
+  ``j``'s groups take its ``spec.handoff_slots`` positions in turn, ``sim/engine.py``), so
+  the programs a core runs one after the other rewrite one small ring that stays in the
+  L2, as a kernel that indexes its workspace by core does.
 * Hit or miss is decided when the copy enters the memory system, in simulated-time order
   across all cores (deterministic: ties broken by issue sequence).
 
@@ -235,8 +236,8 @@ class MemorySystem:
             if key == ONCE:
                 key = object()          # a fresh key: a miss that still fills the cache
             handoff = is_workspace(key)
-            if handoff and token.core.ai_core >= 0:
-                key = ("workspace", "core", token.core.ai_core, key[2])
+            if handoff and token.core.ring >= 0:
+                key = ("workspace", "ring", token.core.ring, key[2])
             cache = self.cache
             hit = cache.write(key, nbytes, handoff) if write else cache.read(key, nbytes)
             if cache.to_hbm:            # dirty keys evicted (or a write too large to keep)
