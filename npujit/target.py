@@ -214,6 +214,10 @@ class NPUSpec:
       ring: how many groups (AIC + AIV program pairs of a mixed kernel) the core has in
       flight, so its AIC runs that many groups ahead of its AIV at most (1: a group
       starts when both of its cores are free; ``sim/engine.py``).
+    * ``overlap_fixpipe``: an AIC takes its next program once every pipe but the FixPipe
+      has drained, and that program's Cube and FixPipe wait for the FixPipe (L0C is free
+      then), as a kernel looping over its tiles loads the next tile while the last one
+      leaves L0C (False: a core takes its next program when every pipe has drained).
 
     Example::
 
@@ -250,6 +254,7 @@ class NPUSpec:
     l2_bytes_per_s: float = 0.0
     l2_latency_cycles: int = 0
     handoff_slots: int = 1
+    overlap_fixpipe: bool = False
 
     def __post_init__(self):
         for field in ("pipes", "scopes", "capacity", "alignment", "cube_rate", "vector_op_cost",
@@ -337,6 +342,8 @@ class NPUSpec:
             v = getattr(self, field)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 fail(f"{field} must be an int >= 0, got {v!r}")
+        if not isinstance(self.overlap_fixpipe, bool):
+            fail(f"overlap_fixpipe must be a bool, got {self.overlap_fixpipe!r}")
         for field in ("cube_fractal", "vector_bytes_per_cycle", "event_ids", "handoff_slots"):
             if getattr(self, field) == 0:
                 fail(f"{field} must be > 0")
@@ -484,6 +491,8 @@ ASCEND_910B_LIKE = NPUSpec(
     l2_bytes_per_s=24 * 110 * 1.8e9,
     l2_latency_cycles=200,             # assumed: ~110 ns L2 round trip, under hbm_latency
     handoff_slots=2,                   # >= 2 hand-off slots per AI core advised §A2 [O]
+    overlap_fixpipe=True,              # pipes are queues ordered by flags §A1 [O]; the next
+                                       # program's Mmad waits FIX_M (ascendc/emit_cube.py)
 )
 
 # 910-like (arch 1001, coupled): one core has Cube and Vector; no FixPipe, so L0C leaves

@@ -22,7 +22,11 @@ Model (docs/npu-facts.md §S1):
   may issue the next copy meanwhile (DMA requests pipeline), but a ``set_flag`` or
   ``barrier`` on it, and the program's end, wait for every earlier copy to land.
 * Programs are queued per core kind in launch order; a core takes the next one when all
-  of its pipes are drained (waves).  A launch with ``groups`` (a mixed AIC + AIV kernel)
+  of its pipes are drained (waves).  With ``spec.overlap_fixpipe`` an AIC takes it when
+  every pipe but the FixPipe has drained (a FixPipe that writes only GM), and the next
+  program's Cube and FixPipe start once that FixPipe has drained L0C: the emitted Ascend
+  C's ``WaitFlag<FIX_M>`` after each Fixpipe (backends/ascendc/emit_cube.py) orders the
+  next program's Mmad the same way, and its loads run on meanwhile.  A launch with ``groups`` (a mixed AIC + AIV kernel)
   is queued by group instead, on AI core ``j``: AIC ``j`` and, in turn, one of its
   ``r = aiv_cores // aic_cores`` AIVs (the AI core's ``n``-th group on AIV
   ``j * r + n % r``, as CV-fusion kernels alternate tiles between AIV0 and AIV1); a
@@ -142,10 +146,20 @@ class PipeRun:
         self.idle = 0        # cycles spent waiting with nothing in flight
         self.landing = landing   # cycles until the current GM copy lands (the memory sets it)
 
+    def delay(self, t: int) -> None:
+        """Start this (not yet started) pipe at cycle ``t`` if that is later."""
+        if t > self.t:
+            self.t = self.start = self.end = self.done = t
+
     @property
     def busy(self) -> int:
         """Busy cycles of this pipe in this run."""
         return self.end - self.start - self.idle
+
+
+# The pipes that write or read L0C on a separated part's AIC: with ``overlap_fixpipe`` they
+# wait for the last program's FixPipe to drain before the next program's start on the core.
+_L0C_PIPES = ("CUBE", "FIXP")
 
 
 class CoreRun:
@@ -153,7 +167,7 @@ class CoreRun:
 
     __slots__ = ("core", "program", "compiled", "start", "end", "pend", "waiter", "pipes",
                  "left", "bar_n", "bar_t", "bar_wait", "partner", "ai_core", "ring", "taken",
-                 "gates", "gate_wait")
+                 "gates", "gate_wait", "tail", "body_left", "body_end", "held")
 
     def __init__(self, core: str, program: int, compiled: Compiled, start: int, nflags: int,
                  landing: int = 0):
@@ -171,6 +185,10 @@ class CoreRun:
         self.partner = None     # the other run of a mixed launch's group (cross flags)
         self.ai_core = -1       # the AI core a grouped run belongs to
         self.ring = -1          # its hand-off slot: ai_core * handoff_slots + position
+        self.tail = None        # the FixPipe run the core's next program may overlap
+        self.body_left = self.left   # pipes left but the tail: the core is free at 0
+        self.body_end = start
+        self.held = []          # the next program's pipes waiting for the tail to drain
 
     def delay(self, t: int) -> None:
         """Start this (not yet started) run at cycle ``t`` instead."""
@@ -263,6 +281,7 @@ class Engine:
         self.arrivals = self.hbm.arrivals
         self.landing = spec.hbm_latency_cycles
         self.runs: list[CoreRun] = []
+        self.last_run: dict[str, CoreRun] = {}    # physical core -> its latest run
         # Program queues per physical core kind, and the physical cores.
         self.queues: dict[str, deque] = {k: deque() for k in spec.core_counts}
         kinds = list(spec.core_counts)
@@ -406,9 +425,18 @@ class Engine:
         ps.end = t
         if t > core.end:
             core.end = t
-        if core.left == 0:
+        if ps is core.tail:     # L0C is free: the next program's Cube and FixPipe go on
+            for w in core.held:
+                w.delay(t)
+                self.work.append(w)
+            core.held = []
+            return
+        core.body_left -= 1
+        if t > core.body_end:
+            core.body_end = t
+        if core.body_left == 0:
             self.seq += 1
-            heappush(self.heap, (core.end, self.seq, core))
+            heappush(self.heap, (core.body_end, self.seq, core))
 
     def _still_set(self, core: CoreRun, a: int, cycle: int, taken: int) -> FlagStillSetError:
         flag = next(k for k, v in self.compiler.flag_index.items() if v == a)
@@ -432,18 +460,39 @@ class Engine:
         self._go([self._new_run(core, program, t)], t)
 
     def _new_run(self, core: str, program: int, t: int) -> CoreRun:
-        run = CoreRun(core, program, self.compiled[program], t, len(self.compiler.flag_index),
-                      self.landing)
+        comp = self.compiled[program]
+        run = CoreRun(core, program, comp, t, len(self.compiler.flag_index), self.landing)
+        if self.spec.overlap_fixpipe and "L0C_to_L1" not in comp.bytes_by_path:
+            for ps in run.pipes:
+                if ps.name == "FIXP":
+                    run.tail = ps
+                    run.body_left -= 1
         self.runs.append(run)
         return run
 
     def _go(self, runs: list, t: int) -> None:
         for run in runs:
-            if not run.pipes:
+            if not run.body_left:
                 self.seq += 1
                 heappush(self.heap, (t, self.seq, run))
+            prev = self.last_run.get(run.core)
+            self.last_run[run.core] = run
+            pipes = run.pipes
+            if prev is not None and prev.tail is not None:
+                # The last program's FixPipe may still read L0C: this one's Cube (writing
+                # L0C) and FixPipe start when it has drained.
+                drained = prev.tail.i >= prev.tail.n and prev.tail.end
+                pipes = []
+                for ps in run.pipes:
+                    if ps.name not in _L0C_PIPES:
+                        pipes.append(ps)
+                    elif drained is not False:
+                        ps.delay(max(t, drained))
+                        pipes.append(ps)
+                    else:
+                        prev.held.append(ps)
             # Reverse so the LIFO worklist runs pipes in the spec's order.
-            self.work.extend(reversed(run.pipes))
+            self.work.extend(reversed(pipes))
         self._drain()
 
     def _start_group(self, j: int, t: int) -> None:

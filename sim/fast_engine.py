@@ -33,8 +33,12 @@ NPIPES, QOFF, NGATES, NMARKS = range(4)
 N_DP = 4
 # Columns of a program run (RUN).
 (R_CORE, R_PROG, R_START, R_END, R_LEFT, R_BARN, R_BART, R_PARTNER, R_AICORE, R_NPIPES,
- R_PRBASE, R_GTBASE, R_NBW, R_NGW, R_DIST, R_RING) = range(16)
-N_RUN = 16
+ R_PRBASE, R_GTBASE, R_NBW, R_NGW, R_DIST, R_RING, R_TAILPR, R_BODYLEFT, R_BODYEND, R_NHELD,
+ R_HELD) = range(21)
+N_RUN = 23      # R_HELD, R_HELD + 1: the next run's Cube and FixPipe waiting on R_TAILPR
+# Pipe classes (column of PCLS per queue row of PQ): L0C_CUBE and L0C_FIXP wait for the
+# last run's FixPipe on the core (Engine._go, ``overlap_fixpipe``).
+OTHER_PIPE, L0C_CUBE, L0C_FIXP = 0, 1, 2
 # Group state G of a mixed launch: per AI core (STARTED, IN_FLIGHT, AIC_BUSY), per
 # physical core (AIV_CUR, AIV_QH, AIV_QN: the AIV's running run and its queue of waiting
 # runs, a ring of ``slots`` in AIV_Q), and SLOTS (spec.handoff_slots).
@@ -103,7 +107,7 @@ def run_pipe(pr, copied, S):
     """Engine._run_pipe: advance pipe run ``pr`` as far as it goes (``copied`` >= 0:
     resume from its GM copy, finished in that cycle).  Returns a status."""
     (E, qrow, PR, RUN, FLG, PSL, onebit, GT, BWL, GWL, MK, WK, CTR, AK, AS, APR, AROW, CK, CS,
-     CRUN) = S
+     CRUN, LAST) = S
     nflags = len(onebit)
     i = PR[pr, P_I]
     n = PR[pr, P_N]
@@ -230,11 +234,21 @@ def run_pipe(pr, copied, S):
     PR[pr, P_END] = t
     if t > RUN[r, R_END]:
         RUN[r, R_END] = t
-    if RUN[r, R_LEFT] == 0:
+    if pr == RUN[r, R_TAILPR]:      # L0C is free: the next run's Cube and FixPipe go on
+        for k in range(RUN[r, R_NHELD]):
+            w = RUN[r, R_HELD + k]
+            _delay_pipe(PR, w, t)
+            _push_work(WK, CTR, w)
+        RUN[r, R_NHELD] = 0
+        return OK
+    RUN[r, R_BODYLEFT] -= 1
+    if t > RUN[r, R_BODYEND]:
+        RUN[r, R_BODYEND] = t
+    if RUN[r, R_BODYLEFT] == 0:
         seq = CTR[C_SEQ] + 1
         CTR[C_SEQ] = seq
         CRUN[seq] = r
-        CTR[C_CHN] = heap_push(CK, CS, CTR[C_CHN], float(RUN[r, R_END]), seq)
+        CTR[C_CHN] = heap_push(CK, CS, CTR[C_CHN], float(RUN[r, R_BODYEND]), seq)
     return OK
 
 
@@ -243,8 +257,8 @@ def _new_run(S, D, core, prog, t, partner_prog):
     """Engine._new_run: a run of program ``prog`` on physical core ``core`` from cycle
     ``t``; returns its index."""
     (E, qrow, PR, RUN, FLG, PSL, onebit, GT, BWL, GWL, MK, WK, CTR, AK, AS, APR, AROW, CK, CS,
-     CRUN) = S
-    DP, PQ, SC, XC, pdist, groups, aic_core, aiv_core, land0 = D
+     CRUN, LAST) = S
+    DP, PQ, SC, XC, pdist, groups, aic_core, aiv_core, land0, PCLS, TAILOK = D
     nflags = len(onebit)
     r = CTR[C_NRUNS]
     CTR[C_NRUNS] = r + 1
@@ -260,6 +274,10 @@ def _new_run(S, D, core, prog, t, partner_prog):
     RUN[r, R_PARTNER] = -1
     RUN[r, R_AICORE] = -1
     RUN[r, R_RING] = -1
+    RUN[r, R_TAILPR] = -1
+    RUN[r, R_BODYLEFT] = npipes
+    RUN[r, R_BODYEND] = t
+    RUN[r, R_NHELD] = 0
     RUN[r, R_NPIPES] = npipes
     RUN[r, R_DIST] = d
     base = CTR[C_NPR]
@@ -299,21 +317,58 @@ def _new_run(S, D, core, prog, t, partner_prog):
         PR[pr, P_MB] = CTR[C_MARKP]
         PR[pr, P_NM] = 0
         CTR[C_MARKP] += PQ[k, 1]
+        if TAILOK[d] and PCLS[k] == L0C_FIXP:
+            RUN[r, R_TAILPR] = pr
+            RUN[r, R_BODYLEFT] -= 1
     return r
 
 
 @njit(cache=True)
-def _go(S, r, t):
-    """Engine._go for one run: its pipes onto the worklist (a run with no pipes is free
-    at once)."""
-    RUN, WK, CTR, CK, CS, CRUN = S[3], S[11], S[12], S[17], S[18], S[19]
-    if RUN[r, R_NPIPES] == 0:
+def _delay_pipe(PR, pr, t):
+    """PipeRun.delay: pipe run ``pr`` (not started yet) starts at ``t`` if that is later."""
+    if t > PR[pr, P_T]:
+        PR[pr, P_T] = t
+        PR[pr, P_START] = t
+        PR[pr, P_END] = t
+        PR[pr, P_DONE] = t
+
+
+@njit(cache=True)
+def _go(S, D, r, t):
+    """Engine._go for one run: its pipes onto the worklist (a run with no pipes but a
+    tail is free at once); with the last run on its core still draining its FixPipe, the
+    Cube and FixPipe wait for it."""
+    PR, RUN, WK, CTR, CK, CS, CRUN, LAST = S[2], S[3], S[11], S[12], S[17], S[18], S[19], S[20]
+    DP, PCLS = D[0], D[9]
+    if RUN[r, R_BODYLEFT] == 0:
         seq = CTR[C_SEQ] + 1
         CTR[C_SEQ] = seq
         CRUN[seq] = r
         CTR[C_CHN] = heap_push(CK, CS, CTR[C_CHN], float(t), seq)
+    c = RUN[r, R_CORE]
+    prev = LAST[c]
+    LAST[c] = r
     base = RUN[r, R_PRBASE]
-    for p in range(RUN[r, R_NPIPES] - 1, -1, -1):   # reversed: LIFO runs them in order
+    q0 = DP[RUN[r, R_DIST], QOFF]
+    npipes = RUN[r, R_NPIPES]
+    hold = prev >= 0 and RUN[prev, R_TAILPR] >= 0
+    drained = False
+    dt = t
+    if hold:
+        tp = RUN[prev, R_TAILPR]
+        drained = PR[tp, P_I] >= PR[tp, P_N]
+        if drained and PR[tp, P_END] > dt:
+            dt = PR[tp, P_END]
+    if hold and not drained:        # in the spec's pipe order, as the Python list
+        for p in range(npipes):
+            if PCLS[q0 + p] != OTHER_PIPE:
+                RUN[prev, R_HELD + RUN[prev, R_NHELD]] = base + p
+                RUN[prev, R_NHELD] += 1
+    for p in range(npipes - 1, -1, -1):   # reversed: LIFO runs them in order
+        if hold and PCLS[q0 + p] != OTHER_PIPE:
+            if not drained:
+                continue
+            _delay_pipe(PR, base + p, dt)
         _push_work(WK, CTR, base + p)
 
 
@@ -364,10 +419,10 @@ def _start_group(S, D, G, j, t):
     G[G_STARTED][j] = n + 1
     G[G_INFLIGHT][j] += 1
     G[G_AICBUSY][j] = 1
-    _go(S, a, t)
+    _go(S, D, a, t)
     if G[G_AIVCUR][c] < 0:
         G[G_AIVCUR][c] = v
-        _go(S, v, t)
+        _go(S, D, v, t)
     else:
         q = G[G_AIVQ]
         q[c, (G[G_AIVQH][c] + G[G_AIVQN][c]) % q.shape[1]] = v
@@ -392,7 +447,7 @@ def _group_done(S, D, G, r, t):
             G[G_AIVQN][c] -= 1
             G[G_AIVCUR][c] = v
             _delay(S, v, t)
-            _go(S, v, t)
+            _go(S, D, v, t)
             st = _drain(S)
             if st != OK:
                 return st
@@ -466,7 +521,7 @@ def simulate_arrays(S, D, G, pkind, kq, kqoff, core_kind, jitter, nkinds, caps, 
                 prog = kq[khead[kind]]
                 khead[kind] += 1
                 r = _new_run(S, D, c, prog, jitter[c], NONE)
-                _go(S, r, jitter[c])
+                _go(S, D, r, jitter[c])
                 st = _drain(S)
                 if st != OK:
                     return st
@@ -509,7 +564,7 @@ def simulate_arrays(S, D, G, pkind, kq, kqoff, core_kind, jitter, nkinds, caps, 
                 prog = kq[khead[kind]]
                 khead[kind] += 1
                 r2 = _new_run(S, D, RUN[r, R_CORE], prog, tci, NONE)
-                _go(S, r2, tci)
+                _go(S, D, r2, tci)
                 st = _drain(S)
                 if st != OK:
                     return st

@@ -151,6 +151,7 @@ class FastTimeline(Timeline):
             run.start, run.end = row[fe.R_START], row[fe.R_END]
             run.left, run.partner, run.ai_core = 0, None, row[fe.R_AICORE]
             run.ring = row[fe.R_RING]
+            run.tail, run.body_left, run.body_end, run.held = None, 0, row[fe.R_BODYEND], []
             run.pipes = []
             for p, (name, q) in enumerate(zip(comp.pipes, comp.queues)):
                 x = prs[row[fe.R_PRBASE] + p]
@@ -235,6 +236,11 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     gm_n = np.bincount(row_d[gm], minlength=nd)
     once_n = np.bincount(row_d[gm & (E[qrow, fe.KEY] == -2)], minlength=nd)
     PQ = np.array(pq, dtype=np.int64).reshape(-1, 2)
+    cls = {"CUBE": fe.L0C_CUBE, "FIXP": fe.L0C_FIXP}
+    PCLS = np.array([cls.get(name, fe.OTHER_PIPE) for c in distinct for name in c.pipes],
+                    dtype=np.int64)
+    TAILOK = np.array([spec.overlap_fixpipe and "L0C_to_L1" not in c.bytes_by_path
+                       for c in distinct], dtype=np.bool_)
     nprog = len(pdist)
     total_gm = int(gm_n[pdist].sum())
     total_wb = total_gm      # any GM copy may evict dirty keys: one write-back each
@@ -299,9 +305,11 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     APR = np.zeros(nseq, dtype=np.int64)
     AROW = np.zeros(nseq, dtype=np.int64)
     CRUN = np.zeros(nseq, dtype=np.int64)
+    LAST = np.full(len(names), -1, dtype=np.int64)
     S = (E, qrow, PR, RUN, FLG, PSL, onebit, GT, BWL, GWL, MK, WK, CTR, AK, AS, APR, AROW, CK,
-         CS, CRUN)
-    D = (DP, PQ, SC, XC, pdist, groups, aic_core, aiv_core, spec.hbm_latency_cycles)
+         CS, CRUN, LAST)
+    D = (DP, PQ, SC, XC, pdist, groups, aic_core, aiv_core, spec.hbm_latency_cycles, PCLS,
+         TAILOK)
     outf = np.zeros(1)
     done_buf = np.zeros(max_active + 1, dtype=np.int64)
     status = fe.simulate_arrays(S, D, G, pkind, kq, kqoff, core_kind, jitter, len(kinds), caps,

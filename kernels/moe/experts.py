@@ -97,8 +97,8 @@ def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gate_
     pid_m = nl.program_id(0)
     i = nl.program_id(1) * BLOCK_I
     e = nl.load(expert_ids_ptr + pid_m)
-    live = (e >= 0).to(nl.int32)
-    e = e * live
+    if e < 0:           # a block past the used rows: nothing to compute or hand over
+        return
     rows = pid_m * BLOCK_M + nl.arange(0, BLOCK_M)
     slot = nl.load(sorted_ids_ptr + rows)
     valid = slot < S
@@ -110,7 +110,7 @@ def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gate_
                               offsets=(0, e * 2 * I + i), block_shape=(BLOCK_K, BLOCK_I))
     u_blk = nl.make_block_ptr(gate_up_ptr, shape=(H, e * 2 * I + 2 * I), strides=(1, H),
                               offsets=(0, e * 2 * I + I + i), block_shape=(BLOCK_K, BLOCK_I))
-    for k in nl.range(0, H * live, BLOCK_K, num_stages=NUM_STAGES):
+    for k in nl.range(0, H, BLOCK_K, num_stages=NUM_STAGES):
         cols = k + nl.arange(0, BLOCK_K)
         xt = nl.load(x_ptr + tok[:, None] * stride_xt + cols[None, :],
                      mask=valid[:, None] & (cols[None, :] < H))
@@ -120,8 +120,7 @@ def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gate_
         u_blk = nl.advance(u_blk, (BLOCK_K, 0))
     a = activate(gate, GELU) * up * w[:, None]
     ii = i + nl.arange(0, BLOCK_I)
-    # a block past the used rows writes nothing: down + combine never reads it
-    nl.store(act_ptr + rows[:, None] * I + ii[None, :], a, mask=(ii < I * live)[None, :])
+    nl.store(act_ptr + rows[:, None] * I + ii[None, :], a, mask=(ii < I)[None, :])
 
 
 @npu_kernel
