@@ -67,11 +67,13 @@ def layer_inputs(layer: dict, tokens: int, dtype=ml_dtypes.bfloat16, seed: int =
     return inputs
 
 
-def simulate_plan(launches, spec) -> list:
+def simulate_plan(launches, spec, start_jitter: int = 0) -> list:
     """``[(kernel name, SimReport)]``: each launch simulated in order, timing-only where
-    its outputs decide nothing later (``TIMING_ONLY``)."""
+    its outputs decide nothing later (``TIMING_ONLY``); ``start_jitter``: see
+    ``KernelLaunch.simulate``."""
     return [(launch.kernel.name,
-             launch.simulate(spec, numerics=launch.kernel.name not in TIMING_ONLY))
+             launch.simulate(spec, numerics=launch.kernel.name not in TIMING_ONLY,
+                             start_jitter=start_jitter))
             for launch in launches]
 
 

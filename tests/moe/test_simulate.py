@@ -136,3 +136,24 @@ def test_routing_256_experts_fits_the_910b():
     assert aligned.total == total
     np.testing.assert_array_equal(aligned.sorted_ids[:total], sorted_ids[:total])
     np.testing.assert_array_equal(aligned.expert_ids[:total // 16], expert_ids[:total // 16])
+
+
+def test_start_jitter_spreads_the_cores_and_keeps_the_numbers():
+    """``KernelLaunch.simulate(start_jitter=...)``: the same routing and bytes, each
+    core's first program within the jitter, not all at cycle 0."""
+    T, H, E, k = 40, 128, 16, 2
+    x, router, *_ = problem(T=T, H=H, E=E, dtype=np.float16, seed=1)
+    launch, (w, ids) = router_launch(x, router, k, "mixtral")
+    plain = launch.simulate(ASCEND_910B_LIKE)
+    spread = launch.simulate(ASCEND_910B_LIKE, start_jitter=400, seed=3)
+    np.testing.assert_array_equal(ids, ref.route(x, router, k, "mixtral")[1])
+    assert spread.bytes_by_path == plain.bytes_by_path
+
+    def first_starts(report):
+        first = {}
+        for p in report.programs:
+            first[p.core] = min(first.get(p.core, p.start), p.start)
+        return set(first.values())
+    assert first_starts(plain) == {0}
+    spread_starts = first_starts(spread)
+    assert all(0 <= t <= 400 for t in spread_starts) and len(spread_starts) > 1
