@@ -59,7 +59,7 @@ SOURCES: dict[str, dict[str, str]] = {
         "hbm_bytes_per_s": "§A5/§A10 [U]", "hbm_latency_cycles": "assumed",
         "l2_bytes": "§A4 [O]", "l2_bytes_per_s": "assumed", "l2_latency_cycles": "assumed",
         "handoff_slots": "§A2 [O] (at least 2 advised; the least chosen)",
-        "overlap_fixpipe": "§A1 [O] (pipes are queues ordered by flags) and the emitted FIX_M wait",
+        "overlap_fixpipe": "§A1 [O] (pipes are queues ordered by flags), the FIX_M wait",
     },
     "ascend-910-like": {
         **_COMMON,

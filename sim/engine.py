@@ -26,11 +26,12 @@ Model (docs/npu-facts.md §S1):
   every pipe but the FixPipe has drained (a FixPipe that writes only GM), and the next
   program's Cube and FixPipe start once that FixPipe has drained L0C: the emitted Ascend
   C's ``WaitFlag<FIX_M>`` after each Fixpipe (backends/ascendc/emit_cube.py) orders the
-  next program's Mmad the same way, and its loads run on meanwhile.  A launch with ``groups`` (a mixed AIC + AIV kernel)
-  is queued by group instead, on AI core ``j``: AIC ``j`` and, in turn, one of its
-  ``r = aiv_cores // aic_cores`` AIVs (the AI core's ``n``-th group on AIV
-  ``j * r + n % r``, as CV-fusion kernels alternate tiles between AIV0 and AIV1); a
-  group's two runs are partners for ``cross_set`` / ``cross_wait`` flags.  Each AI core
+  next program's Mmad the same way, and its loads run on meanwhile.  A launch with
+  ``groups`` (a mixed AIC + AIV kernel) is queued by group instead, on AI core ``j``:
+  AIC ``j`` and, in turn, one of its ``r = aiv_cores // aic_cores`` AIVs (the AI core's
+  ``n``-th group on AIV ``j * r + n % r``, as CV-fusion kernels alternate tiles between
+  AIV0 and AIV1); a group's two runs are partners for ``cross_set`` / ``cross_wait``
+  flags.  Each AI core
   hands its groups' values over through a ring of ``spec.handoff_slots`` workspace
   slots, so it has at most that many groups in flight: the AIC takes the next group when
   it has drained its own run and fewer than ``handoff_slots`` of the core's groups are

@@ -45,7 +45,8 @@ class KernelLaunch(NamedTuple):
 
         numerics = kwargs.pop("numerics", True)
         if kwargs:
-            raise TypeError(f"with start_jitter, simulate takes only numerics; got {sorted(kwargs)}")
+            raise TypeError("with start_jitter, simulate takes only numerics; got "
+                            f"{sorted(kwargs)}")
         launch, spec = record_launch(self.kernel, self.grid, self.args, self.meta, spec=spec,
                                      numerics=numerics)
         report = simulate(launch, spec, start_jitter=start_jitter, seed=seed)
