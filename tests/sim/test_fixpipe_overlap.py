@@ -7,11 +7,14 @@ waits, runs ``mmad`` (``A``) and sets Cube -> FixPipe; the FixPipe waits and cop
 out (``F``, landing included).  Each set and wait costs one sync cycle.
 """
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from npujit.sim import ASCEND_910B_LIKE, TINY, Launch, simulate
 from npujit.sim.cost import copy_cycles, instr_cycles
 from npujit.sim.isa import CoreProgram, copy, mmad, set_flag, wait_flag
 
+from sim_strategies import programs
 from test_fast_engine import _both, _same
 
 OUT = 65536     # bytes the FixPipe copies out: long enough to hide the next MTE1 copy
@@ -68,3 +71,21 @@ def test_overlapped_programs_time_the_same_on_both_engines(monkeypatch):
 def test_the_knob_is_a_bool():
     with pytest.raises(Exception, match="overlap_fixpipe"):
         TINY.replace(overlap_fixpipe=1)
+
+
+OVERLAP_SPECS = [TINY.replace(aic_cores=1, aiv_cores=1, overlap_fixpipe=True),
+                 TINY.replace(aic_cores=2, aiv_cores=1, overlap_fixpipe=True, sync_cycles=0)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(OVERLAP_SPECS).flatmap(
+    lambda spec: st.tuples(st.just(spec), st.lists(programs(spec), min_size=2, max_size=7))))
+def test_random_programs_sharing_a_core_time_alike_on_both_engines(case):
+    """Random well-formed programs (sim_strategies), several per core, so each next
+    program overlaps the last one's FixPipe: both engines agree, nothing deadlocks, and a
+    run never ends before it started."""
+    spec, progs = case
+    with pytest.MonkeyPatch.context() as mp:
+        py, fast = _both(mp, lambda: simulate(Launch(progs), spec))
+    _same(py, fast)
+    assert all(r.end >= r.start for r in py.programs)
