@@ -6,12 +6,15 @@ A group here: the AIC runs ``mmad`` (``A`` cycles) and a cross-core set (1 sync 
 its AIV waits on the set (1 sync cycle) and runs ``vec`` (``V`` cycles).
 """
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from npujit.sim import ASCEND_910B_LIKE, TINY, Launch, simulate
 from npujit.sim.cost import instr_cycles
 from npujit.sim.isa import (CoreProgram, copy, cross_set_flag, cross_wait_flag, mmad, set_flag,
                             vec, wait_flag)
 
+from sim_strategies import programs
 from test_fast_engine import _both, _same
 
 
@@ -84,3 +87,31 @@ def test_rings_that_fill_time_the_same_on_both_engines(monkeypatch, slots):
 def test_slots_must_be_positive():
     with pytest.raises(Exception, match="handoff_slots"):
         TINY.replace(handoff_slots=0)
+
+
+@st.composite
+def _groups(draw):
+    spec = TINY.replace(aic_cores=draw(st.integers(1, 2)), aiv_cores=2,
+                        handoff_slots=draw(st.integers(1, 3)),
+                        overlap_fixpipe=draw(st.booleans()))
+    spec = spec.replace(aiv_cores=spec.aic_cores * draw(st.integers(1, 2)))
+    progs = []
+    for g in range(draw(st.integers(1, 7))):
+        aic = draw(programs(spec).filter(lambda p: p.core == "AIC"))
+        aiv = draw(programs(spec).filter(lambda p: p.core == "AIV"))
+        aic = CoreProgram("AIC", list(aic.instrs) + [cross_set_flag("CUBE", 0)])
+        aiv = CoreProgram("AIV", [cross_wait_flag("VECTOR", 0)] + list(aiv.instrs))
+        progs += [aic, aiv]
+    return spec, Launch(progs, groups=[(2 * g, 2 * g + 1) for g in range(len(progs) // 2)])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_groups())
+def test_random_groups_time_alike_on_both_engines(case):
+    """Random well-formed AIC and AIV programs (sim_strategies) paired by a cross-core
+    flag, more groups than AI cores, rings of 1-3 slots, one or two AIVs per AI core:
+    both engines agree and nothing deadlocks."""
+    spec, launch = case
+    with pytest.MonkeyPatch.context() as mp:
+        py, fast = _both(mp, lambda: simulate(launch, spec))
+    _same(py, fast)
