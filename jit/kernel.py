@@ -317,7 +317,7 @@ class NPUKernel:
                 self._fast[(key, env)] = fast
 
     def simulate(self, *args, grid, spec=None, debug=None, backend=None, numerics=True,
-                 one_bit_flags=None, **kwargs):
+                 one_bit_flags=None, start_jitter=0, **kwargs):
         """Launch on ``grid`` through the schedule and the NPU timing simulator; outputs
         are written as by ``kernel[grid](...)``; returns a ``npujit.sim.SimReport``.
         ``backend`` runs the programs (numba records and replays; default: the kernel's
@@ -326,6 +326,9 @@ class NPUKernel:
         instruction streams is computed, so the outputs hold garbage
         (``report.numerics is False``).  ``one_bit_flags=False`` counts flag sets
         instead of 1-bit hardware flags (default: ``NPUJIT_ONE_BIT_FLAGS``, on).
+        ``start_jitter`` (cycles, default 0): each core takes its first program at a cycle
+        drawn from ``0..start_jitter`` (a fixed seed), so that cores running alike
+        programs do not move in lockstep.
 
         Example::
 
@@ -335,7 +338,7 @@ class NPUKernel:
         from .simulate import simulate_kernel
         return simulate_kernel(self, grid, args, kwargs, spec=spec, debug=debug,
                                backend=backend, numerics=numerics,
-                               one_bit_flags=one_bit_flags)
+                               one_bit_flags=one_bit_flags, start_jitter=start_jitter)
 
     # --- introspection -----------------------------------------------------------------
     def emit(self, target: str, out_dir: str, *args, **kwargs) -> list:

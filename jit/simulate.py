@@ -34,7 +34,7 @@ NUMBA_FROM_BYTES = 1 << 20
 
 def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bool = True,
                     backend: str | None = None, numerics: bool = True,
-                    one_bit_flags: bool | None = None):
+                    one_bit_flags: bool | None = None, start_jitter: int = 0):
     """Launch ``kernel`` on ``grid`` with ``args``/``kwargs`` through the simulator and
     return its ``npujit.sim.SimReport``.  ``spec`` defaults to the kernel's ``spec``
     option, else the 910B-like preset; ``debug`` is a ``npujit.sim.DebugOptions``;
@@ -48,7 +48,9 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
     output arrays hold garbage (whatever they held, or partial results), and the report
     says so: ``report.numerics is False``.  The debug switches that change numbers
     (``uninitialized="nan"``, ``dma_execution_mode="on_wait"``) need the numbers.
-    ``one_bit_flags``: as ``npujit.sim.simulate`` (default: the knob, on).
+    ``one_bit_flags`` and ``start_jitter`` (each core takes its first program at a cycle
+    drawn from ``0..start_jitter``, so cores running alike programs do not move in
+    lockstep): as ``npujit.sim.simulate`` (defaults: the knob, on; 0).
 
     Example::
 
@@ -56,7 +58,8 @@ def simulate_kernel(kernel, grid, args, kwargs, spec=None, debug=None, trace: bo
     """
     launch, spec = record_launch(kernel, grid, args, kwargs, spec=spec, debug=debug,
                                  backend=backend, numerics=numerics)
-    report = simulate(launch, spec, trace=trace, debug=debug, one_bit_flags=one_bit_flags)
+    report = simulate(launch, spec, trace=trace, debug=debug, one_bit_flags=one_bit_flags,
+                      start_jitter=start_jitter)
     report.numerics = numerics
     return report
 

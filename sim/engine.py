@@ -195,7 +195,7 @@ class CoreRun:
         """Start this (not yet started) run at cycle ``t`` instead."""
         self.start = self.end = t
         for ps in self.pipes:
-            ps.t = ps.start = ps.end = ps.done = t
+            ps.delay(t)
 
 
 class Timeline:
@@ -479,16 +479,17 @@ class Engine:
             prev = self.last_run.get(run.core)
             self.last_run[run.core] = run
             pipes = run.pipes
-            if prev is not None and prev.tail is not None:
+            tail = prev.tail if prev is not None else None
+            if tail is not None:
                 # The last program's FixPipe may still read L0C: this one's Cube (writing
                 # L0C) and FixPipe start when it has drained.
-                drained = prev.tail.i >= prev.tail.n and prev.tail.end
+                drained = tail.i >= tail.n
                 pipes = []
                 for ps in run.pipes:
                     if ps.name not in _L0C_PIPES:
                         pipes.append(ps)
-                    elif drained is not False:
-                        ps.delay(max(t, drained))
+                    elif drained:
+                        ps.delay(tail.end)
                         pipes.append(ps)
                     else:
                         prev.held.append(ps)
@@ -504,30 +505,29 @@ class Engine:
         spec = self.spec
         ratio = spec.aiv_cores // spec.aic_cores
         n = self.started[j]
-        k = j * ratio + n % ratio
+        k = f"AIV {j * ratio + n % ratio}"
         a = self._new_run(f"AIC {j}", aic, t)
-        v = self._new_run(f"AIV {k}", aiv, t)
+        v = self._new_run(k, aiv, t)
         a.partner, v.partner = v, a
         a.ai_core = v.ai_core = j
         a.ring = v.ring = j * spec.handoff_slots + n % spec.handoff_slots
         self.started[j] = n + 1
         self.in_flight[j] += 1
         self.aic_busy[j] = True
-        if self.aiv_run[k] is None:
+        if self.aiv_run.get(k) is None:
             self.aiv_run[k] = v
             self._go([a, v], t)
         else:
-            self.aiv_next[k].append(v)
+            self.aiv_next.setdefault(k, deque()).append(v)
             self._go([a], t)
 
     def _group_done(self, run: "CoreRun", t: int) -> None:
         """A grouped run drained at cycle ``t``: its cores' next runs start."""
-        j = run.ai_core
-        if run.core.startswith("AIV"):
-            k = int(run.core.split()[1])
+        j, k = run.ai_core, run.core
+        if run is self.aiv_run.get(k):
             self.in_flight[j] -= 1
             self.aiv_run[k] = None
-            if self.aiv_next[k]:
+            if self.aiv_next.get(k):
                 v = self.aiv_run[k] = self.aiv_next[k].popleft()
                 v.delay(t)
                 self._go([v], t)
@@ -550,9 +550,11 @@ class Engine:
         spec = self.spec
         grouped = self.launch.groups is not None
         if grouped:
-            n, nv = spec.aic_cores, spec.aiv_cores
+            n = spec.aic_cores
             self.started, self.in_flight, self.aic_busy = [0] * n, [0] * n, [False] * n
-            self.aiv_run, self.aiv_next = [None] * nv, [deque() for _ in range(nv)]
+            # per AIV (core name): the group it runs, and the groups waiting for it
+            self.aiv_run: dict = {}
+            self.aiv_next: dict = {}
             for j in range(spec.aic_cores):
                 if self.groups:
                     self._start_group(j, self.jitter[f"AIC {j}"])

@@ -41,8 +41,8 @@ N_RUN = 23      # R_HELD, R_HELD + 1: the next run's Cube and FixPipe waiting on
 OTHER_PIPE, L0C_CUBE, L0C_FIXP = 0, 1, 2
 # Group state G of a mixed launch: per AI core (STARTED, IN_FLIGHT, AIC_BUSY), per
 # physical core (AIV_CUR, AIV_QH, AIV_QN: the AIV's running run and its queue of waiting
-# runs, a ring of ``slots`` in AIV_Q), and SLOTS (spec.handoff_slots).
-G_STARTED, G_INFLIGHT, G_AICBUSY, G_AIVCUR, G_AIVQH, G_AIVQN, G_AIVQ, G_SLOTS = range(8)
+# runs, a ring of ``spec.handoff_slots`` columns in AIV_Q).
+G_STARTED, G_INFLIGHT, G_AICBUSY, G_AIVCUR, G_AIVQH, G_AIVQN, G_AIVQ = range(7)
 # Columns of a pipe run (PR).
 P_I, P_N, P_T, P_START, P_END, P_DONE, P_IDLE, P_LAND, P_QB, P_RUN, P_MB, P_NM = range(12)
 N_PR = 12
@@ -357,8 +357,7 @@ def _go(S, D, r, t):
     if hold:
         tp = RUN[prev, R_TAILPR]
         drained = PR[tp, P_I] >= PR[tp, P_N]
-        if drained and PR[tp, P_END] > dt:
-            dt = PR[tp, P_END]
+        dt = PR[tp, P_END]
     if hold and not drained:        # in the spec's pipe order, as the Python list
         for p in range(npipes):
             if PCLS[q0 + p] != OTHER_PIPE:
@@ -392,10 +391,7 @@ def _delay(S, r, t):
     RUN[r, R_END] = t
     base = RUN[r, R_PRBASE]
     for p in range(RUN[r, R_NPIPES]):
-        PR[base + p, P_T] = t
-        PR[base + p, P_START] = t
-        PR[base + p, P_END] = t
-        PR[base + p, P_DONE] = t
+        _delay_pipe(PR, base + p, t)
 
 
 @njit(cache=True)
@@ -403,7 +399,7 @@ def _start_group(S, D, G, j, t):
     """Engine._start_group: the next (AIC, AIV) group on AI core ``j``."""
     RUN, CTR = S[3], S[12]
     groups, aic_core, aiv_core = D[5], D[6], D[7]
-    slots = G[G_SLOTS][0]
+    slots = G[G_AIVQ].shape[1]
     gi = CTR[C_GNEXT]
     CTR[C_GNEXT] = gi + 1
     n = G[G_STARTED][j]
@@ -453,7 +449,7 @@ def _group_done(S, D, G, r, t):
                 return st
     else:
         G[G_AICBUSY][j] = 0
-    if (G[G_AICBUSY][j] == 0 and G[G_INFLIGHT][j] < G[G_SLOTS][0]
+    if (G[G_AICBUSY][j] == 0 and G[G_INFLIGHT][j] < G[G_AIVQ].shape[1]
             and CTR[C_GNEXT] < groups.shape[0]):
         return _start_group(S, D, G, j, t)
     return OK

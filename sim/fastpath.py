@@ -273,7 +273,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     G = (np.zeros(n_ai, dtype=np.int64), np.zeros(n_ai, dtype=np.int64),
          np.zeros(n_ai, dtype=np.int64), np.full(n_phys, -1, dtype=np.int64),
          np.zeros(n_phys, dtype=np.int64), np.zeros(n_phys, dtype=np.int64),
-         np.zeros((n_phys, slots), dtype=np.int64), np.array([slots], dtype=np.int64))
+         np.zeros((n_phys, slots), dtype=np.int64))
     # State.
     maxp = max(int(DP[:, fe.NPIPES].max()) if nd else 1, 1)
     max_active = len(names) * maxp + total_wb + 2

@@ -31,27 +31,10 @@ class KernelLaunch(NamedTuple):
         k = self.kernel if backend is None else self.kernel.with_options(backend=backend)
         k[self.grid](*self.args, **self.meta)
 
-    def simulate(self, spec=None, start_jitter: int = 0, seed: int = 0, **kwargs):
-        """The launch through ``kernel.simulate``: its ``SimReport`` (outputs written).
-        ``start_jitter`` > 0 (cycles): recorded, then simulated with each core taking its
-        first program at a cycle drawn from ``0..start_jitter`` (``npujit.sim.simulate``),
-        so that cores running the same programs do not move in lockstep; ``numerics`` is
-        the only other option it takes."""
-        if not start_jitter:
-            return self.kernel.simulate(*self.args, grid=self.grid, spec=spec, **kwargs,
-                                        **self.meta)
-        from npujit.jit.simulate import record_launch
-        from npujit.sim import simulate
-
-        numerics = kwargs.pop("numerics", True)
-        if kwargs:
-            raise TypeError("with start_jitter, simulate takes only numerics; got "
-                            f"{sorted(kwargs)}")
-        launch, spec = record_launch(self.kernel, self.grid, self.args, self.meta, spec=spec,
-                                     numerics=numerics)
-        report = simulate(launch, spec, start_jitter=start_jitter, seed=seed)
-        report.numerics = numerics
-        return report
+    def simulate(self, spec=None, **kwargs):
+        """The launch through ``kernel.simulate``: its ``SimReport`` (outputs written)."""
+        return self.kernel.simulate(*self.args, grid=self.grid, spec=spec, **kwargs,
+                                    **self.meta)
 
 
 def run_all(launches, backend: str | None = None) -> None:

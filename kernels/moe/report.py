@@ -70,7 +70,7 @@ def layer_inputs(layer: dict, tokens: int, dtype=ml_dtypes.bfloat16, seed: int =
 def simulate_plan(launches, spec, start_jitter: int = 0) -> list:
     """``[(kernel name, SimReport)]``: each launch simulated in order, timing-only where
     its outputs decide nothing later (``TIMING_ONLY``); ``start_jitter``: see
-    ``KernelLaunch.simulate``."""
+    ``kernel.simulate``."""
     return [(launch.kernel.name,
              launch.simulate(spec, numerics=launch.kernel.name not in TIMING_ONLY,
                              start_jitter=start_jitter))
