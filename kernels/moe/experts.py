@@ -91,7 +91,8 @@ def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gate_
                        NUM_STAGES: nl.constexpr, L0_BLOCK_K: nl.constexpr = 0):
     """First half of the workspace form: gathered rows, gate and up in one pass,
     ``act(gate) * up`` scaled by the slot's routing weight into the ``[rows, I]``
-    workspace (rows in the padded order; padding rows are zeros).  The down GEMM is
+    workspace (rows in the padded order; a block's pad rows are not stored: nothing reads
+    them, ``down_combine_kernel``).  The down GEMM is
     linear, so scaling its input rows is scaling its output rows, and the down kernel's
     accumulator goes to the output as it is (one fp32 tile in UB, not two)."""
     pid_m = nl.program_id(0)
@@ -120,17 +121,24 @@ def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gate_
         u_blk = nl.advance(u_blk, (BLOCK_K, 0))
     a = activate(gate, GELU) * up * w[:, None]
     ii = i + nl.arange(0, BLOCK_I)
-    nl.store(act_ptr + rows[:, None] * I + ii[None, :], a, mask=(ii < I)[None, :])
+    nl.store(act_ptr + rows[:, None] * I + ii[None, :], a,
+             mask=valid[:, None] & (ii < I)[None, :])
 
 
 @npu_kernel
-def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, down_ptr, out_ptr, S, H, I,
+def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, counts_ptr, offsets_ptr,
+                        down_ptr, out_ptr, S, H, I, capacity,
                         TOP_K: nl.constexpr, BLOCK_M: nl.constexpr, BLOCK_H: nl.constexpr,
                         BLOCK_I: nl.constexpr, NUM_STAGES: nl.constexpr,
                         L0_BLOCK_K: nl.constexpr = 0, H_FASTEST: nl.constexpr = False):
     """Second half of the workspace form: the down GEMM over the workspace rows (already
     scaled by the routing weight) added into the token's fp32 output row.  Grid: (row
-    blocks, H tiles), or (H tiles, row blocks) with ``H_FASTEST`` (``down_h_fastest``)."""
+    blocks, H tiles), or (H tiles, row blocks) with ``H_FASTEST`` (``down_h_fastest``).
+    An expert's kept slots fill the first rows of its segment (``dispatch.py``), so the
+    activation rows are read only up to the segment's last kept slot
+    (``offsets[e] + min(counts[e], capacity)``): the block's pad rows are neither read
+    nor written (``gate_up_act_kernel`` stores kept rows only), the boundary check gives
+    the Cube zeros for them, and the masked ``atomic_add`` drops their results."""
     if H_FASTEST:
         pid_h = nl.program_id(0)
         pid_m = nl.program_id(1)
@@ -143,14 +151,15 @@ def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, down_ptr, out_p
     rows = pid_m * BLOCK_M + nl.arange(0, BLOCK_M)
     slot = nl.load(sorted_ids_ptr + rows)
     valid = slot < S
-    a_blk = nl.make_block_ptr(act_ptr, shape=(pid_m * BLOCK_M + BLOCK_M, I), strides=(I, 1),
+    kept_end = nl.load(offsets_ptr + e) + nl.minimum(nl.load(counts_ptr + e), capacity)
+    a_blk = nl.make_block_ptr(act_ptr, shape=(kept_end, I), strides=(I, 1),
                               offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_I))
     d_blk = nl.make_block_ptr(down_ptr, shape=(I, e * H + H), strides=(1, I),
                               offsets=(0, e * H + pid_h * BLOCK_H),
                               block_shape=(BLOCK_I, BLOCK_H))
     acc = nl.zeros((BLOCK_M, BLOCK_H), dtype=nl.float32)
     for i in nl.range(0, I * live, BLOCK_I, num_stages=NUM_STAGES):
-        acc = nl.dot(nl.load(a_blk, boundary_check=(1,)),
+        acc = nl.dot(nl.load(a_blk, boundary_check=(0, 1)),
                      nl.load(d_blk, boundary_check=(0, 1)), acc)
         a_blk = nl.advance(a_blk, (0, BLOCK_I))
         d_blk = nl.advance(d_blk, (BLOCK_I, 0))
@@ -282,8 +291,8 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
                      dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, **gate_up)),
         KernelLaunch(down_combine_kernel,
                      (h_tiles, blocks) if h_fastest else (blocks, h_tiles),
-                     (work, aligned.sorted_ids, aligned.expert_ids, down_proj, out, S, H,
-                      I),
+                     (work, aligned.sorted_ids, aligned.expert_ids, aligned.counts,
+                      aligned.offsets, down_proj, out, S, H, I, aligned.capacity),
                      dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, **down, H_FASTEST=h_fastest)),
     ]
 

@@ -89,6 +89,21 @@ def layer_floor(T: int, H: int, I: int, E: int, top_k: int, itemsize: int, spec,
     return _floor(weights, other, flops, spec)
 
 
+def workspace_bytes(T: int, I: int, top_k: int, itemsize: int, shared_i: int = 0) -> float:
+    """The GM workspace of the two-kernel expert FFN (``experts.gate_up_act_kernel`` ->
+    ``down_combine_kernel``) as the design needs it: the ``[rows, I]`` activation of every
+    routed slot (and every token's shared-expert row) written once and read once.  This is
+    the one GM traffic the fused layer may add to its floor (the workspace a separated
+    AIC + AIV part needs between the two GEMMs); the floor itself leaves it out.
+
+    Example::
+
+        >>> round(workspace_bytes(512, 14336, 2, 2) / 1e6, 1)       # Mixtral, 512 tokens
+        58.7
+    """
+    return 2.0 * T * (top_k * I + shared_i) * itemsize
+
+
 def router_floor(T: int, H: int, E: int, top_k: int, itemsize: int, spec) -> Floor:
     """The fused router's floor: x and the router weight read once, the routing written."""
     return _floor(E * H * itemsize, T * H * itemsize + T * top_k * 8, 2.0 * T * H * E, spec)

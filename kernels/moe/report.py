@@ -24,7 +24,7 @@ import ml_dtypes
 import numpy as np
 
 from . import reference
-from .floors import active_experts, layer_floor, router_floor
+from .floors import active_experts, layer_floor, router_floor, workspace_bytes
 from .layer import fused_plan, unfused_plan
 
 # The layers the report describes: Mixtral 8x7B and a DeepSeek-V3-shaped layer (256 routed
@@ -132,6 +132,8 @@ def layer_row(layer: dict, tokens: int, spec, dtype=ml_dtypes.bfloat16, seed: in
                fused_hbm=sum(r.hbm_bytes for _, r in fused),
                unfused_hbm=sum(r.hbm_bytes for _, r in unfused),
                floor_us=floor.seconds * 1e6, floor_bytes=floor.bytes, floor_bound=floor.bound,
+               workspace_bytes=workspace_bytes(tokens, I, k, itemsize,
+                                               layer.get("shared_i", 0)),
                router_us=fused[0][1].cycles / clock * 1e6, router_floor_us=rfloor.seconds * 1e6,
                steps_fused=[(n, r.cycles / clock * 1e6) for n, r in fused],
                steps_unfused=[(n, r.cycles / clock * 1e6) for n, r in unfused],

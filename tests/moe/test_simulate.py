@@ -46,13 +46,15 @@ def test_fused_layer_on_910b_workspace_form():
     for name, r in reports.items():
         assert r.cycles >= r.bound.cycles > 0, name
     # Analytic GM traffic for this routing (one K step, one I tile, one H tile): a used
-    # block of 16 rows loads its valid token rows and its expert's gate and up tiles,
-    # then its 16 workspace rows and the down tile; unused blocks load nothing.
+    # block of 16 rows loads its valid token rows and its expert's gate and up tiles and
+    # stores the activation of its valid rows; down + combine reads those rows back (not
+    # the pad rows) and the down tile; unused blocks load nothing.
     _, ids = ref.route(x, router, k, "mixtral")
     blocks = int(sum(-(-c // 16) for c in np.bincount(ids.ravel(), minlength=E)))
     first, second = reports["gate_up_act_kernel"], reports["down_combine_kernel"]
     assert first.bytes_by_path["GM_to_L1"] == T * k * H * 2 + blocks * 2 * I * H * 2
-    assert second.bytes_by_path["GM_to_L1"] == blocks * (16 * I + I * H) * 2
+    assert first.bytes_by_path["UB_to_GM"] == T * k * I * 2
+    assert second.bytes_by_path["GM_to_L1"] == T * k * I * 2 + blocks * I * H * 2
     # every slot adds one fp32 row into the output (block_h covers H: one tile)
     assert second.bytes_by_path["UB_to_GM"] == T * k * H * 4
 

@@ -106,7 +106,8 @@ def _down_combine_case(T, E, H, I, dtype):
     launch = experts.experts_launches(x, aligned, np.ones((T, 2), np.float32), gate_up, down,
                                       np.zeros((T, H), np.float32))[1]
     work = rng.standard_normal(launch.args[0].shape).astype(dtype)
-    return launch, (work,) + launch.args[1:4], launch.args[5:]
+    out_at = launch.kernel.params.index("out_ptr")
+    return launch, (work,) + launch.args[1:out_at], launch.args[out_at + 1:]
 
 
 def test_expert_ffn_workspace_form():
