@@ -85,3 +85,39 @@ def test_gathered_rows_simulate_right_under_the_full_debug_options(spec, stages)
     np.testing.assert_array_equal(args[4], want)
     # the gathered rows move their bytes: every live row's C floats in, and out again
     assert report.bytes_by_path["GM_to_UB"] >= R * C * 4
+
+
+@npu_kernel
+def gathered_dot_kernel(x_ptr, idx_ptr, w_ptr, out_ptr, N, K, BM: nl.constexpr,
+                        BK: nl.constexpr, BN: nl.constexpr, STAGES: nl.constexpr = 2):
+    # out[r, :] = x[idx[r], :] @ w for the program's rows (a grouped GEMM's gathered A)
+    rows = nl.program_id(0) * BM + nl.arange(0, BM)
+    live = rows < N
+    src = nl.load(idx_ptr + rows, mask=live, other=0)
+    n = nl.arange(0, BN)
+    acc = nl.zeros((BM, BN), dtype=nl.float32)
+    for k in nl.range(0, K, BK, num_stages=STAGES):
+        kk = k + nl.arange(0, BK)
+        a = nl.load(x_ptr + src[:, None] * K + kk[None, :], mask=live[:, None])
+        acc = nl.dot(a, nl.load(w_ptr + kk[:, None] * BN + n[None, :]), acc)
+    nl.store(out_ptr + rows[:, None] * BN + n[None, :], acc, mask=live[:, None])
+
+
+@pytest.mark.parametrize("debug", [DebugOptions(dma_execution_mode="on_wait"),
+                                   DebugOptions(uninitialized="nan"), DebugOptions.full()],
+                         ids=["on_wait", "nan", "full"])
+@pytest.mark.parametrize("spec", [ASCEND_910B_LIKE, ASCEND_910_LIKE], ids=["910b", "910"])
+def test_a_gathered_dot_operand_in_a_loop_is_right_in_the_buffered_debug_modes(spec, debug):
+    # The buffered modes once gave wrong sums for a pointer-load dot operand in an
+    # nl.range loop (the MTE2 -> MTE1 wait read stale L1); the rows here are gathered,
+    # so the load stays a pointer load (not a block copy).  Small integers: exact sums.
+    N, K, BM, BK, BN = 20, 64, 16, 16, 16
+    rng = np.random.default_rng(8)
+    x = rng.integers(-3, 4, (31, K)).astype(np.float16)
+    idx = rng.permutation(31)[:N].astype(np.int32)
+    w = rng.integers(-3, 4, (K, BN)).astype(np.float16)
+    out = np.full((N, BN), 7.0, np.float32)
+    gathered_dot_kernel.simulate(x, idx, w, out, N, K, grid=(cdiv(N, BM),), spec=spec,
+                                 debug=debug, BM=BM, BK=BK, BN=BN,
+                                 STAGES=2 if spec is ASCEND_910B_LIKE else 1)
+    np.testing.assert_array_equal(out, x[idx].astype(np.float32) @ w.astype(np.float32))
