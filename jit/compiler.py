@@ -15,7 +15,7 @@ Example::
 """
 from __future__ import annotations
 
-from npujit.errors import CompilationError, NPUJitError
+from npujit.errors import CompilationError
 from npujit.ir import Function, Kind, Loc
 from npujit.ir.core import prune_uses
 from npujit.ir.pipeline import CompileContext, Schedule, run_pipeline

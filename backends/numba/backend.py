@@ -22,11 +22,15 @@ Example::
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 from npujit import cache_dir, knobs
 
 from . import disk_cache
 from .runtime import Launcher, backend_hash, import_source
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class NumbaBackend:
