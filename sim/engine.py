@@ -163,6 +163,13 @@ class PipeRun:
 _L0C_PIPES = ("CUBE", "FIXP")
 
 
+def fixpipe_overlaps(spec: NPUSpec, comp: Compiled) -> bool:
+    """Whether the next program on the core may start while this program's FixPipe
+    drains (``spec.overlap_fixpipe``): only when the FixPipe writes GM alone -- one that
+    writes L1 feeds this program's own later work."""
+    return spec.overlap_fixpipe and "L0C_to_L1" not in comp.bytes_by_path
+
+
 class CoreRun:
     """One program running on one physical core: flag state, barrier state, its pipes."""
 
@@ -463,7 +470,7 @@ class Engine:
     def _new_run(self, core: str, program: int, t: int) -> CoreRun:
         comp = self.compiled[program]
         run = CoreRun(core, program, comp, t, len(self.compiler.flag_index), self.landing)
-        if self.spec.overlap_fixpipe and "L0C_to_L1" not in comp.bytes_by_path:
+        if fixpipe_overlaps(self.spec, comp):
             for ps in run.pipes:
                 if ps.name == "FIXP":
                     run.tail = ps

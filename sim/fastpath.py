@@ -26,7 +26,7 @@ import numpy as np
 
 from . import fast_engine as fe
 from . import fast_memory as fm
-from .engine import CoreRun, Engine, PipeRun, Timeline
+from .engine import CoreRun, Engine, PipeRun, Timeline, fixpipe_overlaps
 from .l2 import ONCE, MemorySystem
 from .split import is_workspace
 from .queues import CSET, GM, SET, SETD
@@ -239,8 +239,7 @@ def run_fast(launch, spec: NPUSpec, record_hbm: bool = True, one_bit_flags: bool
     cls = {"CUBE": fe.L0C_CUBE, "FIXP": fe.L0C_FIXP}
     PCLS = np.array([cls.get(name, fe.OTHER_PIPE) for c in distinct for name in c.pipes],
                     dtype=np.int64)
-    TAILOK = np.array([spec.overlap_fixpipe and "L0C_to_L1" not in c.bytes_by_path
-                       for c in distinct], dtype=np.bool_)
+    TAILOK = np.array([fixpipe_overlaps(spec, c) for c in distinct], dtype=np.bool_)
     nprog = len(pdist)
     total_gm = int(gm_n[pdist].sum())
     total_wb = total_gm      # any GM copy may evict dirty keys: one write-back each
