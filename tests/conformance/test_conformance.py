@@ -45,7 +45,7 @@ def _as_tuple(v):
 
 
 def _run(backend, cases, dtype, domain):
-    x, y = make_input(domain, dtype, seed=hash((domain, dtype)) % 1000)
+    x, y = make_input(domain, dtype)
     wants = [_as_tuple(c.oracle(x, y)) for c in cases]
     nf = sum(np.asarray(w).size for ws in wants for w in ws if isfloat(np.asarray(w)))
     ni = sum(np.asarray(w).size for ws in wants for w in ws if not isfloat(np.asarray(w)))
