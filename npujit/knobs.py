@@ -32,6 +32,9 @@
                           instructions, else the Python one), ``compiled`` or ``python``
 ``NPUJIT_SIM_COMPILED_MIN`` the ``auto`` engine's size threshold in instructions (default
                           20000)
+``NPUJIT_SIM_COMPILED_COLD_MIN`` instructions a process runs on the Python engine before
+                          the ``auto`` engine compiles a compiled engine that is not in
+                          numba's cache yet (default 10000000)
 
 Example::
 
@@ -156,6 +159,13 @@ def sim_compiled_min() -> int:
     """Instructions from which the ``auto`` engine is the compiled one
     (``NPUJIT_SIM_COMPILED_MIN``, 20000)."""
     return env_int("NPUJIT_SIM_COMPILED_MIN", 20000)
+
+
+def sim_compiled_cold_min() -> int:
+    """Instructions a process runs on the Python engine before the ``auto`` engine
+    compiles a compiled engine that numba has not cached yet
+    (``NPUJIT_SIM_COMPILED_COLD_MIN``, 10000000; ``npujit.sim.simulate.use_compiled``)."""
+    return env_int("NPUJIT_SIM_COMPILED_COLD_MIN", 10_000_000)
 
 
 def autotune_progress() -> bool:

@@ -597,3 +597,23 @@ def simulate_arrays(S, D, G, pkind, kq, kqoff, core_kind, jitter, nkinds, caps, 
     if CTR[C_NRUNS] < nprog:
         return STUCK
     return OK
+
+
+def warm() -> bool:
+    """Whether :func:`simulate_arrays` is compiled in this process or numba's cache holds
+    its machine code for the current source (then loading it takes a fraction of a
+    second, where compiling the engine takes 15-25 s); ``npujit.sim.simulate.use_compiled``
+    asks before it picks this engine for a launch."""
+    global _warm
+    if not _warm:
+        try:
+            cache = getattr(simulate_arrays, "_cache", None)
+            _warm = bool(simulate_arrays.signatures) or bool(
+                cache is not None and cache._cache_file._load_index())
+        except Exception:         # an unreadable or foreign index: as good as none
+            _warm = False
+    return _warm
+
+
+_warm = False
+

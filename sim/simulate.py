@@ -43,7 +43,9 @@ def simulate(launch, spec: NPUSpec = ASCEND_910B_LIKE, *, trace: bool = True,
     ``engine`` (default: ``npujit.knobs.sim_engine()``, ``"auto"``): ``"python"`` runs
     :class:`~npujit.sim.engine.Engine`; ``"compiled"`` the same model compiled with numba
     (:mod:`npujit.sim.fast_engine`, same cycles, busy cycles and bytes); ``"auto"`` the
-    compiled one for launches of at least ``knobs.sim_compiled_min()`` instructions.  An
+    compiled one for launches of at least ``knobs.sim_compiled_min()`` instructions once its
+    machine code is compiled or cached (``use_compiled``: a cold one is compiled only after
+    ``knobs.sim_compiled_cold_min()`` instructions on the Python engine).  An
     error the compiled engine meets (a lost 1-bit set, a deadlock) is raised by running
     the launch again on the Python engine, so the message is the same.
 
@@ -141,5 +143,27 @@ def use_compiled(launch: Launch, engine: str | None = None) -> bool:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r} (NPUJIT_SIM_ENGINE "
                          "sets the default)")
     if engine == "auto":
-        return launch.instr_count >= knobs.sim_compiled_min()
+        return launch.instr_count >= knobs.sim_compiled_min() and _worth_compiling(launch)
     return engine == "compiled"
+
+
+# Instructions this process ran on the Python engine because the compiled one was cold.
+_cold_instrs = 0
+
+
+def _worth_compiling(launch: Launch) -> bool:
+    """Whether the ``auto`` engine takes the compiled engine for ``launch`` (already past
+    ``sim_compiled_min``): yes when its machine code is at hand (compiled in this process
+    or in numba's cache, ``fast_engine.warm``); else only once this process has run
+    ``knobs.sim_compiled_cold_min()`` instructions on the Python engine for want of it.
+    Compiling it costs 15-25 s on the 2-core machine, as long as the Python engine takes
+    for ~10 M instructions (0.5 M/s against the compiled 1.7 M/s, benchmarks/bench_sim.py),
+    so a first run does not pay that for a few small launches (the demo's largest, 36 k
+    instructions, takes 25 ms on the Python engine), and a long one pays it at most once,
+    after a Python-engine time about equal to it (the ski-rental rule)."""
+    global _cold_instrs
+    from . import fast_engine
+    if fast_engine.warm():
+        return True
+    _cold_instrs += launch.instr_count
+    return _cold_instrs > knobs.sim_compiled_cold_min()

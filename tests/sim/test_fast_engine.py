@@ -4,6 +4,8 @@ debug checks, the errors (raised through the Python engine), and the ``auto`` th
 
 The first test in a fresh numba cache compiles the engine (~9 s); later processes load it.
 """
+import importlib
+
 import numpy as np
 import pytest
 
@@ -15,10 +17,14 @@ from npujit.kernels.softmax import softmax_kernel
 from npujit.sim import (ASCEND_910_LIKE, ASCEND_910B_LIKE, TINY, CoreProgram, DeadlockError,
                         DebugOptions, FlagStillSetError, Launch, copy, scalar, set_flag,
                         simulate, vec, wait_flag)
+from npujit.sim import fast_engine
 from npujit.sim.fastpath import FastTimeline
 from npujit.sim.isa import cross_set_flag, cross_wait_flag, mmad
 from npujit.sim.patterns import cube_pipeline, vector_pipeline
 from npujit.sim.trace import trace_hash
+
+# the module (``npujit.sim.simulate`` is also the function the package exports)
+simulate_module = importlib.import_module("npujit.sim.simulate")
 
 PRESETS = [ASCEND_910_LIKE, ASCEND_910B_LIKE]
 
@@ -122,6 +128,7 @@ def test_errors_come_from_the_python_engine(monkeypatch):
 def test_auto_engine_threshold_both_ways(monkeypatch):
     launch = Launch([vector_pipeline(4, 4096)] * 3)
     n = launch.instr_count
+    monkeypatch.setattr(fast_engine, "warm", lambda: True)    # compiled or cached
     monkeypatch.setenv("NPUJIT_SIM_ENGINE", "auto")
     monkeypatch.setenv("NPUJIT_SIM_COMPILED_MIN", str(n))
     at = simulate(launch, TINY)
@@ -192,3 +199,28 @@ def test_queue_compiler_over_a_launch_matches_instruction_by_instruction_totals(
                 assert got == [i for i, ins in enumerate(prog.instrs)
                                if ins.pipe in (name, "ALL")]
                 assert len(got) < len(q) if c.gates and name in ("MTE3", "VECTOR") else True
+
+
+def test_auto_engine_compiles_a_cold_engine_only_after_enough_python_work(monkeypatch):
+    """A compiled engine numba has not compiled or cached yet costs 15-25 s to compile:
+    ``auto`` runs launches past ``NPUJIT_SIM_COMPILED_MIN`` on the Python engine until the
+    process has run ``NPUJIT_SIM_COMPILED_COLD_MIN`` instructions there, then compiles."""
+    launch = Launch([vector_pipeline(4, 4096)] * 3)
+    n = launch.instr_count
+    monkeypatch.setattr(fast_engine, "warm", lambda: False)
+    monkeypatch.setattr(simulate_module, "_cold_instrs", 0)
+    monkeypatch.setenv("NPUJIT_SIM_ENGINE", "auto")
+    monkeypatch.setenv("NPUJIT_SIM_COMPILED_MIN", str(n))
+    monkeypatch.setenv("NPUJIT_SIM_COMPILED_COLD_MIN", str(2 * n))
+    picks = [simulate_module.use_compiled(launch) for _ in range(3)]
+    assert picks == [False, False, True]          # n, 2n on Python; past 2n: compile
+    small = Launch([vector_pipeline(2, 4096)])
+    assert not simulate_module.use_compiled(small)   # below the size threshold: Python
+    monkeypatch.setattr(fast_engine, "warm", lambda: True)
+    monkeypatch.setattr(simulate_module, "_cold_instrs", 0)
+    assert simulate_module.use_compiled(launch)      # a warm engine: at once
+
+
+def test_warm_sees_the_engine_compiled_in_this_process():
+    simulate(vector_pipeline(4, 4096), TINY, engine="compiled")
+    assert fast_engine.warm()
