@@ -66,19 +66,46 @@ def lanes_bursts_many(count: np.ndarray, lo: np.ndarray, hi: np.ndarray, itemsiz
     return np.where(count > 0, np.minimum(np.minimum(count, spanned), known) * burst, 0)
 
 
-def burst_runs(offsets: np.ndarray, itemsize: int, burst: int) -> int:
-    """How often the burst of consecutive lanes changes, ``offsets`` (elements) in lane
-    order: the bursts a DMA walking the lanes fetches.
+def burst_runs(offsets: np.ndarray, itemsize: int, burst: int,
+               active: np.ndarray | None = None) -> int:
+    """The bursts a DMA walking the active lanes in row-major order fetches: a lane
+    starts a new one when its burst differs from the previous active lane's and, in a
+    tile of two or more dimensions, from the active lane right above it (same column,
+    previous row), which fetched it already.  ``offsets`` in elements; ``active`` (the
+    mask, broadcast to ``offsets``) defaults to every lane.
+
+    The lane above makes rows that read several runs each, interleaved, count their
+    bursts once: a ``[128, 256]`` bf16 tile from a panel-major workspace (each row 256 B
+    of panel ``p`` and 256 B of panel ``p + 1``, the rows of a panel contiguous) fetches
+    128 bursts, as the two 32 KB panel pieces do; walking the lanes alone counts 256.  It
+    stays an upper bound: a lane is only left out when an earlier lane had its burst.
 
     Example::
 
         >>> burst_runs(np.array([0, 1, 4096, 4097, 8]), 2, 512)   # bursts 0, 16, 0
         3
+        >>> rows = np.arange(4)[:, None] * 128
+        >>> panels = np.concatenate([rows + np.arange(128), rows + 4096 + np.arange(128)], 1)
+        >>> burst_runs(panels, 2, 512)      # two panels, rows of 256 B: 2 bursts each
+        4
     """
-    if not offsets.size:
+    offsets = np.asarray(offsets)
+    on = np.ones(offsets.shape, bool) if active is None else \
+        np.broadcast_to(np.asarray(active, bool), offsets.shape)
+    if not on.any():
         return 0
-    b = offsets.ravel() * itemsize // burst
-    return 1 + int(np.count_nonzero(b[1:] != b[:-1]))
+    b = offsets.astype(np.int64) * itemsize // burst
+    flat_b, flat_on = b.ravel(), on.ravel()
+    lanes = flat_b[flat_on]
+    new = np.ones(lanes.size, bool)
+    new[1:] = lanes[1:] != lanes[:-1]
+    if b.ndim >= 2 and b.shape[-1]:
+        cols = b.shape[-1]
+        rows_b = np.where(on, b, -1).reshape(-1, cols)
+        above = np.full_like(rows_b, -1)
+        above[1:] = rows_b[:-1]
+        new &= (rows_b.ravel() != above.ravel())[flat_on]
+    return int(np.count_nonzero(new))
 
 
 def block_bursts(block: tuple, checked, shape, strides, offsets, itemsize: int,

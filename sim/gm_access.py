@@ -63,13 +63,14 @@ class _Access:
         one = -(-(count * self.itemsize) // self.burst) * self.burst    # round_up
         return np.where((got == one) | (got == 0), -1, got)
 
-    def offsets_place(self, offsets: np.ndarray) -> tuple:
-        """:meth:`lanes_place` of the active lanes' element ``offsets`` in lane order."""
-        if not offsets.size:
+    def offsets_place(self, offsets: np.ndarray, active: np.ndarray) -> tuple:
+        """:meth:`lanes_place` of the element ``offsets`` of a pointer access whose
+        ``active`` lanes (broadcast to ``offsets``) move data."""
+        lanes = offsets[active]
+        if not lanes.size:
             return self.lanes_place(0, 0, 0)
-        runs = burst_runs(offsets, self.itemsize, self.burst) if self.burst else None
-        return self.lanes_place(int(offsets.size), int(offsets.min()), int(offsets.max()),
-                                runs)
+        runs = burst_runs(offsets, self.itemsize, self.burst, active) if self.burst else None
+        return self.lanes_place(int(lanes.size), int(lanes.min()), int(lanes.max()), runs)
 
     def block_place(self, shape, offsets, strides) -> tuple:
         """``(gm_region, burst_bytes)`` of the block at ``offsets`` in an array of ``shape``
@@ -112,18 +113,19 @@ def gm_region(op, operands) -> tuple | None:
     """
     access = _Access(op, True, 0)
     if access.lanes:
-        return access.offsets_place(_active_offsets(op, operands))[0]
+        return access.offsets_place(*_active_offsets(op, operands))[0]
     shape, _, offsets = op.block_layout(operands)
     return access.block_place([int(x) for x in shape], [int(x) for x in offsets], ())[0]
 
 
-def _active_offsets(op, operands) -> np.ndarray:
-    """The element offsets of a pointer access's active lanes, in row-major lane order."""
+def _active_offsets(op, operands) -> tuple:
+    """``(offsets, active)`` of a pointer access: its element offsets as a tile and which
+    lanes move data (the mask broadcast to them; every lane without one)."""
     offsets = np.asarray(operands[op.info.operand_index("offsets", len(operands))])
     mask_at = op.info.operand_index("mask", len(operands))
     if mask_at is not None and operands[mask_at] is not None:
-        offsets = offsets[np.broadcast_to(operands[mask_at], offsets.shape)]
-    return offsets.ravel()
+        return offsets, np.broadcast_to(np.asarray(operands[mask_at], bool), offsets.shape)
+    return offsets, np.ones(offsets.shape, bool)
 
 
 def _moved(op, operands) -> int:

@@ -404,7 +404,7 @@ class StreamRecorder:
             return None, None
         access = self._access(op)
         if access.lanes:
-            return access.offsets_place(_active_offsets(op, operands))
+            return access.offsets_place(*_active_offsets(op, operands))
         shape, strides, offsets = op.block_layout(operands)
         return access.block_place([int(x) for x in shape], [int(x) for x in offsets],
                                   [int(x) for x in strides])

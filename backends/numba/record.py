@@ -95,18 +95,25 @@ def emit_memory(cg, op) -> None:
     if shape == ():
         _count(w, cnt, lo, hi, offs.name, mask.name if mask is not None else None, runs)
     else:
-        _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs)
+        up = None
+        if runs is not None and len(shape) >= 2:    # each column's burst of the row above
+            up = w.fresh("rec_up")
+            cg.tiles.append(f"{up} = np.empty({shape[-1]}, i64)")
+        _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs, up)
     emit_event(cg, op, cnt, lo, hi)
     if runs is not None:
         emit_event(cg, op, runs[0])
 
 
-def _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs) -> None:
+def _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs, up=None) -> None:
     """The lanes of a tile access counted without branches or a conditional recurrence,
     so LLVM can vectorise the loop: a lane's burst is compared with the previous lane's
     (the previous active lane's when the active lanes are one piece in lane order, the
     usual masks: all, a prefix, a row range); when they are several pieces, a second loop
-    walks the active lanes and counts the burst runs exactly."""
+    walks the active lanes and counts the burst runs exactly.  ``up`` (a tile of two or
+    more dimensions): an array of the last axis's length holding each column's burst in
+    the row above (-1: inactive), so a lane whose burst the lane above fetched is not a
+    new run (``sim/bursts.py`` ``burst_runs``, the reference's rule)."""
     vals = [offs] + ([mask] if mask is not None else [])
     pieces = None
     if runs is not None:
@@ -114,6 +121,9 @@ def _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs) -> None:
         pieces, prev_on = w.fresh("rec_pieces"), w.fresh("rec_prev_on")
         w.line(f"{pieces} = 0")
         w.line(f"{prev_on} = i64(0)")
+        if up is not None:
+            w.line(f"{up}[:] = -1")
+    cols = shape[-1]
     with Nest(w, shape, vals) as nest:
         o = w.fresh("rec_o")
         w.line(f"{o} = i64({nest.at(offs)})")
@@ -128,7 +138,15 @@ def _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs) -> None:
             w.line(f"{hi} = max({hi}, {o} if {on} else i64(-9223372036854775807))")
         if runs is not None:
             b = _burst_of(w, o, itemsize, burst)
-            w.line(f"{n} += {on} & (i64({b} != {prev}) | (1 - {prev_on}))")
+            fresh = f"(i64({b} != {prev}) | (1 - {prev_on}))"
+            col = None
+            if up is not None:
+                col = w.fresh("rec_col")
+                w.line(f"{col} = ({nest.out}) % {cols}")
+                fresh = f"{fresh} & i64({b} != {up}[{col}])"
+            w.line(f"{n} += {on} & {fresh}")
+            if col is not None:
+                w.line(f"{up}[{col}] = {b} * {on} + {on} - 1")
             w.line(f"{pieces} += {on} & (1 - {prev_on})")
             w.line(f"{prev} = {b}")
             w.line(f"{prev_on} = {on}")
@@ -137,13 +155,20 @@ def _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs) -> None:
         w.depth += 1
         w.line(f"{n} = 0")
         w.line(f"{prev} = i64(-1)")
+        if up is not None:
+            w.line(f"{up}[:] = -1")
         with Nest(w, shape, vals) as nest:
-            w.line(f"if {nest.at(mask)}:")
-            w.depth += 1
+            on = w.fresh("rec_on")
+            w.line(f"{on} = i64({nest.at(mask)})")
             b = _burst_of(w, f"i64({nest.at(offs)})", itemsize, burst)
-            w.line(f"{n} += {b} != {prev}")
-            w.line(f"{prev} = {b}")
-            w.depth -= 1
+            if up is not None:
+                col = w.fresh("rec_col")
+                w.line(f"{col} = ({nest.out}) % {cols}")
+                w.line(f"{n} += {on} & i64({b} != {prev}) & i64({b} != {up}[{col}])")
+                w.line(f"{up}[{col}] = {b} * {on} + {on} - 1")
+            else:
+                w.line(f"{n} += {on} & i64({b} != {prev})")
+            w.line(f"{prev} = {b} if {on} else {prev}")
         w.depth -= 1
 
 
