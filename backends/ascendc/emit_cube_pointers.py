@@ -60,6 +60,11 @@ class PointerCubeLowering:
         self.line(f"AscendC::InitConstValue({tile}, {{1, {rows * cols * dt.itemsize // 32}, 0, {t}(0.0f)}});"
                   "   // rows left out read 0")
         count = mask.col.count if mask is not None and mask.col is not None else str(cols)
+        if offs.panel is not None:
+            self.paneled_rows_l1(op, offs, mask, tile, dt, side, hint, rows, cols)
+            self.emit_flags(op, "set_flags")
+            self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1")
+            return
         wrapped, col_base = None, offs.col.base
         if offs.wrap is not None:
             if side != "B1":
@@ -97,6 +102,40 @@ class PointerCubeLowering:
         self.emit_flags(op, "set_flags")
         self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1", wrapped=wrapped)
 
+
+    def paneled_rows_l1(self, op, offs, mask, tile, dt, side, hint, rows, cols) -> None:
+        """Rows of a panel-major workspace into an NZ tile: column ``c`` of row ``r`` is at
+        ``row[r] + (k // P) * stride + k % P`` with ``k = base + c``, so each row is a
+        contiguous run per panel it crosses: one ND -> NZ row copy per run, landing at the
+        run's fractal column (``k`` starts on a fractal column: ``base`` and ``P`` are
+        multiples of C0, as a kernel's column tiles are)."""
+        p = offs.panel
+        if in_k_blocks(dt, side, False):
+            raise not_lowered(op, "a panel-major B operand of 4-byte elements")
+        count = mask.col.count if mask is not None and mask.col is not None else str(cols)
+        conds = [mask.row.at("r")] if mask is not None and mask.row is not None else []
+        gm = self.gm_members[id(op.operands[0])]
+        params = self.fresh(hint + "_run")
+        C0 = c0(dt)
+        self.line(f"AscendC::Nd2NzParams {params};   // one run of a row (within a panel) -> its NZ slices")
+        self.line(f"{params}.nValue = 1;")
+        self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
+        # fresh names: the column base and the row values may name the kernel's variables
+        c, k, left, n = (self.fresh(hint + x) for x in ("_col", "_ws_col", "_left", "_run_len"))
+        self.line(f"for (int32_t r = 0; r < {rows}; ++r) {{   // one descriptor per row and panel")
+        if conds:
+            self.line(f"    if (!({' && '.join(conds)})) continue;")
+        self.line(f"    for (int64_t {c} = 0; {c} < {count};) {{")
+        self.line(f"        const int64_t {k} = ({p.base}) + {c};   // the workspace column")
+        self.line(f"        const int64_t {left} = ({p.panel}) - {k} % ({p.panel});   // to the panel's end")
+        self.line(f"        const int64_t {n} = {left} < {count} - {c} ? {left} : {count} - {c};")
+        self.line(f"        {params}.dValue = {n};")
+        self.line(f"        {params}.srcDValue = {n};")
+        self.line(f"        AscendC::DataCopy({tile}[({c} / {C0}) * {C0 * _pad(rows)} + r * {C0}], "
+                  f"{gm}[{offs.row.at('r')} + {k} / ({p.panel}) * ({p.stride}) + {k} % ({p.panel})], {params});")
+        self.line(f"        {c} += {n};")
+        self.line("    }")
+        self.line("}")
 
     def columns_to_mask(self, op, value, wrapped) -> None:
         """``value``'s columns ``c >= bound - base`` are not the kernel's (B's wrapped

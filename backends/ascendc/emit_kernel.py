@@ -461,6 +461,9 @@ class KernelWriter(MixedLowering, MemoryLowering, RowLowering, BroadcastLowering
                 self.line(f"{cpp_type(arg.type.dtype)} {name} = {s.expr};")
                 self.syms[id(arg)] = Scalar(name, arg.type.dtype)
                 carried.append(name)
+            elif isinstance(s, Grid) and s.panel is not None:
+                raise not_lowered(op, "a loop-carried tile of panel-major addresses (compute "
+                                      "it from the loop variable in the loop)")
             elif isinstance(s, Grid):
                 # a tile of pointers advanced each trip (`a_ptrs += BLOCK_K * stride_ak`):
                 # the rows stay, the column offset is a carried scalar

@@ -20,14 +20,14 @@ from npujit.ir.schedule.split_cores import op_side
 
 from . import schedule_view as sv
 from .lowering import cpp_type, not_lowered
-from .values import Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, Wrapped
+from .values import Grid, Index, Mask, Mask2, OneHot, Paneled, RowVal, Scalar, Splat, Tile, Wrapped
 
 _AIC_PIPES = {"MTE1", "M", "FIX"}
 _AIV_PIPES = {"V", "MTE3"}
 AIC_POSITIONS = {"A1", "B1", "A2", "B2", "CO1"}
 _MOVES = {Kind.LOAD, Kind.STORE, Kind.ATOMIC_RMW, Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT,
           Kind.HANDOFF}
-_SYMBOLIC = (Scalar, Splat, Index, Mask, Mask2, Grid, RowVal, OneHot, Wrapped)
+_SYMBOLIC = (Scalar, Splat, Index, Mask, Mask2, Grid, RowVal, OneHot, Wrapped, Paneled)
 _NEVER_SYMBOLIC = {Kind.STORE, Kind.ATOMIC_RMW, Kind.BLOCK_LOAD, Kind.BLOCK_STORE, Kind.DOT,
                    Kind.FOR, Kind.IF, Kind.WHILE, Kind.HANDOFF, Kind.REDUCE}
 

@@ -20,8 +20,8 @@ from npujit.ir.types import float32
 
 from . import schedule_view as sv
 from .lowering import CMP_CPP, VECTOR_BINARY, cpp_type, not_lowered
-from .values import (Cell, Cell3, DataRow, Grid, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile,
-                     Wrapped, scalar_arg)
+from .values import (Cell, Cell3, DataRow, Grid, Index, Mask, Mask2, OneHot, Paneled, RowVal, Scalar,
+                     Splat, Tile, Wrapped, scalar_arg)
 
 # The event id of the emitter's own SetFlag/WaitFlag pairs here: the last of the 8 ids
 # per event kind; the schedule hands ids out from 0 by liveness (ir/schedule/event_ids.py),
@@ -70,6 +70,8 @@ class RowLowering:
                                   rt.dtype, shape[0])
                 if isinstance(a, RowVal):
                     return a
+                if isinstance(a, Mask):              # (lanes < n)[:, None]: rows r < n
+                    return RowVal(f"(static_cast<uint32_t>({{r}}) < {a.count})", rt.dtype, shape[0])
                 if isinstance(a, Tile):
                     return self.row_of_tile(op, a)
                 if isinstance(a, Splat):
@@ -79,7 +81,7 @@ class RowLowering:
             a = args[0]
             if isinstance(a, RowVal):
                 return RowVal(a.expr, a.dtype, a.rows, shape[1])
-            if isinstance(a, (Index, Wrapped, Grid, Mask2)):
+            if isinstance(a, (Index, Wrapped, Grid, Mask2, Paneled)):
                 return a if not isinstance(a, Mask) else Mask2(None, a, shape[0], shape[1])
             if isinstance(a, Mask):
                 return Mask2(None, a, shape[0], shape[1])
@@ -152,9 +154,11 @@ class RowLowering:
                 return Grid(a, b, shape[0], shape[1])
             if isinstance(a, RowVal) and isinstance(b, Wrapped):
                 return Grid(a, Index("0", b.length), shape[0], shape[1], wrap=b)
+            if isinstance(a, RowVal) and isinstance(b, Paneled) and b.with_rem:
+                return Grid(a, Index("0", b.length), shape[0], shape[1], panel=b)
             if isinstance(b, Grid) and isinstance(a, Splat):
                 a, b = b, a
-            if isinstance(a, Grid) and isinstance(b, Splat):
+            if isinstance(a, Grid) and isinstance(b, Splat) and a.panel is None:
                 return Grid(a.row, Index(f"{a.col.base} + {b.value.expr}", a.col.length), a.rows, a.cols,
                             a.wrap)
         if k is Kind.AND:

@@ -18,7 +18,7 @@ from npujit.ir.types import float32, int32
 from . import schedule_view as sv
 from .lowering import (ACTIVATIONS, CMP_MODES, CMP_SWAPPED, LOWERED, VECTOR_BINARY, VECTOR_DTYPES,
                        VECTOR_UNARY, cpp_type, not_lowered, raw_name, round_mode)
-from .values import (Bits, Cell, DataRow, Index, Mask, Mask2, OneHot, RowVal, Scalar, Splat, Tile, Wrapped,
+from .values import (Bits, Cell, DataRow, Index, Mask, Mask2, OneHot, Paneled, RowVal, Scalar, Splat, Tile, Wrapped,
                      origin_key, scalar_arg)
 
 
@@ -255,6 +255,23 @@ class VectorLowering:
                 return Index(_sum(b.base, "+", a.value.expr), b.length)
             raise not_lowered(op, "a strided or gathered index (only scalar + nl.arange "
                                   "offsets are emitted)")
+        if k is Kind.IDIV and isinstance(args[0], Index) and isinstance(args[1], Splat) \
+                and rt.dtype.is_int:
+            # (base + arange) // P: the panel of a panel-major column (``Paneled``)
+            return Paneled(args[0].base, args[1].value.expr, args[0].length)
+        if k is Kind.MUL and rt.dtype.is_int and len(args) == 2 and any(
+                isinstance(a, Paneled) and a.stride is None and not a.with_rem for a in args):
+            a, b = args if isinstance(args[0], Paneled) else args[::-1]
+            if isinstance(b, Splat):
+                return Paneled(a.base, a.panel, a.length, b.value.expr)
+        if k is Kind.ADD and rt.dtype.is_int and len(args) == 2 and any(
+                isinstance(a, Paneled) for a in args) and any(isinstance(a, Wrapped) for a in args):
+            a, b = args if isinstance(args[0], Paneled) else args[::-1]
+            if a.stride is not None and not a.with_rem and b.base == a.base and \
+                    b.bound == a.panel:
+                return Paneled(a.base, a.panel, a.length, a.stride, True)
+            raise not_lowered(op, "a column index that is not `(c // P) * stride + c % P` "
+                                  "of one column tile `c`")
         if k is Kind.REM and isinstance(args[0], Index) and isinstance(args[1], Splat) \
                 and rt.dtype.is_int:
             # (base + arange) % n: Triton's way of keeping a tile's loads in bounds

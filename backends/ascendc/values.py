@@ -63,6 +63,20 @@ class Wrapped:
 
 
 @dataclass
+class Paneled:
+    """A 1-D tile whose lane ``i`` is ``(base + i) // panel * stride + (base + i) % panel``
+    (the column of a panel-major workspace: ``panel`` columns per panel, each panel
+    ``stride`` elements).  ``stride`` is ``None`` while only the panel number
+    ``(base + i) // panel`` is known; the remainder adds in as ``Wrapped``."""
+
+    base: str
+    panel: str
+    length: int
+    stride: str | None = None
+    with_rem: bool = False
+
+
+@dataclass
 class Splat:
     """A tile with every lane equal to a scalar, kept as the scalar until an API needs
     a tensor (``Adds``/``Muls`` take the scalar; ``Div`` needs a ``Duplicate``)."""
@@ -126,6 +140,7 @@ class Grid:
     rows: int
     cols: int
     wrap: Wrapped | None = None
+    panel: Paneled | None = None     # panel-major columns: ``row[r] + panel lane c``
 
 
 @dataclass

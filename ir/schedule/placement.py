@@ -96,6 +96,28 @@ _ADDRESS_USES = {(Kind.LOAD, 1), (Kind.LOAD, 2), (Kind.STORE, 1), (Kind.STORE, 3
                  (Kind.ATOMIC_RMW, 1), (Kind.ATOMIC_RMW, 3)}
 
 
+def _address_kind(op: Op, outer: dict) -> bool:
+    """Whether ``op`` is of a kind an address is made of: an affine one, or an integer
+    division or remainder by one value for every lane (a panel-major address,
+    ``(c // P) * panel + c % P``: the scalar unit splits a row's run at the panel
+    boundaries, a copy per panel).  ``outer`` maps a fused region's arguments to the
+    values they stand for."""
+    if op.kind in _AFFINE_KINDS:
+        return True
+    return op.kind in (Kind.IDIV, Kind.REM) and op.result.type.dtype.is_int and \
+        _uniform(op.operands[1], outer)
+
+
+def _uniform(v, outer: dict) -> bool:
+    """Whether every lane of ``v`` is one scalar (a rank-0 value or a splat of one)."""
+    v = outer.get(id(v), v)
+    if not is_tile(v) or v.type.rank == 0:
+        return True
+    owner = v.op
+    return owner is not None and owner.kind in (Kind.SPLAT, Kind.BROADCAST) and \
+        _uniform(owner.operands[0], outer)
+
+
 def _address_ops(ops: list[Op]) -> set:
     """Ids of ops whose tiles are affine in ``arange`` and scalars and only address memory
     (``offs = base + nl.arange(0, B)``, ``mask = offs < n``).  The scalar unit turns them
@@ -121,8 +143,9 @@ def _address_ops(ops: list[Op]) -> set:
         if op.kind in _SCALAR_KINDS or (op.kind in _AFFINE_KINDS and all(
                 scalar(v) for v in ins) and all(r.type.rank == 0 for r in op.results)):
             scalar_ok.update(id(r) for r in op.results)
-        kinds_ok = op.kind in _AFFINE_KINDS or (op.kind is Kind.FUSED and all(
-            inner.kind in _AFFINE_KINDS for inner in op.body.ops[:-1]))
+        kinds_ok = _address_kind(op, {}) or (op.kind is Kind.FUSED and all(
+            _address_kind(inner, dict(zip(map(id, op.body.args), op.operands)))
+            for inner in op.body.ops[:-1]))
         if kinds_ok and all(scalar(v) or id(v) in affine for v in ins):
             affine.update(id(r) for r in op.results if is_tile(r) and r.type.rank > 0)
         elif kinds_ok and all(scalar(v) or id(v) in affine or per_row(v) for v in ins):
