@@ -86,15 +86,19 @@ def fused_experts_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gat
 
 @npu_kernel
 def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gate_up_ptr,
-                       act_ptr, S, H, I, stride_xt, TOP_K: nl.constexpr, GELU: nl.constexpr,
+                       act_ptr, S, H, I, stride_xt, R, TOP_K: nl.constexpr, GELU: nl.constexpr,
                        BLOCK_M: nl.constexpr, BLOCK_K: nl.constexpr, BLOCK_I: nl.constexpr,
                        NUM_STAGES: nl.constexpr, L0_BLOCK_K: nl.constexpr = 0):
     """First half of the workspace form: gathered rows, gate and up in one pass,
-    ``act(gate) * up`` scaled by the slot's routing weight into the ``[rows, I]``
-    workspace (rows in the padded order; a block's pad rows are not stored: nothing reads
-    them, ``down_combine_kernel``).  The down GEMM is
-    linear, so scaling its input rows is scaling its output rows, and the down kernel's
-    accumulator goes to the output as it is (one fp32 tile in UB, not two)."""
+    ``act(gate) * up`` scaled by the slot's routing weight into the workspace of ``R``
+    rows (in the padded order; a block's pad rows are not stored: nothing reads them,
+    ``down_combine_kernel``).  The workspace is panel-major: panel ``j`` holds columns
+    ``j * BLOCK_I ...`` of every row, ``[R, BLOCK_I]`` row after row, so a program's
+    ``[BLOCK_M, BLOCK_I]`` tile is one contiguous run of whole HBM bursts (row-major, each
+    row's piece was 256 bytes, half a 910B burst, and cost a whole one: 29 MB of HBM writes
+    at 512 Mixtral tokens).  The down GEMM is linear, so scaling its input rows is scaling
+    its output rows, and the down kernel's accumulator goes to the output as it is (one
+    fp32 tile in UB, not two)."""
     pid_m = nl.program_id(0)
     i = nl.program_id(1) * BLOCK_I
     e = nl.load(expert_ids_ptr + pid_m)
@@ -121,24 +125,33 @@ def gate_up_act_kernel(x_ptr, sorted_ids_ptr, expert_ids_ptr, weights_ptr, gate_
         u_blk = nl.advance(u_blk, (BLOCK_K, 0))
     a = activate(gate, GELU) * up * w[:, None]
     ii = i + nl.arange(0, BLOCK_I)
-    nl.store(act_ptr + rows[:, None] * I + ii[None, :], a,
-             mask=valid[:, None] & (ii < I)[None, :])
+    # the workspace is panel-major: I tile pid(1) is panel pid(1), [R, BLOCK_I], and the
+    # tile one contiguous run of whole bursts
+    nl.store(act_ptr + nl.program_id(1) * (R * BLOCK_I) + rows[:, None] * BLOCK_I
+             + nl.arange(0, BLOCK_I)[None, :], a, mask=valid[:, None] & (ii < I)[None, :])
 
 
 @npu_kernel
 def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, counts_ptr, offsets_ptr,
-                        down_ptr, out_ptr, S, H, I, capacity,
+                        down_ptr, out_ptr, S, H, I, capacity, R,
                         TOP_K: nl.constexpr, BLOCK_M: nl.constexpr, BLOCK_H: nl.constexpr,
                         BLOCK_I: nl.constexpr, NUM_STAGES: nl.constexpr,
-                        L0_BLOCK_K: nl.constexpr = 0, H_FASTEST: nl.constexpr = False):
+                        L0_BLOCK_K: nl.constexpr = 0, H_FASTEST: nl.constexpr = False,
+                        PANEL: nl.constexpr = 128):
     """Second half of the workspace form: the down GEMM over the workspace rows (already
     scaled by the routing weight) added into the token's fp32 output row.  Grid: (row
     blocks, H tiles), or (H tiles, row blocks) with ``H_FASTEST`` (``down_h_fastest``).
-    An expert's kept slots fill the first rows of its segment (``dispatch.py``), so the
-    activation rows are read only up to the segment's last kept slot
-    (``offsets[e] + min(counts[e], capacity)``): the block's pad rows are neither read
-    nor written (``gate_up_act_kernel`` stores kept rows only), the boundary check gives
-    the Cube zeros for them, and the masked ``atomic_add`` drops their results."""
+    The workspace is ``gate_up_act_kernel``'s panel-major one (``PANEL`` its ``BLOCK_I``,
+    ``R`` its rows): column ``c`` of row ``r`` is at ``(c // PANEL) * R * PANEL + r *
+    PANEL + c % PANEL``, so a K step's ``[BLOCK_M, BLOCK_I]`` tile is a run of
+    ``BLOCK_M`` whole rows in each panel it crosses (the division and remainder are the
+    scalar unit's address work; on Ascend one ND -> NZ copy per row and panel,
+    backends/ascendc/emit_cube_pointers.py).  An expert's kept slots fill the first rows
+    of its segment (``dispatch.py``), so the activation rows are read only up to the
+    segment's last kept slot (``offsets[e] + min(counts[e], capacity)``): the block's pad
+    rows are neither read nor written (``gate_up_act_kernel`` stores kept rows only), the
+    mask gives the Cube zeros for them, and the masked ``atomic_add`` drops their
+    results."""
     if H_FASTEST:
         pid_h = nl.program_id(0)
         pid_m = nl.program_id(1)
@@ -152,16 +165,17 @@ def down_combine_kernel(act_ptr, sorted_ids_ptr, expert_ids_ptr, counts_ptr, off
     slot = nl.load(sorted_ids_ptr + rows)
     valid = slot < S
     kept_end = nl.load(offsets_ptr + e) + nl.minimum(nl.load(counts_ptr + e), capacity)
-    a_blk = nl.make_block_ptr(act_ptr, shape=(kept_end, I), strides=(I, 1),
-                              offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_I))
+    kk = nl.arange(0, BLOCK_I)
+    a_rows = (rows < kept_end)[:, None]
     d_blk = nl.make_block_ptr(down_ptr, shape=(I, e * H + H), strides=(1, I),
                               offsets=(0, e * H + pid_h * BLOCK_H),
                               block_shape=(BLOCK_I, BLOCK_H))
     acc = nl.zeros((BLOCK_M, BLOCK_H), dtype=nl.float32)
     for i in nl.range(0, I * live, BLOCK_I, num_stages=NUM_STAGES):
-        acc = nl.dot(nl.load(a_blk, boundary_check=(0, 1)),
-                     nl.load(d_blk, boundary_check=(0, 1)), acc)
-        a_blk = nl.advance(a_blk, (0, BLOCK_I))
+        cols = i + kk      # column c: panel c // PANEL, c % PANEL in it
+        a = nl.load(act_ptr + ((cols // PANEL) * (R * PANEL) + cols % PANEL)[None, :]
+                    + rows[:, None] * PANEL, mask=a_rows & (cols < I)[None, :], other=0.0)
+        acc = nl.dot(a, nl.load(d_blk, boundary_check=(0, 1)), acc)
         d_blk = nl.advance(d_blk, (BLOCK_I, 0))
     hs = pid_h * BLOCK_H + nl.arange(0, BLOCK_H)
     nl.atomic_add(out_ptr + (slot // TOP_K)[:, None] * H + hs[None, :], acc,
@@ -224,8 +238,8 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
                      block_i: int | None = None, num_stages: int | None = None) -> list:
     """The expert launches (``KernelLaunch``) that add the routed FFN into ``out``:
     ``form="onchip"``: ``fused_experts_kernel``; ``form="workspace"``: ``gate_up_act_kernel``
-    then ``down_combine_kernel`` with the ``[rows, I]`` activation (x's dtype) in a GM
-    workspace between them.  On a separated (AIC + AIV) part the on-chip form hands the
+    then ``down_combine_kernel`` with the ``[rows, I]`` activation (x's dtype) in a
+    panel-major GM workspace between them.  On a separated (AIC + AIV) part the on-chip form hands the
     Vector's activation back to the Cube through a GM workspace the schedule's
     split-cores step adds, and is much slower (docs/moe.md).  The workspace form is the
     default: it is the faster one on both presets, and on the CPU it computes gate/up once per row block where the on-chip form
@@ -282,18 +296,19 @@ def experts_launches(x, aligned, topk_weights, gate_up_proj, down_proj, out,
              H, I, sx),
             dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, BLOCK_H=bh, BLOCK_K=bk, BLOCK_I=bi,
                  NUM_STAGES=num_stages))]
-    work = np.empty((rows, I), x.dtype)
+    work = np.empty(cdiv(I, gate_up["BLOCK_I"]) * rows * gate_up["BLOCK_I"], x.dtype)
     blocks, h_tiles, h_fastest = rows // bm, cdiv(H, bh), down_h_fastest(work.nbytes)
     return [
         KernelLaunch(gate_up_act_kernel, (rows // bm, cdiv(I, gate_up["BLOCK_I"])),
                      (x, aligned.sorted_ids, aligned.expert_ids, w, gate_up_proj, work, S,
-                      H, I, sx),
+                      H, I, sx, rows),
                      dict(TOP_K=k, GELU=gelu, BLOCK_M=bm, **gate_up)),
         KernelLaunch(down_combine_kernel,
                      (h_tiles, blocks) if h_fastest else (blocks, h_tiles),
                      (work, aligned.sorted_ids, aligned.expert_ids, aligned.counts,
-                      aligned.offsets, down_proj, out, S, H, I, aligned.capacity),
-                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, **down, H_FASTEST=h_fastest)),
+                      aligned.offsets, down_proj, out, S, H, I, aligned.capacity, rows),
+                     dict(TOP_K=k, BLOCK_M=bm, BLOCK_H=bh, **down, H_FASTEST=h_fastest,
+                          PANEL=gate_up["BLOCK_I"])),
     ]
 
 
