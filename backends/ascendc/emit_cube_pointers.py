@@ -80,7 +80,8 @@ class PointerCubeLowering:
                 self.line(f"const uint32_t {both} = {count} < {run} ? {count} : {run};")
                 run = both
             count, wrapped, col_base = run, w, f"{offs.col.base} + {w.base}"
-        conds = [mask.row.at("r")] if mask is not None and mask.row is not None else []
+        r = self.fresh("r")        # a fresh name: the row values may name kernel variables
+        conds = [mask.row.at(r)] if mask is not None and mask.row is not None else []
         if count != str(cols):
             conds.append(f"{count} > 0")
         params = self.fresh(hint + "_row")
@@ -91,12 +92,12 @@ class PointerCubeLowering:
         self.line(f"{params}.srcDValue = {count};")
         if in_k_blocks(dt, side, False):
             self.line(f"{params}.dstNzC0Stride = {FRACTAL};   // blocks of 16 rows of K")
-            at = f"(r / {FRACTAL}) * {FRACTAL * cols} + (r % {FRACTAL}) * {c0(dt)}"
+            at = f"({r} / {FRACTAL}) * {FRACTAL * cols} + ({r} % {FRACTAL}) * {c0(dt)}"
         else:
             self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
-            at = f"r * {c0(dt)}"
-        self.line(f"for (int32_t r = 0; r < {rows}; ++r) {{   // one descriptor per row")
-        copy = f"AscendC::DataCopy({tile}[{at}], {gm}[{offs.row.at('r')} + {col_base}], {params});"
+            at = f"{r} * {c0(dt)}"
+        self.line(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{   // one descriptor per row")
+        copy = f"AscendC::DataCopy({tile}[{at}], {gm}[{offs.row.at(r)} + {col_base}], {params});"
         self.line(f"    if ({' && '.join(conds)}) {copy}" if conds else f"    {copy}")
         self.line("}")
         self.emit_flags(op, "set_flags")
@@ -113,7 +114,8 @@ class PointerCubeLowering:
         if in_k_blocks(dt, side, False):
             raise not_lowered(op, "a panel-major B operand of 4-byte elements")
         count = mask.col.count if mask is not None and mask.col is not None else str(cols)
-        conds = [mask.row.at("r")] if mask is not None and mask.row is not None else []
+        r = self.fresh("r")
+        conds = [mask.row.at(r)] if mask is not None and mask.row is not None else []
         gm = self.gm_members[id(op.operands[0])]
         params = self.fresh(hint + "_run")
         C0 = c0(dt)
@@ -122,7 +124,7 @@ class PointerCubeLowering:
         self.line(f"{params}.dstNzC0Stride = {_pad(rows)};")
         # fresh names: the column base and the row values may name the kernel's variables
         c, k, left, n = (self.fresh(hint + x) for x in ("_col", "_ws_col", "_left", "_run_len"))
-        self.line(f"for (int32_t r = 0; r < {rows}; ++r) {{   // one descriptor per row and panel")
+        self.line(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{   // one descriptor per row and panel")
         if conds:
             self.line(f"    if (!({' && '.join(conds)})) continue;")
         self.line(f"    for (int64_t {c} = 0; {c} < {count};) {{")
@@ -131,8 +133,8 @@ class PointerCubeLowering:
         self.line(f"        const int64_t {n} = {left} < {count} - {c} ? {left} : {count} - {c};")
         self.line(f"        {params}.dValue = {n};")
         self.line(f"        {params}.srcDValue = {n};")
-        self.line(f"        AscendC::DataCopy({tile}[({c} / {C0}) * {C0 * _pad(rows)} + r * {C0}], "
-                  f"{gm}[{offs.row.at('r')} + {k} / ({p.panel}) * ({p.stride}) + {k} % ({p.panel})], {params});")
+        self.line(f"        AscendC::DataCopy({tile}[({c} / {C0}) * {C0 * _pad(rows)} + {r} * {C0}], "
+                  f"{gm}[{offs.row.at(r)} + {k} / ({p.panel}) * ({p.stride}) + {k} % ({p.panel})], {params});")
         self.line(f"        {c} += {n};")
         self.line("    }")
         self.line("}")
@@ -197,12 +199,13 @@ class PointerCubeLowering:
         self.line(f"{fix}.dstStride = {count};")
         if out_dt.name in _QUANT:
             self.line(f"{fix}.quantPre = AscendC::QuantMode_t::{_QUANT[out_dt.name]};")
-        conds = [mask.row.at("r")] if mask is not None and mask.row is not None else []
+        r = self.fresh("r")
+        conds = [mask.row.at(r)] if mask is not None and mask.row is not None else []
         if count != str(cols):
             conds.append(f"{count} > 0")
         store = (f"AscendC::Fixpipe<{cpp_type(out_dt)}, float, AscendC::CFG_ROW_MAJOR>("
-                 f"{gm}[{offs.row.at('r')} + {offs.col.base}], {acc.var}[r * {FRACTAL}], {fix});")
-        self.line(f"for (int32_t r = 0; r < {rows}; ++r) {{   // the rows the mask keeps")
+                 f"{gm}[{offs.row.at(r)} + {offs.col.base}], {acc.var}[{r} * {FRACTAL}], {fix});")
+        self.line(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{   // the rows the mask keeps")
         self.line(f"    if ({' && '.join(conds)}) {store}" if conds else f"    {store}")
         self.line("}")
         self.emit_flags(op, "set_flags")

@@ -18,7 +18,8 @@ R, K, N, P, BM, BK = 24, 96, 32, 32, 16, 64
 @npu_kernel
 def panel_dot_kernel(ws_ptr, b_ptr, out_ptr, R, K, N, P: nl.constexpr, BM: nl.constexpr,
                      BK: nl.constexpr, BN: nl.constexpr):
-    rows = nl.program_id(0) * BM + nl.arange(0, BM)
+    r = nl.program_id(0) * BM        # named as the emitted row loops' variable once was
+    rows = r + nl.arange(0, BM)
     kk = nl.arange(0, BK)
     ns = nl.arange(0, BN)
     acc = nl.zeros((BM, BN), dtype=nl.float32)
