@@ -599,6 +599,9 @@ def simulate_arrays(S, D, G, pkind, kq, kqoff, core_kind, jitter, nkinds, caps, 
     return OK
 
 
+_warm = False       # warm() found the engine compiled or cached (it stays so)
+
+
 def warm() -> bool:
     """Whether :func:`simulate_arrays` is compiled in this process or numba's cache holds
     its machine code for the current source (then loading it takes a fraction of a
@@ -613,7 +616,3 @@ def warm() -> bool:
         except Exception:         # an unreadable or foreign index: as good as none
             _warm = False
     return _warm
-
-
-_warm = False
-

@@ -61,7 +61,7 @@ class PointerCubeLowering:
                   "   // rows left out read 0")
         count = mask.col.count if mask is not None and mask.col is not None else str(cols)
         if offs.panel is not None:
-            self.paneled_rows_l1(op, offs, mask, tile, dt, side, hint, rows, cols)
+            self.paneled_rows_l1(op, offs, mask, tile, dt, side, hint, rows, count)
             self.emit_flags(op, "set_flags")
             self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1")
             return
@@ -104,7 +104,7 @@ class PointerCubeLowering:
         self.syms[id(op.result)] = CubeTile(tile, dt, (rows, cols), "L1", wrapped=wrapped)
 
 
-    def paneled_rows_l1(self, op, offs, mask, tile, dt, side, hint, rows, cols) -> None:
+    def paneled_rows_l1(self, op, offs, mask, tile, dt, side, hint, rows, count) -> None:
         """Rows of a panel-major workspace into an NZ tile: column ``c`` of row ``r`` is at
         ``row[r] + (k // P) * stride + k % P`` with ``k = base + c``, so each row is a
         contiguous run per panel it crosses: one ND -> NZ row copy per run, landing at the
@@ -113,7 +113,6 @@ class PointerCubeLowering:
         p = offs.panel
         if in_k_blocks(dt, side, False):
             raise not_lowered(op, "a panel-major B operand of 4-byte elements")
-        count = mask.col.count if mask is not None and mask.col is not None else str(cols)
         r = self.fresh("r")
         conds = [mask.row.at(r)] if mask is not None and mask.row is not None else []
         gm = self.gm_members[id(op.operands[0])]

@@ -138,15 +138,7 @@ def _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs, up=None) -> None:
             w.line(f"{hi} = max({hi}, {o} if {on} else i64(-9223372036854775807))")
         if runs is not None:
             b = _burst_of(w, o, itemsize, burst)
-            fresh = f"(i64({b} != {prev}) | (1 - {prev_on}))"
-            col = None
-            if up is not None:
-                col = w.fresh("rec_col")
-                w.line(f"{col} = ({nest.out}) % {cols}")
-                fresh = f"{fresh} & i64({b} != {up}[{col}])"
-            w.line(f"{n} += {on} & {fresh}")
-            if col is not None:
-                w.line(f"{up}[{col}] = {b} * {on} + {on} - 1")
+            _count_run(w, nest, up, cols, n, on, b, f"(i64({b} != {prev}) | (1 - {prev_on}))")
             w.line(f"{pieces} += {on} & (1 - {prev_on})")
             w.line(f"{prev} = {b}")
             w.line(f"{prev_on} = {on}")
@@ -161,15 +153,22 @@ def _count_lanes(w, shape, offs, mask, cnt, lo, hi, runs, up=None) -> None:
             on = w.fresh("rec_on")
             w.line(f"{on} = i64({nest.at(mask)})")
             b = _burst_of(w, f"i64({nest.at(offs)})", itemsize, burst)
-            if up is not None:
-                col = w.fresh("rec_col")
-                w.line(f"{col} = ({nest.out}) % {cols}")
-                w.line(f"{n} += {on} & i64({b} != {prev}) & i64({b} != {up}[{col}])")
-                w.line(f"{up}[{col}] = {b} * {on} + {on} - 1")
-            else:
-                w.line(f"{n} += {on} & i64({b} != {prev})")
+            _count_run(w, nest, up, cols, n, on, b, f"i64({b} != {prev})")
             w.line(f"{prev} = {b} if {on} else {prev}")
         w.depth -= 1
+
+
+def _count_run(w, nest, up, cols: int, n: str, on: str, b: str, new: str) -> None:
+    """Count the lane (active ``on``, burst ``b``) as a new run when ``new`` holds and,
+    with ``up``, its burst is not the one the active lane above fetched; then record its
+    burst (-1 when inactive) for the lane below."""
+    if up is None:
+        w.line(f"{n} += {on} & {new}")
+        return
+    col = w.fresh("rec_col")
+    w.line(f"{col} = ({nest.out}) % {cols}")
+    w.line(f"{n} += {on} & {new} & i64({b} != {up}[{col}])")
+    w.line(f"{up}[{col}] = {b} * {on} + {on} - 1")
 
 
 def _burst_of(w, o: str, itemsize: int, burst: int) -> str:
