@@ -43,14 +43,18 @@ class Backend(Protocol):
 
 
 def get_backend(name: str) -> Backend:
-    """The backend called ``name`` ("reference", "numba" or "ascendc-twin")."""
+    """The backend called ``name`` ("reference", "numba", "llvm" or "ascendc-twin")."""
     if name == "reference":
         from .reference import ReferenceBackend
         return ReferenceBackend()
     if name == "numba":
         from .numba import NumbaBackend
         return NumbaBackend()
+    if name == "llvm":
+        from .llvm import LlvmBackend
+        return LlvmBackend()
     if name == "ascendc-twin":
         from .ascendc import AscendCTwinBackend
         return AscendCTwinBackend()
-    raise ValueError(f"unknown backend {name!r}; choose 'reference', 'numba' or 'ascendc-twin'")
+    raise ValueError(f"unknown backend {name!r}; choose 'reference', 'numba', 'llvm' or "
+                     "'ascendc-twin'")

@@ -281,6 +281,29 @@ class PtrType:
         return f"!npu.ptr<{self.dtype}>"
 
 
+def row_major(shape) -> tuple:
+    """Row-major strides (in elements) of ``shape``.
+
+    Example::
+
+        >>> row_major((2, 3, 4))
+        (12, 4, 1)
+    """
+    strides, n = [], 1
+    for s in reversed(shape):
+        strides.append(n)
+        n *= s
+    return tuple(reversed(strides))
+
+
+def numel(shape) -> int:
+    """The number of elements of ``shape`` (1 for a scalar's ``()``)."""
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
 def tensor(shape, dtype: DType) -> TensorType:
     """A tile type; ``tensor((), d)`` is a scalar."""
     return TensorType(tuple(int(s) for s in shape), dtype)

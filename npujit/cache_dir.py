@@ -213,6 +213,18 @@ class CacheDir:
         return f"<CacheDir {self.root}{' (shared)' if self.shared else ''}>"
 
 
+def sources_hash(folder: str, salt: str = "") -> str:
+    """16 hex digits of sha256 over ``salt`` and the ``.py`` files of ``folder`` (names and
+    contents): a backend's version, part of what its cached code is keyed by, so editing
+    one of its files never serves code built by the old one."""
+    h = hashlib.sha256(salt.encode())
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
+
+
 def pack(payload: bytes) -> bytes:
     """``payload`` behind the magic bytes and its sha256."""
     return MAGIC + hashlib.sha256(payload).digest() + payload

@@ -31,13 +31,13 @@ from contextlib import contextmanager
 from npujit.ir.core import Function, Op, Value
 from npujit.ir.ops import CONTROL, OWN_REGION, Kind
 from npujit.ir.slice import stream_slice
-from npujit.ir.types import PtrType
+from npujit.ir.types import PtrType, numel
 
 from . import (disk_cache, helper_args, lower_combine, lower_control, lower_elementwise,
                lower_memory, lower_shape, lower_tile, outline, prefix_mask, range_check,
                record)
 from .lower_scalar import result
-from .values import Nest, Val, Writer, np_type, numel
+from .values import Nest, Val, Writer, np_type
 from .runtime import KernelSource   # (defined there: a cache hit loads no code generator)
 
 LOWER = {}

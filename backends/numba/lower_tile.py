@@ -11,9 +11,10 @@ Example (``m = max(x, axis=0)`` on a 1024-element f32 tile)::
 from __future__ import annotations
 
 from npujit.ir.ops import Kind
+from npujit.ir.types import numel
 
 from . import lower_scalar as ls
-from .values import Nest, Val, numel
+from .values import Nest, Val
 
 _RND = {"f16": 1, "bf16": 2, "f8E4M3FN": 3, "f8E5M2": 4}   # reduce_lib.round_to
 

@@ -73,12 +73,7 @@ def backend_hash() -> str:
     """sha256 over this package's sources and the numba version (part of every key)."""
     global _backend_hash
     if _backend_hash is None:
-        h = hashlib.sha256(numba.__version__.encode())
-        for name in sorted(os.listdir(_HERE)):
-            if name.endswith(".py"):
-                with open(os.path.join(_HERE, name), "rb") as f:
-                    h.update(name.encode() + b"\0" + f.read())
-        _backend_hash = h.hexdigest()[:16]
+        _backend_hash = cache_dir.sources_hash(_HERE, numba.__version__)
     return _backend_hash
 
 

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
-from npujit.ir.types import DType
+from npujit.ir.types import DType, row_major
 
 # Names the generated module defines or imports, and Python's builtins (generated code
 # calls abs, bool, range, print...): value names never take them.
@@ -69,22 +69,6 @@ def np_type(d: DType) -> str:
     """The generated module's name for the numpy type a tile of ``d`` is computed in
     (``f32`` for np.float32 ...; halves compute in float32)."""
     return _NP_COMPUTE[d.name]
-
-
-def row_major(shape) -> tuple:
-    """Row-major strides (in elements) of ``shape``."""
-    strides, n = [], 1
-    for s in reversed(shape):
-        strides.append(n)
-        n *= s
-    return tuple(reversed(strides))
-
-
-def numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 class Writer:

@@ -340,8 +340,9 @@ def _run_table(dt):
     return table
 
 
-def _run_cases(dt, cases, x, y, part):
-    """One table kernel for ``cases``: {case: (got, ref, want, case)}."""
+def _run_cases(dt, cases, x, y, part, run=run_numba):
+    """One table kernel for ``cases``, launched with ``run`` (numba's by default; the llvm
+    backend's table reuses it, tests/backends/test_llvm.py): {case: (got, ref, want, case)}."""
     wants = {c.name: _results(c, x, y) for c in cases}
     out_dtypes = []
     for c in cases:
@@ -366,7 +367,7 @@ def _run_cases(dt, cases, x, y, part):
     b.create(Kind.RETURN, [])
     args = [x.reshape(-1).copy(), y.reshape(-1).copy()] + outs
     ref_args = [a.copy() for a in args]
-    run_numba(fn, (1, 1, 1), args)
+    run(fn, (1, 1, 1), args)
     with np.errstate(all="ignore"):
         run_reference(fn, (1, 1, 1), ref_args)
     table, k = {}, 2

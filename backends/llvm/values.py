@@ -1,0 +1,134 @@
+"""What an IR value is bound to while a kernel is lowered to LLVM IR, and how the
+elements of a tile are reached.
+
+* ``Scalar``: a rank-0 value, an SSA name (or constant) of its dtype's compute type.
+* ``Tile``: elements in memory at ``ptr`` (a scratch slot of the launch, or a view of
+  one) with a shape and element strides.  A view is a ``Tile`` with other strides over
+  the same memory: ``broadcast`` gives a stretched axis stride 0, ``trans`` permutes the
+  strides, ``splat`` is one stored element with every stride 0.
+* ``Arg``: a GM pointer argument: its data pointer and its length in elements.
+
+Example::
+
+    >>> from npujit.ir.types import float32
+    >>> t = Tile("%s", (4, 8), (8, 1), float32)
+    >>> t.contiguous, t.broadcast_to((2, 4, 8)).strides
+    (True, (0, 8, 1))
+"""
+from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+
+from npujit.ir.types import DType, numel, row_major
+
+from .ir_text import Writer, compute_type, memory_type
+
+
+@dataclass(frozen=True)
+class Scalar:
+    ref: str
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Arg:
+    data: str       # ptr to element 0
+    length: str     # i64 element count
+    dtype: DType
+    name: str
+
+
+@dataclass(frozen=True)
+class Tile:
+    ptr: str
+    shape: tuple
+    strides: tuple
+    dtype: DType
+
+    @property
+    def contiguous(self) -> bool:
+        return all(st == rm for st, rm, n in zip(self.strides, row_major(self.shape),
+                                                 self.shape) if n != 1)
+
+    @property
+    def uniform(self) -> bool:
+        """Every element is the one stored at ``ptr`` (a splat)."""
+        return all(st == 0 or n == 1 for st, n in zip(self.strides, self.shape))
+
+    def broadcast_to(self, shape) -> "Tile":
+        """The view stretched to ``shape`` (trailing axes aligned, as the IR's broadcast:
+        same rank; a size-1 axis becomes stride 0)."""
+        lead = len(shape) - len(self.shape)
+        strides = [0] * lead + [0 if n == 1 and m != 1 else st for st, n, m in
+                                zip(self.strides, self.shape, shape[lead:])]
+        return Tile(self.ptr, tuple(shape), tuple(strides), self.dtype)
+
+    def reshaped(self, shape) -> "Tile":
+        """The contiguous tile read in another row-major shape (the caller copies a
+        non-contiguous tile first)."""
+        return Tile(self.ptr, tuple(shape), row_major(shape), self.dtype)
+
+    def permuted(self, perm) -> "Tile":
+        return Tile(self.ptr, tuple(self.shape[p] for p in perm),
+                    tuple(self.strides[p] for p in perm), self.dtype)
+
+
+class Index:
+    """Where the current element of a loop nest is: ``flat`` (an i64 over a row-major
+    nest whose tiles are all contiguous or uniform) or one i64 per axis."""
+
+    def __init__(self, flat: str | None = None, axes: list | None = None):
+        self.flat, self.axes = flat, axes
+
+    def offset(self, w: Writer, tile: Tile) -> str:
+        """The element offset of the current element in ``tile`` (an i64 operand)."""
+        if tile.uniform:
+            return "0"
+        if self.flat is not None:
+            return self.flat
+        off = None
+        lead = len(self.axes) - len(tile.shape)
+        for i, st in zip(self.axes[lead:], tile.strides):
+            if st == 0:
+                continue
+            term = i if st == 1 else w.op("mul nsw i64", i, str(st))
+            off = term if off is None else w.op("add nsw i64", off, term)
+        return off or "0"
+
+
+def load_element(w: Writer, tile: Tile, index: Index) -> str:
+    """The current element of ``tile`` in its compute type."""
+    mt = memory_type(tile.dtype)
+    p = w.gep(mt, tile.ptr, index.offset(w, tile))
+    v = w.load(mt, p)
+    return w.assign(f"trunc i8 {v} to i1") if tile.dtype.is_bool else v
+
+
+def store_element(w: Writer, tile: Tile, index: Index, value: str) -> None:
+    mt = memory_type(tile.dtype)
+    if tile.dtype.is_bool:
+        value = w.assign(f"zext i1 {value} to i8")
+    w.store(mt, value, w.gep(mt, tile.ptr, index.offset(w, tile)))
+
+
+@contextmanager
+def nest(w: Writer, shape, tiles=(), axes: bool = False):
+    """The loop nest over ``shape`` (row-major), yielding an ``Index``: one flat loop
+    when every tile in ``tiles`` is contiguous or uniform (and ``axes`` is not asked
+    for), else one loop per axis."""
+    if not axes and all(t.contiguous or t.uniform for t in tiles):
+        with w.loop(f"i64 {numel(shape)}", "e") as i:
+            yield Index(flat=i)
+        return
+    with ExitStack() as stack:
+        yield Index(axes=[stack.enter_context(w.loop(f"i64 {n}", f"a{d}"))
+                          for d, n in enumerate(shape)])
+
+
+def to_i64(w: Writer, ref: str, dt: DType) -> str:
+    """An integer (or bool) value widened to i64 (sign-extended unless unsigned)."""
+    t = compute_type(dt)
+    if t == "i64":
+        return ref
+    return w.assign(f"{'zext' if dt.is_unsigned or dt.is_bool else 'sext'} {t} {ref} to i64")
