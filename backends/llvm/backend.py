@@ -3,9 +3,11 @@ numba: a kernel compiles in tens of milliseconds where the numba backend takes a
 second (benchmarks/bench_llvm_compile.py), and a cached kernel loads in a fresh process
 without importing numba.
 
-It lowers a part of the language today (``lower.py`` names what it refuses: kernels with
-half floats, dots, scans, sort/top-k, atomics or prints are refused with an error that
-names the op and says to use ``backend='numba'``), and runs programs on one thread.
+It lowers the whole language but 8-bit floats and ``device_print`` (refused when the
+kernel is compiled, with an error that names the op and its line and says to use
+``backend='numba'``), and runs programs on one thread.  The conformance table, the op
+table and a fuzz tier check it against the reference interpreter (tests/conformance,
+tests/backends/test_llvm*.py, tests/fuzz/test_llvm.py).
 Options: ``bounds_check`` (default ``NPUJIT_BOUNDS_CHECK``, on) checks every active
 element's offset against its argument; ``debug`` (``NPUJIT_DEBUG``) too.
 

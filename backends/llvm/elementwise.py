@@ -28,8 +28,9 @@ from __future__ import annotations
 import math
 
 from npujit.ir import Kind
-from npujit.ir.types import DType
+from npujit.ir.types import DType, float32
 
+from . import halfprec
 from .ir_text import Writer, compute_type, literal
 
 # The C library functions LLVM calls for f64 math (declared in every module).
@@ -54,6 +55,19 @@ def apply(w: Writer, op, xs: list[str], dts: list[DType]) -> str:
 def apply_kind(w: Writer, kind: Kind, attrs: dict, xs: list[str], dts: list[DType],
                out: DType) -> str:
     """``apply`` for a kind and its attributes."""
+    r = _apply(w, kind, attrs, xs, dts, out)
+    if out is not None and out.is_half and kind not in _EXACT_ON_HALVES:
+        return halfprec.round_to(w, r, out)     # computed in f32, rounded once per op
+    return r
+
+
+# Ops whose f32 result on 16-bit floats is already one of theirs (no rounding needed).
+_EXACT_ON_HALVES = frozenset({Kind.CMP, Kind.CAST, Kind.BITCAST, Kind.SELECT, Kind.NEG,
+                              Kind.ABS, Kind.MAXIMUM, Kind.MINIMUM, Kind.FLOOR, Kind.CEIL})
+
+
+def _apply(w: Writer, kind: Kind, attrs: dict, xs: list[str], dts: list[DType],
+           out: DType) -> str:
     if kind is Kind.CMP:
         return _cmp(w, attrs["predicate"], xs[0], xs[1], dts[0])
     if kind is Kind.SELECT:
@@ -62,7 +76,7 @@ def apply_kind(w: Writer, kind: Kind, attrs: dict, xs: list[str], dts: list[DTyp
     if kind is Kind.CAST:
         return cast(w, xs[0], dts[0], attrs["dtype"])
     if kind is Kind.BITCAST:
-        return w.assign(f"bitcast {compute_type(dts[0])} {xs[0]} to {compute_type(out)}")
+        return bitcast(w, xs[0], dts[0], out)
     d = dts[0]
     f = _FLOAT.get(kind) if d.is_float else _INT.get(kind)
     if f is None:
@@ -104,7 +118,8 @@ def _intrinsic(name):
 
 
 def _c(d: DType, v: float) -> str:
-    return literal(v, d)
+    """A constant of a formula, in ``d``'s compute precision (f32 for the halves)."""
+    return literal(v, d if d.itemsize == 8 else float32)
 
 
 def _fmaxmin(greater: bool):
@@ -119,7 +134,43 @@ def _fmaxmin(greater: bool):
 
 
 def _exp(w, x, d):
-    return _call(w, "exp", [x], d)
+    return _call(w, "exp", [x], d) if d.itemsize == 8 else _exp_f32(w, x)
+
+
+# exp of an f32 in f32 arithmetic only, without branches, so that loops calling it
+# vectorise (no vector math library is linked): the numba backend's algorithm
+# (backends/numba/scalar_lib.py ``exp_f32``, which says how it is derived; at most 1.01
+# ulp from the correctly rounded result), with the same constants.
+_EXP = dict(log2e=1.4426950408889634, rounder=12582912.0, ln2_hi=0.693359375,
+            ln2_lo=-2.12194440e-4, lo=-104.0, hi=89.0,
+            p=(1.3814539415761828e-3, 8.36874544620514e-3, 4.166838899254799e-2,
+               1.666652113199234e-1, 4.999999403953552e-1))
+
+
+def _exp_f32(w: Writer, x: str) -> str:
+    def c(v):
+        return literal(v, float32)
+
+    def fma(a, b, add):     # a * b + add, contractible into one fused multiply-add
+        return w.op("fadd contract float", w.op("fmul contract float", a, b), add)
+    k = _EXP
+    xc = w.op("select i1", w.op("fcmp olt float", x, c(k["lo"])), f"float {c(k['lo'])}",
+              f"float {x}")
+    xc = w.op("select i1", w.op("fcmp ogt float", xc, c(k["hi"])), f"float {c(k['hi'])}",
+              f"float {xc}")
+    t = fma(xc, c(k["log2e"]), c(k["rounder"]))
+    n = w.op("fsub float", t, c(k["rounder"]))
+    r = w.op("fsub contract float", w.op("fsub contract float", xc,
+                                         w.op("fmul contract float", n, c(k["ln2_hi"]))),
+             w.op("fmul contract float", n, c(k["ln2_lo"])))
+    p4, p3, p2, p1, p0 = (c(v) for v in k["p"])
+    q = fma(fma(fma(fma(p4, r, p3), r, p2), r, p1), r, p0)
+    y = fma(q, w.op("fmul contract float", r, r), r)
+    ni = w.op("sub i32", w.assign(f"bitcast float {t} to i32"), "1262485504")  # 0x4B400000
+    n1 = w.op("ashr i32", ni, "1")
+    s1 = w.assign(f"bitcast i32 {w.op('shl i32', w.op('add i32', n1, '127'), '23')} to float")
+    s2 = w.assign(f"bitcast i32 {w.op('shl i32', w.op('add i32', w.op('sub i32', ni, n1), '127'), '23')} to float")
+    return w.op("fmul contract float", fma(y, s1, s1), s2)
 
 
 def _neg_exp_plus_one(w, x, d):
@@ -164,7 +215,7 @@ _FLOAT = {
     Kind.NEG: lambda w, xs, d, a: w.assign(f"fneg {compute_type(d)} {xs[0]}"),
     Kind.ABS: _intrinsic("fabs"), Kind.SQRT: _intrinsic("sqrt"),
     Kind.FLOOR: _intrinsic("floor"), Kind.CEIL: _intrinsic("ceil"),
-    Kind.EXP: _libm("exp"), Kind.EXP2: _libm("exp2"), Kind.LOG: _libm("log"),
+    Kind.EXP: lambda w, xs, d, a: _exp(w, xs[0], d), Kind.EXP2: _libm("exp2"), Kind.LOG: _libm("log"),
     Kind.LOG2: _libm("log2"), Kind.SIN: _libm("sin"), Kind.COS: _libm("cos"),
     Kind.TANH: _libm("tanh"), Kind.ERF: _libm("erf"), Kind.RSQRT: _rsqrt,
     Kind.SIGMOID: _sigmoid, Kind.SILU: _silu, Kind.GELU: _gelu,
@@ -265,6 +316,18 @@ def _cmp(w: Writer, pred: str, a: str, b: str, d: DType) -> str:
     return w.op(f"icmp {sign}{_ICMP[pred]} {t}", a, b)
 
 
+def bitcast(w: Writer, x: str, src: DType, dst: DType) -> str:
+    """The same bits read as ``dst`` (a half's bits are its 16-bit pattern)."""
+    if src.is_half:
+        x, src = halfprec.encode(w, x, src), None
+    if dst.is_half:
+        bits = x if src is None else w.assign(f"bitcast {compute_type(src)} {x} to i16")
+        return halfprec.decode(w, bits, dst)
+    if src is None:
+        return w.assign(f"bitcast i16 {x} to {compute_type(dst)}")
+    return w.assign(f"bitcast {compute_type(src)} {x} to {compute_type(dst)}")
+
+
 def cast(w: Writer, x: str, src: DType, dst: DType) -> str:
     """``x`` of ``src`` converted by the cast rules (backends/reference/
     semantics_elementwise.cast_array)."""
@@ -276,7 +339,11 @@ def cast(w: Writer, x: str, src: DType, dst: DType) -> str:
             return w.op(f"fcmp une {ts}", x, literal(0.0, src))      # NaN -> True
         return w.op(f"icmp ne {ts}", x, "0")
     if src.is_float and dst.is_float:
-        if src.itemsize == dst.itemsize:
+        if dst.is_half:         # f32 (exact for a half) or f64 rounded once to the format
+            if src.itemsize == 8:
+                return halfprec.from_double(w, x, dst)
+            return halfprec.round_to(w, x, dst)
+        if ts == td:
             return x
         return w.assign(f"{'fpext' if dst.itemsize == 8 else 'fptrunc'} {ts} {x} to {td}")
     if src.is_float:
@@ -285,8 +352,10 @@ def cast(w: Writer, x: str, src: DType, dst: DType) -> str:
                         f"({ts} {x})")
     unsigned = src.is_unsigned or src.is_bool
     if dst.is_float:
-        # ints -> f32 round once (sitofp rounds to nearest even); -> f64 likewise
-        return w.assign(f"{'uitofp' if unsigned else 'sitofp'} {ts} {x} to {td}")
+        # ints -> f32 round once (sitofp rounds to nearest even); -> f64 likewise; to a
+        # half via f32, as the reference
+        r = w.assign(f"{'uitofp' if unsigned else 'sitofp'} {ts} {x} to {td}")
+        return halfprec.round_to(w, r, dst) if dst.is_half else r
     bs, bd = src.bits, dst.itemsize * 8
     if bs == bd:
         return x

@@ -26,6 +26,8 @@ from __future__ import annotations
 import struct
 from contextlib import contextmanager
 
+import numpy as np
+
 from npujit.ir.types import DType
 
 
@@ -39,8 +41,19 @@ def compute_type(dt: DType) -> str:
 
 
 def memory_type(dt: DType) -> str:
-    """The LLVM type of one element of ``dt`` in a tile (and in a GM argument)."""
+    """The LLVM type of one element of ``dt`` in a tile (a 16-bit float's is its f32
+    value: halfprec.py)."""
     return "i8" if dt.is_bool else compute_type(dt)
+
+
+def gm_type(dt: DType) -> str:
+    """The LLVM type of one element of ``dt`` in a GM argument (16-bit floats as bits)."""
+    return f"i{dt.itemsize * 8}" if dt.is_narrow_float else memory_type(dt)
+
+
+def tile_bytes(dt: DType) -> int:
+    """Bytes of one element of ``dt`` in a tile (``memory_type``)."""
+    return 1 if dt.is_bool else (4 if dt.is_narrow_float else dt.itemsize)
 
 
 def literal(value, dt: DType) -> str:
@@ -50,9 +63,9 @@ def literal(value, dt: DType) -> str:
         return "true" if value else "false"
     if dt.is_float:
         v = float(value)
-        if dt.itemsize != 8:
-            v = struct.unpack("f", struct.pack("f", v))[0] if abs(v) != float("inf") \
-                and v == v else v
+        if dt.itemsize != 8:     # rounded once to the format (numpy's nearest even)
+            with np.errstate(over="ignore"):
+                v = float(np.asarray(v).astype(dt.np))
         return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
     bits = dt.itemsize * 8
     v = int(value) & ((1 << bits) - 1)

@@ -1,12 +1,14 @@
 """The walker: an IR function in, the LLVM IR text of one function out.
 
 The function runs programs ``first .. last - 1`` of the grid (linear ids, axis 0
-fastest)::
+fastest); its one argument points at the launch context, nine 64-bit words
+(``CONTEXT``)::
 
-    define i32 @kernel(i64 %nprog0, i64 %nprog1, i64 %nprog2, i64 %first, i64 %last,
-                       ptr %ptrs, ptr %lens, ptr %scalars, ptr %scratch, ptr %err)
+    define i32 @npujit_kernel(ptr %ctx)   ; nprog0, nprog1, nprog2, first, last,
+                                          ; ptrs, scalars, scratch, err
 
-``ptrs[i]``/``lens[i]`` are the data pointer and the length of pointer argument ``i``,
+``ptrs[i]`` is pointer argument ``i``'s numpy array object (the function reads its data
+pointer and length from it: a launch hands over ``id(array)``, nothing else per array),
 ``scalars[i]`` the 64 bits of scalar argument ``i`` (ints sign- or zero-extended, floats
 as a double), ``scratch`` the launch's tile memory (``LlvmSource.scratch_bytes``), and
 ``err`` eight i64 the function fills before it returns non-zero: the failing check's
@@ -34,14 +36,20 @@ from npujit.ir.core import Function, Value
 from npujit.ir.passes.index_checks import overflow_template, scalar_address_ops
 from npujit.ir.types import PtrType, row_major
 
-from . import elementwise, lower_memory, lower_tile
-from .ir_text import Writer, compute_type, literal
+from . import elementwise, lower_atomic, lower_cube, lower_memory, lower_select, lower_tile
+from .ir_text import Writer, compute_type, literal, tile_bytes
 from .values import Arg, Index, Scalar, Tile, load_element, nest, numel, store_element
 
-LOWER = {**lower_tile.LOWERINGS, **lower_memory.LOWERINGS}
+LOWER = {**lower_tile.LOWERINGS, **lower_memory.LOWERINGS, **lower_select.LOWERINGS,
+         **lower_cube.LOWERINGS, **lower_atomic.LOWERINGS}
 ENTRY = "npujit_kernel"
+# Byte offsets of ``data`` and ``dimensions`` in numpy's array object (PyArrayObject: the
+# object header, then the data pointer, the number of dimensions, the dimensions pointer),
+# checked against numpy at run time (runtime._check_array_layout).
+ARRAY_DATA, ARRAY_DIMS = 16, 32
 ALIGN = 64
 _OVERFLOW = {Kind.ADD: "sadd", Kind.SUB: "ssub", Kind.MUL: "smul"}
+_WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
 _HINT = ("; mask the access or fix its offsets (rerun with NPUJIT_DEBUG=1 to find the "
          "exact lane)")
 
@@ -62,6 +70,7 @@ class LlvmSource:
     has_atomics: bool
     sites: list = field(default_factory=list)    # (error class name, template)
     narrow: dict = field(default_factory=dict)   # pointer arg index -> LaunchError text
+    written: tuple = ()                          # pointer args the kernel stores to
 
 
 class Lowering:
@@ -95,7 +104,7 @@ class Lowering:
     def new_tile(self, shape, dtype) -> Tile:
         """A scratch slot for a tile of ``shape`` (row-major)."""
         off = -(-self.scratch // ALIGN) * ALIGN
-        size = max(1, numel(shape)) * (1 if dtype.is_bool else dtype.itemsize)
+        size = max(1, numel(shape)) * tile_bytes(dtype)
         self.scratch = off + size
         ptr = self.w.fresh("t")
         self.w.entry(f"{ptr} = getelementptr inbounds i8, ptr %scratch, i64 {off}")
@@ -168,7 +177,7 @@ class Lowering:
                               self.fn.name)
         for v in (*op.operands, *op.results):
             d = getattr(v.type, "dtype", None)
-            if d is not None and d.is_narrow_float:
+            if d is not None and d.is_fp8:
                 raise Unsupported(f"the llvm backend does not compute in {d} yet "
                                   f"({op.kind.value}); compile this kernel with "
                                   "backend='numba'", op.loc, self.fn.name)
@@ -354,15 +363,20 @@ def generate(fn: Function, options: dict) -> LlvmSource:
     for i, a in enumerate(fn.args):
         t = a.type
         if isinstance(t, PtrType):
-            if t.dtype.is_narrow_float:
+            if t.dtype.is_fp8:
                 raise Unsupported(f"the llvm backend does not take {t.dtype} arguments yet "
                                   f"(argument '{a.name}'); compile with backend='numba'",
                                   None, fn.name)
-            data, n = w.fresh("arg"), w.fresh("len")
-            w.entry(f"{data}.p = getelementptr inbounds ptr, ptr %ptrs, i64 {i}")
+            # ptrs[i] is the numpy array object: its data pointer and its dimensions
+            # pointer sit at fixed offsets of numpy's array struct (runtime.py checks them)
+            obj, data, n = w.fresh("obj"), w.fresh("arg"), w.fresh("len")
+            w.entry(f"{obj}.p = getelementptr inbounds ptr, ptr %ptrs, i64 {i}")
+            w.entry(f"{obj} = load ptr, ptr {obj}.p")
+            w.entry(f"{data}.p = getelementptr inbounds i8, ptr {obj}, i64 {ARRAY_DATA}")
             w.entry(f"{data} = load ptr, ptr {data}.p")
-            w.entry(f"{n}.p = getelementptr inbounds i64, ptr %lens, i64 {i}")
-            w.entry(f"{n} = load i64, ptr {n}.p")
+            w.entry(f"{n}.p = getelementptr inbounds i8, ptr {obj}, i64 {ARRAY_DIMS}")
+            w.entry(f"{n}.d = load ptr, ptr {n}.p")
+            w.entry(f"{n} = load i64, ptr {n}.d")
             cg.bind(a, Arg(data, n, t.dtype, a.name or f"arg{i}"))
         else:
             cg.bind(a, Scalar(_scalar_arg(w, i, t.dtype, fn.name, a.name), t.dtype))
@@ -380,18 +394,29 @@ def generate(fn: Function, options: dict) -> LlvmSource:
         cg.run_block(fn.body, [cg.val(a) for a in fn.args])
     w.line("ret i32 0")
     text = "\n".join([
-        f"define i32 @{ENTRY}(i64 %nprog0, i64 %nprog1, i64 %nprog2, i64 %first, "
-        "i64 %last, ptr %ptrs, ptr %lens, ptr %scalars, ptr %scratch, ptr %err) {",
-        "entry:", w.entry_text(), "  br label %start", "start:", w.body_text(), "}", "",
+        f"define i32 @{ENTRY}(ptr noalias %ctx) {{", "entry:", *_CONTEXT, w.entry_text(), "  br label %start", "start:", w.body_text(), "}", "",
         elementwise.DECLARATIONS,
         *[f"declare {{i32, i1}} @llvm.{k}.with.overflow.i32(i32, i32)"
           for k in ("sadd", "ssub", "smul")], ""])
     narrow = {}
     for i, loc in narrow_offsets(fn).items():
         narrow[i] = narrow_offsets_message(fn.name, fn.args[i].name, loc, "\0")
+    written = sorted({i for op in fn.walk() if op.kind in _WRITES
+                      for i, a in enumerate(fn.args) if op.operands[0] is a})
     return LlvmSource(text, fn.name, tuple(a.type for a in fn.args),
                       tuple(a.name for a in fn.args), cg.scratch,
-                      any(op.kind is Kind.ATOMIC_RMW for op in fn.walk()), cg.sites, narrow)
+                      any(op.kind is Kind.ATOMIC_RMW for op in fn.walk()), cg.sites, narrow,
+                      tuple(written))
+
+
+# The launch context: one i64 array, so a launch passes one pointer (a ctypes call costs
+# about 0.15 us per argument; runtime._Buffers fills it).
+CONTEXT = (("i64", "nprog0"), ("i64", "nprog1"), ("i64", "nprog2"), ("i64", "first"),
+           ("i64", "last"), ("ptr", "ptrs"), ("ptr", "scalars"), ("ptr", "scratch"),
+           ("ptr", "err"))
+_CONTEXT = [line for k, (ty, name) in enumerate(CONTEXT) for line in (
+    f"  %{name}.p = getelementptr inbounds i64, ptr %ctx, i64 {k}",
+    f"  %{name} = load {ty}, ptr %{name}.p")]
 
 
 def _scalar_arg(w: Writer, i: int, dt, kernel: str, name: str) -> str:
@@ -400,7 +425,7 @@ def _scalar_arg(w: Writer, i: int, dt, kernel: str, name: str) -> str:
     w.entry(f"{raw}.p = getelementptr inbounds i64, ptr %scalars, i64 {i}")
     w.entry(f"{raw} = load i64, ptr {raw}.p")
     if dt.is_float:
-        if dt.is_narrow_float:
+        if dt.is_fp8:
             raise Unsupported(f"the llvm backend does not take {dt} scalars yet (argument "
                               f"'{name}'); compile with backend='numba'", None, kernel)
         d = w.fresh("s")

@@ -21,25 +21,32 @@ from __future__ import annotations
 
 from npujit.ir import Kind
 
-from .ir_text import compute_type, literal, memory_type
-from .values import Index, Scalar, Tile, load_element, nest, store_element, to_i64
+from . import halfprec
+from .ir_text import compute_type, gm_type, literal
+from .values import Index, Scalar, Tile, element, nest, store_element, to_i64
 
 
-def _gm_element(w, arg, off: str) -> str:
-    """``arg[off]`` in its compute type (a bool byte: nonzero is True)."""
-    mt = memory_type(arg.dtype)
-    v = w.load(mt, w.gep(mt, arg.data, off))
-    return w.op("icmp ne i8", v, "0") if arg.dtype.is_bool else v
+def gm_element(w, arg, off: str) -> str:
+    """``arg[off]`` (an i64 offset) in its compute type: a bool byte is True when
+    nonzero, a 16-bit float's bits decode to their f32 value."""
+    gt = gm_type(arg.dtype)
+    v = w.load(gt, w.gep(gt, arg.data, off))
+    if arg.dtype.is_bool:
+        return w.op("icmp ne i8", v, "0")
+    return halfprec.decode(w, v, arg.dtype) if arg.dtype.is_half else v
 
 
-def _gm_store(w, arg, off: str, value: str) -> None:
-    mt = memory_type(arg.dtype)
+def gm_store(w, arg, off: str, value: str) -> None:
+    """``arg[off] = value`` (a compute-type value; see ``gm_element``)."""
+    gt = gm_type(arg.dtype)
     if arg.dtype.is_bool:
         value = w.assign(f"zext i1 {value} to i8")
-    w.store(mt, value, w.gep(mt, arg.data, off))
+    elif arg.dtype.is_half:
+        value = halfprec.encode(w, value, arg.dtype)
+    w.store(gt, value, w.gep(gt, arg.data, off))
 
 
-def _check(cg, op, arg, off: str) -> None:
+def check_offset(cg, op, arg, off: str) -> None:
     """Raise ``OutOfBoundsError`` when ``off`` (i64) is outside ``arg``."""
     if not cg.checking:
         return
@@ -48,11 +55,51 @@ def _check(cg, op, arg, off: str) -> None:
     cg.fail_if(outside, cg.oob_site(op, "an active lane has offsets"), [off, off, arg.length])
 
 
-def _element(w, val, index) -> str:
-    return val.ref if isinstance(val, Scalar) else load_element(w, val, index)
+_I64_MAX, _I64_MIN = str(2 ** 63 - 1), str(-2 ** 63)
+
+
+def _span(cg, shape, offs, odt, mask) -> tuple:
+    """One pass over the lanes before an access: ``(lo, hi, lo_all, hi_all)``, the
+    smallest and largest offset of the active lanes (``lo > hi`` when none is) and of
+    all lanes.  A loop of selects, which LLVM vectorises."""
+    w = cg.w
+    slots = [w.alloca("i64", n) for n in ("lo", "hi", "lo_all", "hi_all")]
+    for slot, init in zip(slots, (_I64_MAX, _I64_MIN, _I64_MAX, _I64_MIN)):
+        w.store("i64", init, slot)
+    tiles = [x for x in (offs, mask) if isinstance(x, Tile)]
+    with nest(w, shape, tiles) as index:
+        off = to_i64(w, element(w, offs, index), odt)
+        on = element(w, mask, index) if mask is not None else "true"
+        for slot, smaller, gate in zip(slots, (True, False, True, False),
+                                       (on, on, "true", "true")):
+            cur = w.load("i64", slot)
+            better = w.op(f"icmp {'slt' if smaller else 'sgt'} i64", off, cur)
+            if gate != "true":
+                better = w.op("and i1", better, gate)
+            w.store("i64", w.op("select i1", better, f"i64 {off}", f"i64 {cur}"), slot)
+    return tuple(w.load("i64", slot) for slot in slots)
+
+
+def _check_span(cg, op, arg, lo: str, hi: str) -> None:
+    """Raise when the active lanes' offsets ``[lo, hi]`` leave ``arg`` (none: no error)."""
+    if not cg.checking:
+        return
+    w = cg.w
+    outside = w.op("or i1", w.op("icmp slt i64", lo, "0"), w.op("icmp sge i64", hi, arg.length))
+    bad = w.op("and i1", w.op("icmp sle i64", lo, hi), outside)
+    cg.fail_if(bad, cg.oob_site(op, "active lanes have offsets"), [lo, hi, arg.length])
+
+
+def _inside(w, arg, lo: str, hi: str) -> str:
+    """Whether every offset in ``[lo, hi]`` addresses ``arg`` (i1)."""
+    return w.op("and i1", w.op("icmp sge i64", lo, "0"), w.op("icmp slt i64", hi, arg.length))
 
 
 def load(cg, op) -> None:
+    """A pointer load.  A tile's lanes are checked in one pass (``_span``); when every
+    lane's offset, active or not, is inside the argument the lanes load without a
+    branch and the mask selects ``other`` (a vectorisable loop), else each active lane
+    loads behind its mask."""
     arg = cg.val(op.operands[0])
     offs, mask, other = (cg.val(v) if v is not None else None
                          for v in (op.operand("offsets"), op.operand("mask"),
@@ -62,30 +109,57 @@ def load(cg, op) -> None:
     ct = compute_type(t.dtype)
     odt = op.operand("offsets").type.dtype
 
-    def lane(index) -> str:
-        off = to_i64(w, _element(w, offs, index), odt)
-        if mask is None:
-            _check(cg, op, arg, off)
-            return _gm_element(w, arg, off)
-        slot = w.alloca(ct, "lane")
-        w.store(ct, _element(w, other, index) if other is not None
-                else literal(0, t.dtype), slot)
-        with w.when(_element(w, mask, index), "active"):
-            _check(cg, op, arg, off)
-            w.store(ct, _gm_element(w, arg, off), slot)
-        return w.load(ct, slot)
+    def fallback(index) -> str:
+        return element(w, other, index) if other is not None else literal(0, t.dtype)
 
     if not t.shape:
-        cg.bind(op.result, Scalar(lane(None), t.dtype))
+        off = to_i64(w, offs.ref, odt)
+        if mask is None:
+            check_offset(cg, op, arg, off)
+            cg.bind(op.result, Scalar(gm_element(w, arg, off), t.dtype))
+            return
+        slot = w.alloca(ct, "lane")
+        w.store(ct, fallback(None), slot)
+        with w.when(mask.ref, "active"):
+            check_offset(cg, op, arg, off)
+            w.store(ct, gm_element(w, arg, off), slot)
+        cg.bind(op.result, Scalar(w.load(ct, slot), t.dtype))
         return
     out = cg.new_tile(t.shape, t.dtype)
     tiles = [x for x in (offs, mask, other, out) if isinstance(x, Tile)]
+    lo, hi, lo_all, hi_all = _span(cg, t.shape, offs, odt, mask)
+    _check_span(cg, op, arg, lo, hi)
+    if mask is None:
+        with nest(w, t.shape, tiles) as index:
+            off = to_i64(w, element(w, offs, index), odt)
+            store_element(w, out, index, gm_element(w, arg, off))
+        cg.bind(op.result, out)
+        return
+    fast, slow, done = w.label("allin"), w.label("masked"), w.label("loaded")
+    w.line(f"br i1 {_inside(w, arg, lo_all, hi_all)}, label %{fast}, label %{slow}")
+    w.start(fast)
     with nest(w, t.shape, tiles) as index:
-        store_element(w, out, index, lane(index))
+        off = to_i64(w, element(w, offs, index), odt)
+        v = gm_element(w, arg, off)
+        on = element(w, mask, index)
+        store_element(w, out, index, w.op("select i1", on, f"{ct} {v}",
+                                          f"{ct} {fallback(index)}"))
+    w.line(f"br label %{done}")
+    w.start(slow)
+    with nest(w, t.shape, tiles) as index:
+        off = to_i64(w, element(w, offs, index), odt)
+        slot = w.alloca(ct, "lane")
+        w.store(ct, fallback(index), slot)
+        with w.when(element(w, mask, index), "active"):
+            w.store(ct, gm_element(w, arg, off), slot)
+        store_element(w, out, index, w.load(ct, slot))
+    w.block(done)
     cg.bind(op.result, out)
 
 
 def store(cg, op) -> None:
+    """A pointer store: a tile's lanes checked in one pass, then each active lane
+    written (behind its mask)."""
     arg = cg.val(op.operands[0])
     offs, value, mask = (cg.val(v) if v is not None else None
                          for v in (op.operand("offsets"), op.operand("value"),
@@ -95,18 +169,24 @@ def store(cg, op) -> None:
     shape = op.operand("value").type.shape or op.operand("offsets").type.shape
 
     def lane(index) -> None:
-        off = to_i64(w, _element(w, offs, index), odt)
+        off = to_i64(w, element(w, offs, index), odt)
         if mask is None:
-            _check(cg, op, arg, off)
-            _gm_store(w, arg, off, _element(w, value, index))
+            gm_store(w, arg, off, element(w, value, index))
             return
-        with w.when(_element(w, mask, index), "active"):
-            _check(cg, op, arg, off)
-            _gm_store(w, arg, off, _element(w, value, index))
+        with w.when(element(w, mask, index), "active"):
+            gm_store(w, arg, off, element(w, value, index))
 
     if not shape:
+        off = to_i64(w, offs.ref, odt)
+        if mask is None:
+            check_offset(cg, op, arg, off)
+        else:
+            with w.when(mask.ref, "active"):
+                check_offset(cg, op, arg, off)
         lane(None)
         return
+    lo, hi, _, _ = _span(cg, shape, offs, odt, mask)
+    _check_span(cg, op, arg, lo, hi)
     tiles = [x for x in (offs, mask, value) if isinstance(x, Tile)]
     with nest(w, shape, tiles) as index:
         lane(index)
@@ -149,13 +229,13 @@ def block_load(cg, op) -> None:
         inside, off = _block_lane(cg, op, arg, layout, index, checked)
         if inside is None:
             _check_block(cg, op, arg, off)
-            v = _gm_element(w, arg, off)
+            v = gm_element(w, arg, off)
         else:
             slot = w.alloca(ct, "lane")
             w.store(ct, pad, slot)
             with w.when(inside, "inside"):
                 _check_block(cg, op, arg, off)
-                w.store(ct, _gm_element(w, arg, off), slot)
+                w.store(ct, gm_element(w, arg, off), slot)
             v = w.load(ct, slot)
         store_element(w, out, index, v)
     cg.bind(op.result, out)
@@ -172,11 +252,11 @@ def block_store(cg, op) -> None:
         inside, off = _block_lane(cg, op, arg, layout, index, checked)
         if inside is None:
             _check_block(cg, op, arg, off)
-            _gm_store(w, arg, off, _element(w, value, index))
+            gm_store(w, arg, off, element(w, value, index))
         else:
             with w.when(inside, "inside"):
                 _check_block(cg, op, arg, off)
-                _gm_store(w, arg, off, _element(w, value, index))
+                gm_store(w, arg, off, element(w, value, index))
 
 
 def _check_block(cg, op, arg, off: str) -> None:

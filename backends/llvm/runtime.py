@@ -9,8 +9,11 @@ anything -- and without importing numba.  An artifact built by another version o
 backend, another llvmlite or for another CPU is not loaded (``built_for``).
 
 A launch checks what the compiled code cannot: the grid, each pointer argument's dtype,
-rank and contiguity, scalar ranges, and arguments longer than the kernel's int32 offsets
-reach.  Programs run on the calling thread, one after another.
+rank, contiguity and (when the kernel writes it) writeability, scalar ranges, and
+arguments longer than the kernel's int32 offsets reach; then it hands each array over
+as its object (``id``: the kernel reads the data pointer and length from numpy's array
+struct, whose layout ``_check_array_layout`` verifies once) and calls the entry with
+per-thread buffers.  Programs run on the calling thread, one after another.
 
 Example::
 
@@ -30,15 +33,15 @@ import numpy as np
 from npujit import cache_dir, errors
 from npujit.ir.types import PtrType
 
-from .lower import ENTRY, LlvmSource
+from .lower import ARRAY_DATA, ARRAY_DIMS, ENTRY, LlvmSource
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _lock = threading.Lock()
 _machine = None
 _backend_hash: str | None = None
 
-_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.c_int64] * 5),
-                              *([ctypes.c_void_p] * 5))
+_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+_layout_checked = False
 
 
 def backend_hash() -> str:
@@ -114,11 +117,50 @@ def build(src: LlvmSource) -> Artifact:
     return Artifact(src, tm.emit_object(mod), built_for())
 
 
+def _check_array_layout() -> None:
+    """The kernels read an array's data pointer and length from its object
+    (lower.ARRAY_DATA, ARRAY_DIMS): make sure this numpy lays its arrays out so."""
+    a = np.arange(5.0)[1:]
+    data = ctypes.c_void_p.from_address(id(a) + ARRAY_DATA).value
+    dims = ctypes.c_void_p.from_address(id(a) + ARRAY_DIMS).value
+    if data != a.ctypes.data or not dims or ctypes.c_int64.from_address(dims).value != 4:
+        raise RuntimeError("the llvm backend does not know this numpy's array layout; use "
+                           "backend='numba'")
+
+
+class _Buffers:
+    """One thread's launch buffers: the launch context (lower.CONTEXT: grid, program
+    range, the addresses of the rest), the argument objects, the scalars' 64 bits, the
+    error record and the tile scratch."""
+
+    def __init__(self, n: int, scratch_bytes: int):
+        self.objs = (ctypes.c_uint64 * max(n, 1))()
+        self.scalars = (ctypes.c_int64 * max(n, 1))()
+        self.doubles = (ctypes.c_double * max(n, 1)).from_buffer(self.scalars)
+        self.err = (ctypes.c_int64 * 8)()
+        self.scratch = np.empty(scratch_bytes + 64, np.uint8)
+        self.ctx = (ctypes.c_int64 * 9)(0, 0, 0, 0, 0, ctypes.addressof(self.objs),
+                                        ctypes.addressof(self.scalars),
+                                        (self.scratch.ctypes.data + 63) // 64 * 64,
+                                        ctypes.addressof(self.err))
+        self.ctx_address = ctypes.addressof(self.ctx)
+        self.grid = None
+
+    def set_grid(self, g0: int, g1: int, g2: int) -> None:
+        ctx = self.ctx
+        ctx[0], ctx[1], ctx[2], ctx[3], ctx[4] = g0, g1, g2, 0, g0 * g1 * g2
+        self.grid = (g0, g1, g2)
+
+
 class Launcher:
     """``run(grid, args)`` for one built kernel (see the module doc)."""
 
     def __init__(self, artifact: Artifact, options: dict):
         import llvmlite.binding as llvm
+        global _layout_checked
+        if not _layout_checked:
+            _check_array_layout()
+            _layout_checked = True
         self.artifact = artifact
         self.source = artifact.source.text
         src = artifact.source
@@ -132,66 +174,68 @@ class Launcher:
             self._engine.finalize_object()
             addr = self._engine.get_function_address(ENTRY)
         self._entry = _SIGNATURE(addr)
-        self._types = list(src.arg_types)
-        self._names = list(src.arg_names)
-        self._ptr_index = [i for i, t in enumerate(self._types) if isinstance(t, PtrType)]
-        self._scratch = threading.local()
+        self._n = len(src.arg_types)
+        # per argument: (index, name, numpy dtype, written, narrow message) for arrays,
+        # (index, name, dtype) for scalars
+        self._arrays = [(i, n, t.dtype.np, i in src.written, src.narrow.get(i))
+                        for i, (t, n) in enumerate(zip(src.arg_types, src.arg_names))
+                        if isinstance(t, PtrType)]
+        self._scalars = [(i, n, t.dtype) for i, (t, n) in
+                         enumerate(zip(src.arg_types, src.arg_names))
+                         if not isinstance(t, PtrType)]
+        self._local = threading.local()
         self.has_atomics = src.has_atomics
 
-    def _scratch_buffer(self) -> np.ndarray:
-        buf = getattr(self._scratch, "buf", None)
-        if buf is None:
-            buf = self._scratch.buf = np.empty(self.artifact.source.scratch_bytes + 64,
-                                               np.uint8)
-        return buf
+    def _buffers(self) -> _Buffers:
+        b = getattr(self._local, "b", None)
+        if b is None:
+            b = self._local.b = _Buffers(self._n, self.artifact.source.scratch_bytes)
+        return b
 
     def __call__(self, grid, args) -> None:
-        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-        if any(g < 1 for g in grid):
+        if type(grid) is not tuple or len(grid) != 3:
+            grid = tuple(grid) + (1,) * (3 - len(grid))
+        g0, g1, g2 = grid
+        if g0 < 1 or g1 < 1 or g2 < 1:
             raise errors.LaunchError(f"kernel '{self.name}': every grid axis must be >= 1, "
-                                     f"got {grid}")
-        n = len(self._types)
-        if len(args) != n:
-            raise errors.LaunchError(f"kernel '{self.name}' takes {n} arguments, got "
+                                     f"got {tuple(grid)}")
+        if len(args) != self._n:
+            raise errors.LaunchError(f"kernel '{self.name}' takes {self._n} arguments, got "
                                      f"{len(args)}")
-        ptrs = np.zeros(max(n, 1), np.uint64)
-        lens = np.zeros(max(n, 1), np.int64)
-        scalars = np.zeros(max(n, 1), np.int64)
-        keep = []
-        for i, (t, name, a) in enumerate(zip(self._types, self._names, args)):
-            if isinstance(t, PtrType):
-                a = self._array(a, t, name)
-                keep.append(a)
-                ptrs[i] = a.ctypes.data
-                lens[i] = a.shape[0]
-                text = self.artifact.source.narrow.get(i)
-                if text is not None and a.shape[0] > 2 ** 31:
-                    raise errors.LaunchError(text.replace("\0", str(a.shape[0])))
+        b = self._buffers()
+        objs = b.objs
+        for i, name, want, written, narrow in self._arrays:
+            a = args[i]
+            if type(a) is not np.ndarray or a.dtype != want or a.ndim != 1 \
+                    or not a.flags.c_contiguous or (written and not a.flags.writeable):
+                self._refuse(a, name, want, written)
+            if narrow is not None and a.shape[0] > 2 ** 31:
+                raise errors.LaunchError(narrow.replace("\0", str(a.shape[0])))
+            objs[i] = id(a)      # the array object; args keeps it alive during the call
+        for i, name, d in self._scalars:
+            a = args[i]
+            if d.is_float:
+                b.doubles[i] = float(np.asarray(float(a)).astype(d.np)) if d.is_half \
+                    else float(a)
             else:
-                scalars[i] = self._scalar(a, t, name)
-        scratch = self._scratch_buffer()
-        err = np.zeros(8, np.int64)
-        total = grid[0] * grid[1] * grid[2]
-        rc = self._entry(grid[0], grid[1], grid[2], 0, total, ptrs.ctypes.data,
-                         lens.ctypes.data, scalars.ctypes.data,
-                         (scratch.ctypes.data + 63) // 64 * 64, err.ctypes.data)
+                b.scalars[i] = self._integer(a, d, name)
+        if b.grid != grid:
+            b.set_grid(g0, g1, g2)
+        rc = self._entry(b.ctx_address)
         if rc:
-            raise self._error(err)
+            raise self._error(b.err)
 
-    def _array(self, a, t, name):
-        want = t.dtype.np
-        if not isinstance(a, np.ndarray) or a.dtype != want or a.ndim != 1 \
-                or not a.flags.c_contiguous:
-            got = f"{a.dtype} array of shape {a.shape}" if isinstance(a, np.ndarray) \
-                else type(a).__name__
-            raise errors.LaunchError(f"kernel '{self.name}': argument '{name}' must be a "
-                                     f"1-D contiguous {want} array, got {got}")
-        return a
+    def _refuse(self, a, name, want, written):
+        if isinstance(a, np.ndarray) and a.dtype == want and a.ndim == 1 \
+                and a.flags.c_contiguous:
+            raise errors.LaunchError(f"kernel '{self.name}' writes argument '{name}', but "
+                                     "the array is read-only; pass a writeable copy")
+        got = f"{a.dtype} array of shape {a.shape}" if isinstance(a, np.ndarray) \
+            else type(a).__name__
+        raise errors.LaunchError(f"kernel '{self.name}': argument '{name}' must be a "
+                                 f"1-D contiguous {want} array, got {got}")
 
-    def _scalar(self, a, t, name) -> int:
-        d = t.dtype
-        if d.is_float:
-            return int(np.float64(a).view(np.int64))
+    def _integer(self, a, d, name) -> int:
         v = int(a)
         if d.is_bool:
             return int(bool(a))
@@ -202,7 +246,7 @@ class Launcher:
                                      f"not fit {d}")
         return v - (1 << 64) if v >= 1 << 63 else v
 
-    def _error(self, err: np.ndarray) -> Exception:
+    def _error(self, err) -> Exception:
         cls, template = self.artifact.source.sites[int(err[0])]
         pid = tuple(int(x) for x in err[1:4])
         values = [int(x) for x in err[4:]]

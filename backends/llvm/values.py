@@ -105,6 +105,11 @@ def load_element(w: Writer, tile: Tile, index: Index) -> str:
     return w.assign(f"trunc i8 {v} to i1") if tile.dtype.is_bool else v
 
 
+def element(w: Writer, val, index: Index) -> str:
+    """The current element of a ``Tile``, or the value of a ``Scalar`` (every lane's)."""
+    return val.ref if isinstance(val, Scalar) else load_element(w, val, index)
+
+
 def store_element(w: Writer, tile: Tile, index: Index, value: str) -> None:
     mt = memory_type(tile.dtype)
     if tile.dtype.is_bool:

@@ -4,8 +4,8 @@
 
 Each active lane, in row-major order, reads ``old = mem[o]``, writes
 ``combine(old, val)`` and returns ``old`` (masked-off lanes return 0 and touch nothing).
-The combine follows the elementwise op of the same name (``max``/``min`` propagate NaN,
-half floats round each add).  Triton's ``sem=`` ("relaxed", "acquire", "release",
+The combine follows the elementwise op of the same name (``max``/``min`` ignore a NaN
+operand, as ``nl.maximum``; half floats round each add).  Triton's ``sem=`` ("relaxed", "acquire", "release",
 "acq_rel") and ``scope=`` ("gpu", "cta", "sys") are accepted and change nothing: here
 every atomic is sequentially consistent across programs.
 """

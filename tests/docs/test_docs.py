@@ -14,7 +14,8 @@ PAGES = ["README.md", "docs/getting-started.md", "docs/testing.md",
          "docs/npu-model.md", "docs/tutorials/01-vector-add.md",
          "docs/tutorials/02-softmax.md", "docs/tutorials/03-matmul.md", "docs/runtime.md",
          "docs/ascendc.md", "docs/moe.md", "docs/tutorials/04-moe-router.md",
-         "docs/tutorials/05-fused-moe.md", "docs/cache.md", "docs/autotune.md"]
+         "docs/tutorials/05-fused-moe.md", "docs/cache.md", "docs/autotune.md",
+         "docs/llvm.md"]
 
 
 # Pages whose examples launch a dozen MoE kernels: they run on the reference backend here

@@ -8,6 +8,7 @@
   masked-off lane that is written shows;
 * ``TIERS`` runs a launch on the reference interpreter, the numba backend, or the
   scheduled path through the simulator (``kernel.simulate``, which writes the outputs);
+  ``run`` also takes the llvm backend and the Ascend C twin (their own test files);
 * ``disagreement(...)`` says where two tiers' outputs differ beyond what
   docs/semantics.md allows (bits for ints, bools and exact floats; ulps for
   transcendentals; a bound on the terms for sums and dots), or returns None.
@@ -101,6 +102,10 @@ def run_numba(kernel, args):
     kernel.with_options(backend="numba")[GRID](*args)
 
 
+def run_llvm(kernel, args):
+    kernel.with_options(backend="llvm")[GRID](*args)
+
+
 def run_twin(kernel, args):
     """The emitted Ascend C on the CPU twin (tests/fuzz/test_twin.py picks the
     sub-kernels the emitter can lower)."""
@@ -166,7 +171,8 @@ def run(kernel, tier: str, args: list, subs=None, outs=None) -> list:
     if tier == "checked":
         return run_simulated(subs, args, outs, FULL_DEBUG)
     args = fresh(args)
-    runner = {"reference": run_reference, "numba": run_numba, "ascendc-twin": run_twin}[tier]
+    runner = {"reference": run_reference, "numba": run_numba, "llvm": run_llvm,
+              "ascendc-twin": run_twin}[tier]
     with np.errstate(all="ignore"):
         runner(kernel, args)
     return args
