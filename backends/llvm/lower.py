@@ -32,13 +32,15 @@ from dataclasses import dataclass, field
 
 from npujit.errors import CompilationError
 from npujit.ir import Kind
+from npujit.ir.ops import ELEMENTWISE
 from npujit.ir.core import Function, Value
 from npujit.ir.passes.index_checks import overflow_template, scalar_address_ops
 from npujit.ir.types import PtrType, row_major
 
 from . import elementwise, lower_atomic, lower_cube, lower_memory, lower_select, lower_tile
 from .ir_text import Writer, compute_type, literal, tile_bytes
-from .values import Arg, Index, Scalar, Tile, load_element, nest, numel, store_element
+from .values import (Arg, Index, Lazy, Scalar, Tile, element, load_element, nest, numel,
+                     store_element)
 
 LOWER = {**lower_tile.LOWERINGS, **lower_memory.LOWERINGS, **lower_select.LOWERINGS,
          **lower_cube.LOWERINGS, **lower_atomic.LOWERINGS}
@@ -88,17 +90,26 @@ class Lowering:
         self.wraps = ({id(op) for op in scalar_address_ops(fn)} if self.checking
                       and not options.get("debug") else set())
         self.pids = ("%pid0", "%pid1", "%pid2")
+        self.out_hint: dict = {}    # id(value) -> the loop holder it is computed into
 
     # --- values ---------------------------------------------------------------------------
     def val(self, v: Value):
+        """The value bound to ``v``: a ``Scalar``, ``Arg`` or ``Tile`` (a lazy value is
+        stored into a tile of its own here, where it is read)."""
+        got = self.lazy(v)
+        return self.materialise(got) if isinstance(got, Lazy) else got
+
+    def lazy(self, v: Value):
+        """The value bound to ``v``, possibly ``Lazy`` (for readers that take one:
+        lower_tile.LAZY_READERS)."""
         try:
             return self.env[id(v)]
         except KeyError:
             raise RuntimeError(f"llvm backend: {v} used before it is defined") from None
 
     def bind(self, v: Value, val) -> None:
-        if isinstance(val, Tile) and not val.shape:    # a rank-0 tile is a scalar
-            val = Scalar(load_element(self.w, val, Index(flat="0")), val.dtype)
+        if isinstance(val, (Tile, Lazy)) and not val.shape:    # rank 0 is a scalar
+            val = Scalar(element(self.w, val, Index(flat="0")), val.dtype)
         self.env[id(v)] = val
 
     def new_tile(self, shape, dtype) -> Tile:
@@ -110,15 +121,21 @@ class Lowering:
         self.w.entry(f"{ptr} = getelementptr inbounds i8, ptr %scratch, i64 {off}")
         return Tile(ptr, tuple(shape), row_major(shape), dtype)
 
-    def materialise(self, tile: Tile) -> Tile:
-        """A contiguous copy of the view ``tile``."""
+    def result_tile(self, v: Value) -> Tile:
+        """The tile an op computes ``v`` into: its loop's holder when ``_in_place`` chose
+        one, else a new slot."""
+        hint = self.out_hint.get(id(v))
+        return hint if hint is not None else self.new_tile(v.type.shape, v.type.dtype)
+
+    def materialise(self, tile) -> Tile:
+        """A contiguous copy of the view (or lazy value) ``tile``."""
         out = self.new_tile(tile.shape, tile.dtype)
         self.copy(tile, out)
         return out
 
-    def copy(self, src: Tile, dst: Tile) -> None:
+    def copy(self, src, dst: Tile) -> None:
         with nest(self.w, dst.shape, [src, dst]) as index:
-            store_element(self.w, dst, index, load_element(self.w, src, index))
+            store_element(self.w, dst, index, element(self.w, src, index))
 
     # --- errors ---------------------------------------------------------------------------
     def site(self, cls: str, template: str) -> int:
@@ -206,8 +223,9 @@ class Lowering:
         copied aside, so the copies do not overwrite what later ones read."""
         ptrs = {h.ptr for h in holders if isinstance(h, Tile)}
         staged = []
-        for h, v in zip(holders, vals):
-            if isinstance(h, Tile) and isinstance(v, Tile) and v.ptr in ptrs and v.ptr != h.ptr:
+        for h, v in zip(holders, vals):     # a lazy value may read a holder: store it first
+            if isinstance(v, Lazy) or (isinstance(h, Tile) and isinstance(v, Tile)
+                                       and v.ptr in ptrs and v.ptr != h.ptr):
                 v = self.materialise(v)
             staged.append(v)
         for h, v in zip(holders, staged):
@@ -254,6 +272,7 @@ def _for(cg, op) -> None:
                                            "%d to %d); it would never end"), [l64, u64])
     holders = [cg.holder(r) for r in op.results]
     cg.put(holders, [cg.val(v) for v in inits])
+    _in_place(cg, op, holders)
     iv = w.alloca("i64", "iv")
     w.store("i64", l64, iv)
     head, body, done = w.label("for"), w.label("forbody"), w.label("endfor")
@@ -274,6 +293,23 @@ def _for(cg, op) -> None:
     w.start(done)
     for r, v in zip(op.results, cg.take(holders, op.results)):
         cg.bind(r, v)
+
+
+def _in_place(cg, op, holders: list) -> None:
+    """Accumulators (``acc += x`` in a loop) computed straight into their holder: when
+    the yielded value is an elementwise result read only by the yield, and the carried
+    value is read only by the op that computes it (element by element, at the index it
+    writes), nothing else can see the holder change, and the copy at the yield goes."""
+    body = op.body
+    term = body.ops[-1]
+    for h, arg, y in zip(holders, body.args[1:], term.operands):
+        p = y.op
+        if not isinstance(h, Tile) or p is None or p.parent is not body \
+                or (p.kind not in ELEMENTWISE and p.kind is not Kind.FUSED) \
+                or len(y.uses) != 1 or tuple(y.type.shape) != h.shape:
+            continue
+        if all(u is p for u, _ in arg.uses):
+            cg.out_hint[id(y)] = h
 
 
 def _i64(cg, v) -> str:

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from npujit.ir import Kind
 
-from . import halfprec
+from . import affine, halfprec
 from .ir_text import compute_type, gm_type, literal
-from .values import Index, Scalar, Tile, element, nest, store_element, to_i64
+from .lower_tile import LAZY_READERS
+from .values import Index, Lazy, Scalar, Tile, element, nest, store_element, to_i64
 
 
 def gm_element(w, arg, off: str) -> str:
@@ -55,29 +56,59 @@ def check_offset(cg, op, arg, off: str) -> None:
     cg.fail_if(outside, cg.oob_site(op, "an active lane has offsets"), [off, off, arg.length])
 
 
-_I64_MAX, _I64_MIN = str(2 ** 63 - 1), str(-2 ** 63)
-
-
-def _span(cg, shape, offs, odt, mask) -> tuple:
-    """One pass over the lanes before an access: ``(lo, hi, lo_all, hi_all)``, the
-    smallest and largest offset of the active lanes (``lo > hi`` when none is) and of
-    all lanes.  A loop of selects, which LLVM vectorises."""
+def _span(cg, shape, offs, odt, mask, arg) -> tuple:
+    """``(lo, hi, lo_all, hi_all)`` (i64) before an access: the smallest and largest
+    offset of the active lanes (``lo > hi`` when none is) and of all lanes.  Affine
+    offsets (affine.py) give the all-lanes pair from two corners; when that range is
+    inside ``arg`` (every tile but a masked tail), it stands for the active lanes too
+    and no lane is looked at.  Else one pass over the lanes (``_lane_span``)."""
     w = cg.w
-    slots = [w.alloca("i64", n) for n in ("lo", "hi", "lo_all", "hi_all")]
-    for slot, init in zip(slots, (_I64_MAX, _I64_MIN, _I64_MAX, _I64_MIN)):
-        w.store("i64", init, slot)
-    tiles = [x for x in (offs, mask) if isinstance(x, Tile)]
+    form = offs.affine if isinstance(offs, Lazy) else None
+    if form is None or len(form[1]) != len(shape):
+        return _lane_span(cg, shape, offs, odt, mask)
+    lo_all, hi_all = affine.extremes(w, form, shape)
+    if mask is None:
+        return lo_all, hi_all, lo_all, hi_all
+    slots = [w.alloca("i64", n) for n in ("lo", "hi")]
+    w.store("i64", lo_all, slots[0])
+    w.store("i64", hi_all, slots[1])
+    scan, done = w.label("scan"), w.label("spanned")
+    w.line(f"br i1 {_inside(w, arg, lo_all, hi_all)}, label %{done}, label %{scan}")
+    w.start(scan)
+    lo, hi, _, _ = _lane_span(cg, shape, offs, odt, mask)
+    w.store("i64", lo, slots[0])
+    w.store("i64", hi, slots[1])
+    w.block(done)
+    return w.load("i64", slots[0]), w.load("i64", slots[1]), lo_all, hi_all
+
+
+def _lane_span(cg, shape, offs, odt, mask) -> tuple:
+    """``_span`` by one pass over the lanes: a loop of selects in the offsets' own type,
+    which LLVM vectorises (64-bit minimum and maximum have no AVX2 instruction: an i64
+    loop stays scalar)."""
+    w = cg.w
+    t = compute_type(odt)
+    bits = odt.itemsize * 8
+    unsigned = odt.is_unsigned
+    top, bottom = ("-1", "0") if unsigned else (str((1 << (bits - 1)) - 1),
+                                                   str(-(1 << (bits - 1))))
+    slots = [w.alloca(t, n) for n in ("lo", "hi", "lo_all", "hi_all")]
+    for slot, init in zip(slots, (top, bottom, top, bottom)):
+        w.store(t, init, slot)
+    tiles = [x for x in (offs, mask) if isinstance(x, (Tile, Lazy))]
+    sign = "u" if unsigned else "s"
     with nest(w, shape, tiles) as index:
-        off = to_i64(w, element(w, offs, index), odt)
+        off = element(w, offs, index)
         on = element(w, mask, index) if mask is not None else "true"
-        for slot, smaller, gate in zip(slots, (True, False, True, False),
-                                       (on, on, "true", "true")):
-            cur = w.load("i64", slot)
-            better = w.op(f"icmp {'slt' if smaller else 'sgt'} i64", off, cur)
-            if gate != "true":
-                better = w.op("and i1", better, gate)
-            w.store("i64", w.op("select i1", better, f"i64 {off}", f"i64 {cur}"), slot)
-    return tuple(w.load("i64", slot) for slot in slots)
+        for slot, smaller, gated in zip(slots, (True, False, True, False),
+                                        (True, True, False, False)):
+            # an inactive lane offers the start value: a plain min/max reduction
+            x = w.op("select i1", on, f"{t} {off}", f"{t} {top if smaller else bottom}") \
+                if gated and on != "true" else off
+            cur = w.load(t, slot)
+            better = w.op(f"icmp {sign}{'lt' if smaller else 'gt'} {t}", x, cur)
+            w.store(t, w.op("select i1", better, f"{t} {x}", f"{t} {cur}"), slot)
+    return tuple(to_i64(w, w.load(t, slot), odt) for slot in slots)
 
 
 def _check_span(cg, op, arg, lo: str, hi: str) -> None:
@@ -95,13 +126,34 @@ def _inside(w, arg, lo: str, hi: str) -> str:
     return w.op("and i1", w.op("icmp sge i64", lo, "0"), w.op("icmp slt i64", hi, arg.length))
 
 
+def _deferrable(op) -> bool:
+    """May a load's elements be read where its one reader needs them (a ``Lazy``)?  When
+    the reader takes lazy values, sits in the same block, and nothing between the two
+    can write GM (a store, an atomic, or a loop or branch that may hold one)."""
+    uses = op.result.uses
+    if len(uses) != 1:
+        return False
+    reader = uses[0][0]
+    if reader.parent is not op.parent or reader.kind not in LAZY_READERS:
+        return False
+    ops = op.parent.ops
+    for between in ops[ops.index(op) + 1:ops.index(reader)]:
+        if between.kind in _WRITES or (between.regions and between.kind is not Kind.FUSED):
+            return False
+    return True
+
+
+_WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
+
+
 def load(cg, op) -> None:
-    """A pointer load.  A tile's lanes are checked in one pass (``_span``); when every
-    lane's offset, active or not, is inside the argument the lanes load without a
-    branch and the mask selects ``other`` (a vectorisable loop), else each active lane
-    loads behind its mask."""
+    """A pointer load.  A tile's lanes are checked in one pass (``_span``), at the load.
+    Read once, right after, the elements are loaded where they are read (``_deferrable``:
+    one loop for load and use, vectorised with masked loads); else when every lane's
+    offset, active or not, is inside the argument the lanes load without a branch and
+    the mask selects ``other``, and otherwise each active lane loads behind its mask."""
     arg = cg.val(op.operands[0])
-    offs, mask, other = (cg.val(v) if v is not None else None
+    offs, mask, other = (cg.lazy(v) if v is not None else None
                          for v in (op.operand("offsets"), op.operand("mask"),
                                    op.operand("other")))
     t = op.result.type
@@ -125,10 +177,24 @@ def load(cg, op) -> None:
             w.store(ct, gm_element(w, arg, off), slot)
         cg.bind(op.result, Scalar(w.load(ct, slot), t.dtype))
         return
-    out = cg.new_tile(t.shape, t.dtype)
-    tiles = [x for x in (offs, mask, other, out) if isinstance(x, Tile)]
-    lo, hi, lo_all, hi_all = _span(cg, t.shape, offs, odt, mask)
+    lo, hi, lo_all, hi_all = _span(cg, t.shape, offs, odt, mask, arg)
     _check_span(cg, op, arg, lo, hi)
+    inputs = [x for x in (offs, mask, other) if isinstance(x, (Tile, Lazy))]
+    if _deferrable(op):
+        def gen(w, index):
+            off = to_i64(w, element(w, offs, index), odt)
+            if mask is None:
+                return gm_element(w, arg, off)
+            slot = w.alloca(ct, "lane")
+            w.store(ct, fallback(index), slot)
+            with w.when(element(w, mask, index), "active"):
+                w.store(ct, gm_element(w, arg, off), slot)
+            return w.load(ct, slot)
+        cg.bind(op.result, Lazy(tuple(t.shape), t.dtype, gen,
+                                all(x.contiguous or x.uniform for x in inputs)))
+        return
+    out = cg.new_tile(t.shape, t.dtype)
+    tiles = inputs + [out]
     if mask is None:
         with nest(w, t.shape, tiles) as index:
             off = to_i64(w, element(w, offs, index), odt)
@@ -161,7 +227,7 @@ def store(cg, op) -> None:
     """A pointer store: a tile's lanes checked in one pass, then each active lane
     written (behind its mask)."""
     arg = cg.val(op.operands[0])
-    offs, value, mask = (cg.val(v) if v is not None else None
+    offs, value, mask = (cg.lazy(v) if v is not None else None
                          for v in (op.operand("offsets"), op.operand("value"),
                                    op.operand("mask")))
     w = cg.w
@@ -185,9 +251,9 @@ def store(cg, op) -> None:
                 check_offset(cg, op, arg, off)
         lane(None)
         return
-    lo, hi, _, _ = _span(cg, shape, offs, odt, mask)
+    lo, hi, _, _ = _span(cg, shape, offs, odt, mask, arg)
     _check_span(cg, op, arg, lo, hi)
-    tiles = [x for x in (offs, mask, value) if isinstance(x, Tile)]
+    tiles = [x for x in (offs, mask, value) if isinstance(x, (Tile, Lazy))]
     with nest(w, shape, tiles) as index:
         lane(index)
 

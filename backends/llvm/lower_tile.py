@@ -24,49 +24,131 @@ from npujit.ir.types import float32
 
 from . import elementwise
 from .ir_text import compute_type, literal
-from .values import Index, Scalar, Tile, load_element, nest, store_element
+from . import affine
+from .values import (Index, Lazy, Scalar, Tile, element, load_element, nest, store_element,
+                     to_i64)
 
 
 # --- elementwise -------------------------------------------------------------------------
 
-def elements(cg, shape, ops, inputs: dict, outputs: list) -> None:
-    """Run ``ops`` per element of ``shape``: ``inputs`` binds values from outside
-    (``id(value) -> Scalar | Tile``, else ``cg.val``), ``outputs`` is a list of
-    ``(value, Tile)`` stored at the end of each element."""
+def evaluate(cg, shape, ops, inputs: dict, index, wanted: list) -> list:
+    """Write ``ops`` for the element at ``index`` of ``shape``; the element values of
+    ``wanted``.  ``inputs`` binds values from outside (``id(value) -> Scalar | Tile |
+    Lazy``), else the bound value of the value is read."""
     w = cg.w
+    elem: dict = {}
 
     def outside(v):
         got = inputs.get(id(v))
-        return got if got is not None else cg.val(v)
+        return got if got is not None else cg.lazy(v)
 
-    tiles = [t for _, t in outputs]
+    def get(v):
+        r = elem.get(id(v))
+        if r is None:
+            r = elem[id(v)] = element(w, outside(v), index)
+        return r
+
+    for op in ops:
+        if op.kind is Kind.SPLAT:
+            elem[id(op.result)] = get(op.operands[0])
+        elif op.kind is Kind.BROADCAST:
+            src = outside(op.operands[0])
+            elem[id(op.result)] = element(w, src if isinstance(src, Scalar)
+                                          else src.broadcast_to(shape), index)
+        else:
+            elem[id(op.result)] = cg.scalar_op(op, [get(v) for v in op.operands])
+    return [get(v) for v in wanted]
+
+
+def _read(cg, shape, ops, inputs: dict) -> list:
+    """The tiles and lazy values ``ops`` read, as seen from a nest over ``shape``."""
+    seen = []
     for op in ops:
         for v in op.operands:
             src = inputs.get(id(v)) or cg.env.get(id(v))
-            if isinstance(src, Tile):
-                tiles.append(src.broadcast_to(shape) if op.kind is Kind.BROADCAST else src)
-    with nest(w, shape, tiles) as index:
-        elem: dict = {}
+            if isinstance(src, (Tile, Lazy)):
+                seen.append(src.broadcast_to(shape) if op.kind is Kind.BROADCAST else src)
+    return seen
 
-        def get(v):
-            r = elem.get(id(v))
-            if r is None:
-                src = outside(v)
-                r = src.ref if isinstance(src, Scalar) else load_element(w, src, index)
-                elem[id(v)] = r
-            return r
 
-        for op in ops:
-            if op.kind is Kind.SPLAT:
-                elem[id(op.result)] = get(op.operands[0])
-            elif op.kind is Kind.BROADCAST:
-                src = outside(op.operands[0])
-                elem[id(op.result)] = src.ref if isinstance(src, Scalar) else \
-                    load_element(w, src.broadcast_to(shape), index)
-            else:
-                elem[id(op.result)] = cg.scalar_op(op, [get(v) for v in op.operands])
-        for v, tile in outputs:
-            store_element(w, tile, index, get(v))
+def elements(cg, shape, ops, inputs: dict, outputs: list) -> None:
+    """Run ``ops`` per element of ``shape`` (``evaluate``) and store each of ``outputs``
+    (``(value, Tile)``) at the end of each element."""
+    tiles = [t for _, t in outputs] + _read(cg, shape, ops, inputs)
+    with nest(cg.w, shape, tiles) as index:
+        got = evaluate(cg, shape, ops, inputs, index, [v for v, _ in outputs])
+        for (_, tile), r in zip(outputs, got):
+            store_element(cg.w, tile, index, r)
+
+
+# What may read a lazy value in place (lower.Lowering.lazy); any other consumer gets a
+# stored tile (lower.Lowering.val).
+LAZY_READERS = ELEMENTWISE | {Kind.FUSED, Kind.RESHAPE, Kind.TRANS, Kind.LOAD, Kind.STORE,
+                              Kind.REDUCE}
+# Elementwise ops cheap enough to recompute wherever a lazy result is read.
+CHEAP = frozenset({Kind.ADD, Kind.SUB, Kind.MUL, Kind.CMP, Kind.AND, Kind.OR, Kind.XOR,
+                   Kind.NOT, Kind.SELECT, Kind.SPLAT, Kind.BROADCAST, Kind.CAST,
+                   Kind.MAXIMUM, Kind.MINIMUM, Kind.NEG, Kind.ABS})
+
+
+def _lazy_ok(op, ops) -> bool:
+    """May ``op``'s results (computed by ``ops`` per element) stay lazy?  When every
+    reader can read them in place, and the work is cheap or done once: each result read
+    once, in the block that computes it (not every iteration of a loop inside it)."""
+    cheap = len(ops) <= 8 and all(o.kind in CHEAP for o in ops)
+    for r in op.results:
+        uses = r.uses
+        if not uses or any(u.kind not in LAZY_READERS for u, _ in uses):
+            return False
+        if not cheap and (len(uses) > 1 or uses[0][0].parent is not op.parent):
+            return False
+    return True
+
+
+def _lazy(cg, shape, ops, inputs: dict, value, dtype) -> Lazy:
+    flat = all(t.contiguous or t.uniform for t in _read(cg, shape, ops, inputs))
+    form = _affine_form(cg, shape, ops, inputs, value) if dtype.is_int else None
+    return Lazy(tuple(shape), dtype,
+                lambda w, index: evaluate(cg, shape, ops, inputs, index, [value])[0], flat,
+                form)
+
+
+def _affine_form(cg, shape, ops, inputs: dict, value):
+    """``value``'s affine form (affine.py) when ``ops`` build it from scalars, affine
+    lazy values, splats, broadcasts, +, - and products with a uniform value; else None."""
+    w = cg.w
+    rank = len(shape)
+    forms: dict = {}
+
+    def form_of(v):
+        if id(v) in forms:
+            return forms[id(v)]
+        src = inputs.get(id(v)) or cg.env.get(id(v))
+        if isinstance(src, Scalar) and src.dtype.is_int:
+            return to_i64(w, src.ref, src.dtype), ("0",) * rank
+        if isinstance(src, Lazy) and src.affine is not None and len(src.shape) == rank:
+            return src.affine
+        return None
+
+    for op in ops:
+        r = op.results[0]
+        if op.kind is Kind.SPLAT:
+            f = form_of(op.operands[0])
+            forms[id(r)] = None if f is None else (f[0], ("0",) * rank)
+        elif op.kind is Kind.BROADCAST:
+            src = op.operands[0]
+            f = form_of(src)
+            forms[id(r)] = affine.broadcast(f, tuple(src.type.shape), tuple(shape))
+        elif op.kind is Kind.CAST and r.type.dtype.is_int and \
+                op.operands[0].type.dtype.is_int and \
+                r.type.dtype.itemsize >= op.operands[0].type.dtype.itemsize:
+            forms[id(r)] = form_of(op.operands[0])
+        elif op.kind in (Kind.ADD, Kind.SUB, Kind.MUL) and r.type.dtype.is_int:
+            forms[id(r)] = affine.combine(w, op.kind, form_of(op.operands[0]),
+                                          form_of(op.operands[1]))
+        else:
+            forms[id(r)] = None
+    return form_of(value)
 
 
 def elementwise_op(cg, op) -> None:
@@ -76,19 +158,26 @@ def elementwise_op(cg, op) -> None:
         cg.bind(op.result, Scalar(cg.scalar_op(op, [cg.val(v).ref for v in op.operands]),
                                   t.dtype))
         return
-    out = cg.new_tile(t.shape, t.dtype)
+    if id(op.result) not in cg.out_hint and _lazy_ok(op, [op]):
+        cg.bind(op.result, _lazy(cg, t.shape, [op], {}, op.result, t.dtype))
+        return
+    out = cg.result_tile(op.result)
     elements(cg, t.shape, [op], {}, [(op.result, out)])
     cg.bind(op.result, out)
 
 
 def fused(cg, op) -> None:
-    """A fused region: its ops per element in one nest; each yielded value to a tile."""
+    """A fused region: its ops per element in one nest, each yielded value to a tile --
+    or, when they may (``_lazy_ok``), its results lazy, computed where they are read."""
     body = op.body
     *ops, term = body.ops
-    inputs = {id(a): cg.val(v) for a, v in zip(body.args, op.operands)}
+    inputs = {id(a): cg.lazy(v) for a, v in zip(body.args, op.operands)}
     shape = op.results[0].type.shape
-    outs = [(v, cg.new_tile(r.type.shape, r.type.dtype))
-            for v, r in zip(term.operands, op.results)]
+    if not any(id(r) in cg.out_hint for r in op.results) and _lazy_ok(op, ops):
+        for r, v in zip(op.results, term.operands):
+            cg.bind(r, _lazy(cg, shape, ops, inputs, v, r.type.dtype))
+        return
+    outs = [(v, cg.result_tile(r)) for v, r in zip(term.operands, op.results)]
     elements(cg, shape, ops, inputs, outs)
     for r, (_, tile) in zip(op.results, outs):
         cg.bind(r, tile)
@@ -97,11 +186,13 @@ def fused(cg, op) -> None:
 # --- shape -------------------------------------------------------------------------------
 
 def splat(cg, op) -> None:
+    """Lazy: every lane is the scalar (no memory: a masked load's ``other`` or a loop's
+    zero accumulator stays a register)."""
     src = cg.val(op.operands[0])
     t = op.result.type
-    slot = cg.new_tile((1,), t.dtype)
-    store_element(cg.w, slot, _first(), src.ref)
-    cg.bind(op.result, Tile(slot.ptr, tuple(t.shape), (0,) * len(t.shape), t.dtype))
+    ref = src.ref
+    form = (to_i64(cg.w, ref, src.dtype), ("0",) * len(t.shape)) if t.dtype.is_int else None
+    cg.bind(op.result, Lazy(tuple(t.shape), t.dtype, lambda w, index: ref, True, form))
 
 
 def _first() -> Index:
@@ -109,7 +200,7 @@ def _first() -> Index:
 
 
 def broadcast(cg, op) -> None:
-    src = cg.val(op.operands[0])
+    src = cg.lazy(op.operands[0])
     shape = tuple(op.result.type.shape)
     if isinstance(src, Scalar):
         splat(cg, op)
@@ -118,8 +209,13 @@ def broadcast(cg, op) -> None:
 
 
 def reshape(cg, op) -> None:
-    src = cg.val(op.operands[0])
+    src = cg.lazy(op.operands[0])
     shape = tuple(op.result.type.shape)
+    if isinstance(src, Lazy):
+        if src.flat and shape:
+            cg.bind(op.result, src.reshaped(shape, cg.w))
+            return
+        src = cg.val(op.operands[0])
     if isinstance(src, Scalar):
         slot = cg.new_tile((1,), src.dtype)
         store_element(cg.w, slot, _first(), src.ref)
@@ -134,17 +230,18 @@ def reshape(cg, op) -> None:
 
 
 def trans(cg, op) -> None:
-    cg.bind(op.result, cg.val(op.operands[0]).permuted(tuple(op.attrs["perm"])))
+    cg.bind(op.result, cg.lazy(op.operands[0]).permuted(tuple(op.attrs["perm"])))
 
 
 def arange(cg, op) -> None:
+    """Lazy: lane ``i`` is ``start + i``, written where it is read."""
     t = op.result.type
-    out = cg.new_tile(t.shape, t.dtype)
-    w = cg.w
-    with nest(w, t.shape, [out]) as index:
-        v = w.op("add i64", index.flat, str(int(op.attrs["start"])))
-        store_element(w, out, index, w.assign(f"trunc i64 {v} to i32"))
-    cg.bind(op.result, out)
+    start = str(int(op.attrs["start"]))
+
+    def gen(w, index):
+        i = index.flat if index.flat is not None else index.axes[-1]
+        return w.assign(f"trunc i64 {w.op('add i64', i, start)} to i32")
+    cg.bind(op.result, Lazy(tuple(t.shape), t.dtype, gen, True, (start, ("1",))))
 
 
 # --- reductions --------------------------------------------------------------------------
@@ -152,7 +249,7 @@ def arange(cg, op) -> None:
 def reduce(cg, op) -> None:
     """``npu.reduce`` {kind, axis}: loops over the kept axes, an inner loop over ``axis``."""
     w = cg.w
-    src = cg.val(op.operands[0])
+    src = cg.lazy(op.operands[0])      # read per axis: a lazy value is fine
     kind, axis = op.attrs["kind"], op.attrs["axis"]
     rt = op.result.type
     n = src.shape[axis]
@@ -172,9 +269,9 @@ def reduce(cg, op) -> None:
     cg.bind(op.result, out)
 
 
-def _element_along(cg, src: Tile, idx: dict, axis: int, j: str) -> str:
+def _element_along(cg, src, idx: dict, axis: int, j: str) -> str:
     axes = [idx[d] if d != axis else j for d in range(len(src.shape))]
-    return load_element(cg.w, src, Index(axes=axes))
+    return element(cg.w, src, Index(axes=axes))
 
 
 def _fold(cg, src: Tile, kind: str, axis: int, n: int, idx: dict, out_dtype) -> str:
@@ -190,8 +287,10 @@ def _fold(cg, src: Tile, kind: str, axis: int, n: int, idx: dict, out_dtype) -> 
         with w.loop(f"i64 {n}", "k") as j:
             x = elementwise.cast(w, _element_along(cg, src, idx, axis, j), d, acc_dt)
             a = w.load(t, acc)
-            op = ("fadd" if kind == "sum" else "fmul") if acc_dt.is_float else \
-                ("add" if kind == "sum" else "mul")
+            # summation order is unspecified (docs/semantics.md): ``reassoc`` lets LLVM
+            # keep several partial sums in a vector
+            op = ("fadd reassoc" if kind == "sum" else "fmul reassoc") if acc_dt.is_float \
+                else ("add" if kind == "sum" else "mul")
             w.store(t, w.op(f"{op} {t}", a, x), acc)
         return elementwise.cast(w, w.load(t, acc), acc_dt, out_dtype)
     t = compute_type(d)

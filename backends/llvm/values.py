@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from npujit.ir.types import DType, numel, row_major
 
+from . import affine
 from .ir_text import Writer, compute_type, memory_type
 
 
@@ -74,6 +75,69 @@ class Tile:
                     tuple(self.strides[p] for p in perm), self.dtype)
 
 
+@dataclass(frozen=True, eq=False)
+class Lazy:
+    """A tile that is never stored: ``gen(w, index)`` writes the instructions of its
+    element at ``index`` wherever a consumer needs it (lower_tile.py makes them for
+    ``arange`` and for cheap or once-used elementwise results).  So the consumer's loop
+    sees the arithmetic itself -- ``pid * B + i`` as a load's offset is a contiguous
+    access LLVM vectorises -- and no tile goes through memory.  ``flat`` says whether
+    ``gen`` takes a flat row-major index (its tiles are all contiguous or uniform);
+    else it needs one index per axis."""
+
+    shape: tuple
+    dtype: DType
+    gen: object
+    flat: bool = True
+    affine: tuple | None = None       # (base, strides) when integer and affine: affine.py
+
+    @property
+    def contiguous(self) -> bool:    # for ``nest``: a flat loop may run it
+        return self.flat
+
+    @property
+    def uniform(self) -> bool:
+        return False
+
+    def broadcast_to(self, shape) -> "Lazy":
+        """Stretched to ``shape`` (same rank or more leading axes; size-1 axes read
+        index 0)."""
+        shape = tuple(shape)
+        if shape == self.shape:
+            return self
+        lead = len(shape) - len(self.shape)
+        stretched = [n == 1 and m != 1 for n, m in zip(self.shape, shape[lead:])]
+
+        def gen(w, index):
+            axes = index.axes[lead:]
+            return self.gen(w, Index(axes=["0" if s else a for s, a in zip(stretched, axes)]))
+        return Lazy(shape, self.dtype, gen, False,
+                    affine.broadcast(self.affine, self.shape, shape))
+
+    def reshaped(self, shape, w: Writer) -> "Lazy":
+        """The same elements in another row-major shape (needs ``flat``)."""
+        strides = row_major(shape)
+
+        def gen(w, index):
+            if index.flat is not None:
+                return self.gen(w, index)
+            flat = None
+            for a, st in zip(index.axes, strides):
+                term = a if st == 1 else w.op("mul nsw i64", a, str(st))
+                flat = term if flat is None else w.op("add nsw i64", flat, term)
+            return self.gen(w, Index(flat=flat or "0"))
+        return Lazy(tuple(shape), self.dtype, gen, True,
+                    affine.reshape(w, self.affine, self.shape, tuple(shape)))
+
+    def permuted(self, perm) -> "Lazy":
+        inverse = [perm.index(k) for k in range(len(perm))]
+
+        def gen(w, index):
+            return self.gen(w, Index(axes=[index.axes[inverse[k]] for k in range(len(perm))]))
+        return Lazy(tuple(self.shape[p] for p in perm), self.dtype, gen, False,
+                    affine.permute(self.affine, perm))
+
+
 class Index:
     """Where the current element of a loop nest is: ``flat`` (an i64 over a row-major
     nest whose tiles are all contiguous or uniform) or one i64 per axis."""
@@ -106,8 +170,13 @@ def load_element(w: Writer, tile: Tile, index: Index) -> str:
 
 
 def element(w: Writer, val, index: Index) -> str:
-    """The current element of a ``Tile``, or the value of a ``Scalar`` (every lane's)."""
-    return val.ref if isinstance(val, Scalar) else load_element(w, val, index)
+    """The current element of a ``Tile`` or a ``Lazy``, or the value of a ``Scalar``
+    (every lane's)."""
+    if isinstance(val, Scalar):
+        return val.ref
+    if isinstance(val, Lazy):
+        return val.gen(w, index)
+    return load_element(w, val, index)
 
 
 def store_element(w: Writer, tile: Tile, index: Index, value: str) -> None:
