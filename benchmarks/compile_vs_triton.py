@@ -1,4 +1,5 @@
-"""Cold compile of the same kernel: npujit (numba backend) against Triton's compiler.
+"""Cold compile of the same kernel: npujit (numba backend, or ``--backend llvm``) against
+Triton's compiler.
 
 The kernels are the gallery's (``kernels/triton_gallery/``), as in triton_rows.py.  Triton
 has no CPU target, but its compiler runs without a GPU when given one: each kernel is
@@ -15,7 +16,7 @@ generated modules held in memory are dropped).
 
 Bar (issue 16): npujit's compile time <= 1.0x Triton's.
 
-    python benchmarks/compile_vs_triton.py [--rounds 3] [--json]
+    python benchmarks/compile_vs_triton.py [--rounds 3] [--json] [--backend llvm]
 """
 from __future__ import annotations
 
@@ -77,11 +78,15 @@ def _triton_compile(fn, args, kwargs) -> float:
         return time.perf_counter() - t0
 
 
+BACKEND = "numba"      # --backend llvm: the llvm backend's compile (docs/llvm.md)
+
+
 def _npujit_compile(name: str, kname: str, args, kwargs) -> float:
     mod = importlib.import_module(f"npujit.kernels.triton_gallery.{name}")
-    from npujit.backends.numba import runtime
-    runtime._loaded.clear()            # else the generated module of an earlier round
-    fresh = getattr(mod, kname).with_options(backend="numba")
+    if BACKEND == "numba":
+        from npujit.backends.numba import runtime
+        runtime._loaded.clear()        # else the generated module of an earlier round
+    fresh = getattr(mod, kname).with_options(backend=BACKEND)
     fresh.cache.clear()                # and the specialisations kept in memory
     t0 = time.perf_counter()
     fresh.compile(*args, **kwargs).runnable()
@@ -119,7 +124,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", action="store_true", help="print JSON only")
+    ap.add_argument("--backend", default="numba", choices=("numba", "llvm"),
+                    help="npujit's backend (default numba)")
     args = ap.parse_args(argv)
+    global BACKEND
+    BACKEND = args.backend
     res = measure(args.rounds)
     if args.json:
         print(json.dumps(res))

@@ -26,6 +26,8 @@ from npujit.sim.simulate import no_cyclic_gc
 from .compiler import resolve_spec
 
 
+# The backends that run a kernel in recording mode for the simulator (run_recorded).
+RECORDERS = ("reference", "numba")
 # Arrays at least this big (bytes, all array arguments together) run on the numba backend
 # when the backend is not chosen: compiling the recording build costs ~0.5 s once (then
 # cached on disk), which the reference interpreter's per-op cost outgrows around here.
@@ -102,9 +104,13 @@ def record_launch(kernel, grid, args, kwargs, spec=None, debug=None,
         backend = "reference"
     elif backend is None:
         backend = kernel.options.get("backend")
-    if backend is None:
+    if backend not in RECORDERS:
+        # not chosen, or one that cannot record (llvm, the twin): the default backend's
+        # recording build (numba's, when the default cannot record) for big arrays, the
+        # reference interpreter for small ones
         big = sum(getattr(v, "nbytes", 0) for v in rt) >= NUMBA_FROM_BYTES
-        backend = knobs.backend() if big else "reference"
+        default = knobs.backend() if backend is None else "numba"
+        backend = (default if default in RECORDERS else "numba") if big else "reference"
     # Regions so the L2 sees re-reads; the spec so a separated part splits AIC / AIV work.
     return lower(c.ir, g, rt, name=kernel.name, spec=spec, backend=backend, buffers=buffers,
                  numerics=numerics), spec
@@ -126,7 +132,7 @@ def lower(fn, grid, args, name: str | None = None, gm_regions: bool = True, spec
         >>> len(launch.programs)                      # doctest: +SKIP
         2
     """
-    if backend not in ("reference", "numba"):
+    if backend not in RECORDERS:
         raise ValueError(f"lower: backend must be 'reference' or 'numba', got {backend!r}")
     recorder = StreamRecorder(fn, gm_regions=gm_regions, spec=spec)
     with no_cyclic_gc():     # the recording makes many small tuples and no cycles

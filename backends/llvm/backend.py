@@ -5,7 +5,8 @@ without importing numba.
 
 It lowers the whole language but 8-bit floats and ``device_print`` (refused when the
 kernel is compiled, with an error that names the op and its line and says to use
-``backend='numba'``), and runs programs on one thread.  The conformance table, the op
+``backend='numba'``).  Programs run on a thread pool when that proves faster
+(``parallel``/``num_threads`` options as the numba backend's; runtime.py).  The conformance table, the op
 table and a fuzz tier check it against the reference interpreter (tests/conformance,
 tests/backends/test_llvm*.py, tests/fuzz/test_llvm.py).
 Options: ``bounds_check`` (default ``NPUJIT_BOUNDS_CHECK``, on) checks every active

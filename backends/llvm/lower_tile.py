@@ -297,6 +297,8 @@ def _fold(cg, src: Tile, kind: str, axis: int, n: int, idx: dict, out_dtype) -> 
     first = _element_along(cg, src, idx, axis, "0")
     best = w.alloca(t, "best")
     w.store(t, first, best)
+    if kind in ("max", "min") and d.is_float:
+        return _float_extreme(cg, src, kind == "max", axis, n, idx)
     if kind in ("max", "min"):
         kid = Kind.MAXIMUM if kind == "max" else Kind.MINIMUM
         with w.loop(f"i64 {n}", "k") as j:
@@ -324,6 +326,38 @@ def _fold(cg, src: Tile, kind: str, axis: int, n: int, idx: dict, out_dtype) -> 
         j32 = w.assign(f"trunc i64 {j} to i32")
         w.store("i32", w.op("select i1", take, f"i32 {j32}", f"i32 {w.load('i32', at)}"), at)
     return w.load("i32", at)
+
+
+def _float_extreme(cg, src, is_max: bool, axis: int, n: int, idx: dict) -> str:
+    """The max (min) of a float lane, NaN skipped, NaN only when every element is: an
+    integer reduction over keys, the float's bits turned into an int that orders as the
+    float does (``bits ^ ((bits >> 31) & 0x7FF..F)``, its own inverse; -0.0 orders below
+    +0.0), a NaN's key the start value.  Integer max/min loops vectorise where the float
+    NaN-skipping fold does not (the numba backend's reduce_lib.py keys, the same
+    answers)."""
+    w = cg.w
+    d = src.dtype
+    ft = compute_type(d)
+    bits = 64 if d.itemsize == 8 else 32
+    it = f"i{bits}"
+    none = str(-(1 << (bits - 1))) if is_max else str((1 << (bits - 1)) - 1)
+    low_mask = str((1 << (bits - 1)) - 1)
+    acc = w.alloca(it, "key")
+    w.store(it, none, acc)
+    with w.loop(f"i64 {n}", "k") as j:
+        x = _element_along(cg, src, idx, axis, j)
+        b = w.assign(f"bitcast {ft} {x} to {it}")
+        key = w.op(f"xor {it}", b, w.op(f"and {it}", w.op(f"ashr {it}", b, str(bits - 1)),
+                                        low_mask))
+        key = w.op("select i1", w.op(f"fcmp uno {ft}", x, x), f"{it} {none}", f"{it} {key}")
+        cur = w.load(it, acc)
+        better = w.op(f"icmp {'sgt' if is_max else 'slt'} {it}", key, cur)
+        w.store(it, w.op("select i1", better, f"{it} {key}", f"{it} {cur}"), acc)
+    k = w.load(it, acc)
+    b = w.op(f"xor {it}", k, w.op(f"and {it}", w.op(f"ashr {it}", k, str(bits - 1)), low_mask))
+    value = w.assign(f"bitcast {it} {b} to {ft}")
+    nan = literal(float("nan"), d if d.itemsize == 8 else float32)
+    return w.op("select i1", w.op(f"icmp eq {it}", k, none), f"{ft} {nan}", f"{ft} {value}")
 
 
 LOWERINGS = {

@@ -13,7 +13,10 @@ rank, contiguity and (when the kernel writes it) writeability, scalar ranges, an
 arguments longer than the kernel's int32 offsets reach; then it hands each array over
 as its object (``id``: the kernel reads the data pointer and length from numpy's array
 struct, whose layout ``_check_array_layout`` verifies once) and calls the entry with
-per-thread buffers.  Programs run on the calling thread, one after another.
+per-thread buffers.  Programs run on the calling thread, or -- when a kernel's launches
+take long enough and threads prove faster (backends/threads.py ``ThreadChoice``, the
+numba backend's rule) -- in chunks on a thread pool (ctypes releases the GIL for each
+call).  Kernels with atomics run one program at a time.
 
 Example::
 
@@ -30,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npujit import cache_dir, errors
+from npujit import cache_dir, errors, knobs
+from npujit.backends.threads import ThreadChoice, on_threads
 from npujit.ir.types import PtrType
 
 from .lower import ARRAY_DATA, ARRAY_DIMS, ENTRY, LlvmSource
@@ -104,17 +108,22 @@ class Artifact:
     built_for: tuple
 
 
-def build(src: LlvmSource) -> Artifact:
-    """Optimise ``src`` and emit its object code."""
+def _optimised(text: str):
+    """The module of ``text``, verified and through LLVM's passes (``_tuning``)."""
     import llvmlite.binding as llvm
     tm = _target_machine()
-    mod = llvm.parse_assembly(src.text)
+    mod = llvm.parse_assembly(text)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     mod.verify()
     pb = llvm.create_pass_builder(tm, _tuning(llvm))
     pb.getModulePassManager().run(mod, pb)
-    return Artifact(src, tm.emit_object(mod), built_for())
+    return mod
+
+
+def build(src: LlvmSource) -> Artifact:
+    """Optimise ``src`` and emit its object code."""
+    return Artifact(src, _target_machine().emit_object(_optimised(src.text)), built_for())
 
 
 def _check_array_layout() -> None:
@@ -155,6 +164,10 @@ class _Buffers:
 class Launcher:
     """``run(grid, args)`` for one built kernel (see the module doc)."""
 
+    # the stages ``stage`` makes beyond the generated module (jit/compiled.py Asm): the
+    # optimised LLVM IR and this host's assembly
+    STAGES = ("llir", "native")
+
     def __init__(self, artifact: Artifact, options: dict):
         import llvmlite.binding as llvm
         global _layout_checked
@@ -185,6 +198,17 @@ class Launcher:
                          if not isinstance(t, PtrType)]
         self._local = threading.local()
         self.has_atomics = src.has_atomics
+        par = options.get("parallel")
+        self.threads = int(options.get("num_threads") or knobs.num_threads()
+                           or os.cpu_count() or 1)
+        can = par is not False and not src.has_atomics and self.threads > 1
+        self._choice = ThreadChoice(fixed=(True if par else None) if can else False)
+
+    def stage(self, name: str) -> str:
+        """``llir`` (the module after LLVM's passes) or ``native`` (its assembly for this
+        CPU), made again from the generated text when read."""
+        mod = _optimised(self.source)
+        return str(mod) if name == "llir" else _target_machine().emit_assembly(mod)
 
     def _buffers(self) -> _Buffers:
         b = getattr(self._local, "b", None)
@@ -219,11 +243,46 @@ class Launcher:
                     else float(a)
             else:
                 b.scalars[i] = self._integer(a, d, name)
-        if b.grid != grid:
-            b.set_grid(g0, g1, g2)
-        rc = self._entry(b.ctx_address)
-        if rc:
-            raise self._error(b.err)
+        total = g0 * g1 * g2
+        if total == 1 or self._choice.fixed is False:
+            if b.grid != grid:
+                b.set_grid(g0, g1, g2)
+            if self._entry(b.ctx_address):
+                raise self._error(b.err)
+            return
+        self._choice.launch(lambda threaded: self._run(b, grid, total, threaded))
+
+    def _run(self, b: _Buffers, grid, total: int, threaded: bool) -> None:
+        """All programs, serially with the caller's buffers ``b`` or on threads (each
+        with its own buffers, the arguments copied from ``b``); a failing piece's
+        error is raised, the first in grid order when several fail."""
+        g0, g1, g2 = grid
+        if not threaded:
+            if b.grid != grid:
+                b.set_grid(g0, g1, g2)
+            if self._entry(b.ctx_address):
+                raise self._error(b.err)
+            return
+        failed: dict = {}
+        size = ctypes.sizeof(b.objs)
+
+        def piece(c, lo, hi) -> bool:
+            if failed:
+                return False
+            mine = self._buffers()
+            if mine is not b:
+                ctypes.memmove(mine.objs, b.objs, size)
+                ctypes.memmove(mine.scalars, b.scalars, size)
+            ctx = mine.ctx
+            ctx[0], ctx[1], ctx[2], ctx[3], ctx[4] = g0, g1, g2, lo, hi
+            mine.grid = None
+            if self._entry(mine.ctx_address):
+                failed[c] = self._error(mine.err)
+                return False
+            return True
+        on_threads(min(self.threads, total), total, piece)
+        if failed:
+            raise failed[min(failed)]
 
     def _refuse(self, a, name, want, written):
         if isinstance(a, np.ndarray) and a.dtype == want and a.ndim == 1 \

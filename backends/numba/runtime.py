@@ -19,7 +19,8 @@ Parallelism is Python threads running contiguous chunks of the grid through the 
 ``nogil`` function, not numba's ``prange``: measured on the row softmax kernel, a
 ``parallel=True`` variant compiled in 0.85 s against 0.27 s and ran 2.7 ms against
 3.2 ms on 2 threads; handing chunks to threads costs ~30 us, so a kernel only goes
-parallel after a serial launch took longer than ``PARALLEL_AFTER_S``.
+parallel when its launches are slow and a probe shows threads faster
+(backends/threads.py).
 
 Example::
 
@@ -35,9 +36,7 @@ import linecache
 import os
 import sys
 import threading
-import time
 import types as pytypes
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
@@ -47,6 +46,8 @@ from numba import types as nt
 from npujit.errors import IndexOverflowError, OutOfBoundsError
 from npujit.ir.types import PtrType
 from npujit import cache_dir, knobs
+
+from npujit.backends.threads import ThreadChoice, on_threads as _on_threads
 
 from . import disk_cache, native
 
@@ -160,65 +161,19 @@ def _converter(t, name: str, kernel: str):
     return None  # a Python int, float or bool already (backends/base.py): numba takes it
 
 
-# A launch that took longer than this serially runs its later launches on threads: below
-# it, handing chunks to threads costs more than it saves (~20-40 us per launch).
-PARALLEL_AFTER_S = 5e-4
-# Grid pieces per thread in a threaded launch (each costs one dispatcher call, ~2 us).
-CHUNKS_PER_THREAD = 8
 # A recording run (``Launcher.record``, for the simulator) goes on threads from this many
 # programs per thread: below it the hand-off costs more than the programs.
 RECORD_THREADED_FROM = 64
-# Launches of each way (serial, threaded) in a probe, and launches between probes.
-PROBE_ROUNDS = 3
-REPROBE_AFTER = 200
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _thread_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool._max_workers < workers:
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npujit-numba")
-        return _pool
-
-
-def _on_threads(n: int, total: int, piece) -> None:
-    """Programs ``[0, total)`` on ``n`` threads (this one and ``n - 1`` of the pool):
-    the grid is cut into ``CHUNKS_PER_THREAD`` pieces per thread and each thread takes
-    the next piece when it finishes one, so a thread that the OS parks for a while (a
-    busy core) delays the launch by one piece, not by half the grid (``next`` on a
-    shared iterator is atomic under the GIL).  ``piece(c, lo, hi)`` runs piece ``c``;
-    a False return stops that thread taking more."""
-    pieces = min(total, n * CHUNKS_PER_THREAD)
-    bounds = [total * k // pieces for k in range(pieces + 1)]
-    chunks = iter(range(pieces))
-
-    def worker():
-        for c in chunks:
-            if not piece(c, bounds[c], bounds[c + 1]):
-                return
-
-    pool = _thread_pool(n - 1)
-    futures = [pool.submit(worker) for _ in range(1, n)]
-    try:
-        worker()
-    finally:
-        for f in futures:
-            f.result()
 
 
 class Launcher:
     """``run(grid, args)`` for one compiled kernel; ``source`` is the generated module.
 
-    Programs run serially in the calling thread until the best of two launches takes
-    longer than ``PARALLEL_AFTER_S``.  Then a probe alternates threaded launches (the grid
-    cut into chunks that threads take in turn; the compiled function releases the GIL)
-    with serial ones, ``PROBE_ROUNDS`` of each, and the faster way by its best time is
-    kept -- for ``REPROBE_AFTER`` launches, when a new probe decides again from fresh
-    times.  Kernels with atomics, and ``parallel=False``, always run serially;
-    ``parallel=True`` uses threads at once.
+    Programs run serially in the calling thread until launches take long enough and a
+    probe shows threads faster (backends/threads.py ``ThreadChoice``: the grid cut into
+    chunks that threads take in turn; the compiled function releases the GIL).  Kernels
+    with atomics, and ``parallel=False``, always run serially; ``parallel=True`` uses
+    threads at once.
     """
 
     # the stages ``stage`` makes, beyond the generated source (jit/compiled.py Asm)
@@ -244,16 +199,8 @@ class Launcher:
                            or os.cpu_count() or 1)
         self.parallel = ((par is None or bool(par)) and not ksrc.has_atomics and self.jit
                          and self.threads > 1)
-        self._threaded = bool(par) and self.parallel
-        # The serial/threaded choice (``_launch``): serial launches before the first probe,
-        # the ways left to run in the current probe, each way's best time in it, and
-        # launches until the next probe (None: the choice is fixed by the options).
-        self._serial_best = float("inf")
-        self._serial_runs = 0
-        self._probe: list = []
-        self._best = {True: float("inf"), False: float("inf")}
-        self._decided = bool(par) or not self.parallel
-        self._until_probe = None
+        # serial or threaded, chosen per launch (backends/threads.py)
+        self._choice = ThreadChoice(fixed=(True if par else None) if self.parallel else False)
         self._sig = (nt.int64,) * 5 + tuple(_numba_arg_type(t) for t in self._arg_types)
         self._native = None           # the llir / native stages, when read
         self.recording = bool(options.get("record"))
@@ -349,44 +296,12 @@ class Launcher:
         return OutOfBoundsError(self._oob_sites[e.site], *e.values)
 
     def _launch(self, g0, g1, g2, total, args) -> None:
-        # Why a probe of alternating launches: the first launches of a kernel are slow
-        # (page faults of fresh outputs, cold caches, thread start-up) and this machine's
-        # other load comes and goes, so best-of-two serial then best-of-two threaded
-        # compared a warm way with a cold one; the 512^3 matmul settled on serial in one
-        # process (3.4-3.9 ms) and on threads in another (2.2-2.5 ms).
-        if self._decided:
-            if self._until_probe is None or self._until_probe > 0:
-                if self._until_probe is not None:
-                    self._until_probe -= 1
-                if self._threaded:
-                    self._launch_threads(g0, g1, g2, total, args)
-                else:
-                    self._entry(g0, g1, g2, 0, total, *args)
-                return
-            self._start_probe()
-        t0 = time.perf_counter()
-        if self._probe:
-            threaded = self._probe.pop()
+        def run(threaded: bool) -> None:
             if threaded:
                 self._launch_threads(g0, g1, g2, total, args)
             else:
                 self._entry(g0, g1, g2, 0, total, *args)
-            self._best[threaded] = min(self._best[threaded], time.perf_counter() - t0)
-            if not self._probe:
-                self._threaded = self._best[True] < self._best[False]
-                self._decided, self._until_probe = True, REPROBE_AFTER
-            return
-        self._entry(g0, g1, g2, 0, total, *args)
-        self._serial_best = min(self._serial_best, time.perf_counter() - t0)
-        self._serial_runs += 1
-        if self._serial_runs >= 2 and self._serial_best > PARALLEL_AFTER_S:
-            self._start_probe()
-
-    def _start_probe(self) -> None:
-        """Time the two ways afresh: PROBE_ROUNDS of each, alternating, threaded first."""
-        self._decided = False
-        self._best = {True: float("inf"), False: float("inf")}
-        self._probe = [False, True] * PROBE_ROUNDS          # popped from the end
+        self._choice.launch(run)
 
     def _launch_threads(self, g0, g1, g2, total, args) -> None:
         entry = self._entry

@@ -182,6 +182,18 @@ def test_a_wrong_argument_dtype_is_refused():
         run((1, 1, 1), [np.zeros(128, np.float64), f32])
 
 
+def test_threads_run_every_program_and_raise_the_first_failure_in_grid_order():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(128 * 64).astype(np.float32)
+    out = np.zeros_like(x)
+    run = _copy.with_options(backend="llvm", parallel=True)
+    run[(64,)](x, out, BLOCK=128)
+    np.testing.assert_array_equal(out, x)
+    short = np.zeros(128 * 40, np.float32)        # programs 40.. read past the end
+    with pytest.raises(OutOfBoundsError, match=r"program \(40, 0, 0\)"):
+        run[(64,)](short, out, BLOCK=128)
+
+
 @pytest.mark.parametrize("module", ["ir_text", "values", "elementwise", "lower_tile",
                                     "lower_memory"])
 def test_module_examples(module):

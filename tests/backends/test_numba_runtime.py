@@ -37,10 +37,10 @@ def test_parallel_launch_matches_serial_and_handles_strided_arrays():
 
 
 def test_the_default_launch_probes_both_ways_keeps_the_faster_and_probes_again(monkeypatch):
-    from npujit.backends.numba import runtime
-    monkeypatch.setattr(runtime, "PARALLEL_AFTER_S", 0.0)     # every launch is "slow"
-    monkeypatch.setattr(runtime, "PROBE_ROUNDS", 2)
-    monkeypatch.setattr(runtime, "REPROBE_AFTER", 3)
+    from npujit.backends import threads as policy
+    monkeypatch.setattr(policy, "PARALLEL_AFTER_S", 0.0)      # every launch is "slow"
+    monkeypatch.setattr(policy, "PROBE_ROUNDS", 2)
+    monkeypatch.setattr(policy, "REPROBE_AFTER", 3)
     n = 5000
     x = np.arange(n, dtype=F16) % 64
     grid = ((n + 127) // 128, 1, 1)
@@ -58,7 +58,8 @@ def test_the_default_launch_probes_both_ways_keeps_the_faster_and_probes_again(m
         out = np.zeros(n, F16)
         run(grid, [x, x, out, n])
         same(out, (2 * x.astype(F32)).astype(F16))
-        chosen.append((run._decided, run._threaded, dict(run._best)))
+        choice = run._choice
+        chosen.append((choice.way is not None, choice.way, dict(choice.best)))
     # two serial launches, then a probe alternating threaded and serial (2 rounds), then
     # the faster way by its best probe time for 3 launches, then a new probe
     assert ways[:6] == [False, False, True, False, True, False]

@@ -12,13 +12,15 @@ RTOL = {np.dtype(np.float32): 2e-5, np.dtype(np.float16): 2.0 ** -9,
         np.dtype(ml_dtypes.bfloat16): 2.0 ** -6}
 
 
-def assert_matches(got: np.ndarray, want: np.ndarray, what: str) -> None:
+def assert_matches(got: np.ndarray, want: np.ndarray, what: str, rounded=None) -> None:
     """Floats within the dtype's tolerance (scaled by the largest magnitude), everything
-    else bit-exact."""
+    else bit-exact.  ``rounded``: the dtype of an intermediate the kernel rounds to (its
+    tolerance then, when coarser: a value that lands on the other side of a rounding
+    boundary on one tier moves the result by that much)."""
     assert got.dtype == want.dtype and got.shape == want.shape, what
     if got.dtype in RTOL:
         g, w = got.astype(np.float64), want.astype(np.float64)
-        tol = RTOL[got.dtype]
+        tol = max(RTOL[got.dtype], RTOL.get(np.dtype(rounded), 0.0) if rounded else 0.0)
         scale = max(1.0, float(np.max(np.abs(w), initial=0.0)))
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale, err_msg=what)
     else:

@@ -141,7 +141,10 @@ def test_expert_ffn_on_chip_form(dtype, activation):
     kw = dict(activation=activation, form="onchip")
     want = experts.experts(x, aligned, w, gate_up, down, backend="reference", **kw)
     got = experts.experts(x, aligned, w, gate_up, down, backend=TWIN, **kw)
-    assert_matches(got, want, f"on-chip experts {np.dtype(dtype)} {activation}")
+    # the activation goes to the down GEMM in x's dtype: the twin's expf and numpy's exp
+    # may round an element of it to neighbouring 16-bit values
+    assert_matches(got, want, f"on-chip experts {np.dtype(dtype)} {activation}",
+                   rounded=dtype)
 
 
 def test_a_removed_cross_core_set_fails_naming_the_flag():

@@ -1,0 +1,115 @@
+"""Programs of a launch on several threads, for the CPU backends (numba, llvm): their
+compiled entries run a range of programs and release the GIL, so chunks of the grid run
+side by side on a shared thread pool.
+
+``ThreadChoice`` is when to do it: serially until the best of two serial launches of a
+kernel took longer than ``PARALLEL_AFTER_S`` (handing chunks to threads costs 20-40 us),
+then a probe of alternating threaded and serial launches (``PROBE_ROUNDS`` of each)
+keeps the faster way for ``REPROBE_AFTER`` launches, when it probes again.  Why a probe
+and not a size rule: the first launches of a kernel are slow (page faults, cold caches,
+thread start-up) and this 2-core machine's other load comes and goes, so one comparison
+could settle on the wrong way for good (the numba backend's launcher, which this
+follows, measured a 512^3 matmul settling on serial in one process and threads in
+another).
+
+Example::
+
+    >>> done = []
+    >>> on_threads(2, 10, lambda c, lo, hi: done.append((lo, hi)) or True)
+    >>> sorted(done)[:3]
+    [(0, 1), (1, 2), (2, 3)]
+"""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+# Grid pieces per thread in a threaded launch (each costs one entry call, ~2 us).
+CHUNKS_PER_THREAD = 8
+# A launch that took longer than this serially runs its later launches on threads.
+PARALLEL_AFTER_S = 5e-4
+# Launches of each way (serial, threaded) in a probe, and launches between probes.
+PROBE_ROUNDS = 3
+REPROBE_AFTER = 200
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def thread_pool(workers: int) -> ThreadPoolExecutor:
+    """The shared pool, with at least ``workers`` threads."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < workers:
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npujit-cpu")
+        return _pool
+
+
+def on_threads(n: int, total: int, piece) -> None:
+    """Programs ``[0, total)`` on ``n`` threads (this one and ``n - 1`` of the pool):
+    the grid is cut into ``CHUNKS_PER_THREAD`` pieces per thread and each thread takes
+    the next piece when it finishes one, so a thread that the OS parks for a while (a
+    busy core) delays the launch by one piece, not by half the grid (``next`` on a
+    shared iterator is atomic under the GIL).  ``piece(c, lo, hi)`` runs piece ``c``;
+    a False return stops that thread taking more."""
+    pieces = min(total, n * CHUNKS_PER_THREAD)
+    bounds = [total * k // pieces for k in range(pieces + 1)]
+    chunks = iter(range(pieces))
+
+    def worker():
+        for c in chunks:
+            if not piece(c, bounds[c], bounds[c + 1]):
+                return
+
+    pool = thread_pool(n - 1)
+    futures = [pool.submit(worker) for _ in range(1, n)]
+    try:
+        worker()
+    finally:
+        for f in futures:
+            f.result()
+
+
+class ThreadChoice:
+    """Serial or threaded, per kernel (see the module doc).  ``threaded(run)`` times
+    ``run(threaded)`` when it is deciding and returns; ``fixed``: always that way."""
+
+    def __init__(self, fixed: bool | None = None):
+        self.fixed = fixed
+        self.serial_best = float("inf")
+        self.serial_runs = 0
+        self.probe: list = []
+        self.best = {True: float("inf"), False: float("inf")}
+        self.way: bool | None = None        # decided: True threaded, False serial
+        self.until_probe = 0
+
+    def launch(self, run) -> None:
+        if self.fixed is not None:
+            run(self.fixed)
+            return
+        if self.way is not None and self.until_probe > 0:
+            self.until_probe -= 1
+            run(self.way)
+            return
+        if self.way is not None:
+            self._start_probe()
+        t0 = time.perf_counter()
+        if self.probe:
+            way = self.probe.pop()
+            run(way)
+            self.best[way] = min(self.best[way], time.perf_counter() - t0)
+            if not self.probe:
+                self.way = self.best[True] < self.best[False]
+                self.until_probe = REPROBE_AFTER
+            return
+        run(False)
+        self.serial_best = min(self.serial_best, time.perf_counter() - t0)
+        self.serial_runs += 1
+        if self.serial_runs >= 2 and self.serial_best > PARALLEL_AFTER_S:
+            self._start_probe()
+
+    def _start_probe(self) -> None:
+        self.way = None
+        self.best = {True: float("inf"), False: float("inf")}
+        self.probe = [False, True] * PROBE_ROUNDS          # popped from the end
