@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 # Grid pieces per thread in a threaded launch (each costs one entry call, ~2 us).
 CHUNKS_PER_THREAD = 8
@@ -33,13 +32,15 @@ PARALLEL_AFTER_S = 5e-4
 PROBE_ROUNDS = 3
 REPROBE_AFTER = 200
 
-_pool: ThreadPoolExecutor | None = None
+_pool = None          # a concurrent.futures.ThreadPoolExecutor, made on first use
 _pool_lock = threading.Lock()
 
 
-def thread_pool(workers: int) -> ThreadPoolExecutor:
-    """The shared pool, with at least ``workers`` threads."""
+def thread_pool(workers: int):
+    """The shared pool (a ``ThreadPoolExecutor``), with at least ``workers`` threads;
+    imported here: a process that never runs threads does not pay its import (~5 ms)."""
     global _pool
+    from concurrent.futures import ThreadPoolExecutor
     with _pool_lock:
         if _pool is None or _pool._max_workers < workers:
             _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npujit-cpu")

@@ -32,7 +32,6 @@ import gc
 import json
 import os
 import pickle
-import shutil
 import time
 
 import numpy as np
@@ -237,6 +236,7 @@ def _twin_groups(d: CacheDir) -> list:
 def _remove(paths) -> None:
     for f in paths:
         if os.path.isdir(f) and not os.path.islink(f):
+            import shutil
             shutil.rmtree(f, ignore_errors=True)
         else:
             with contextlib.suppress(OSError):

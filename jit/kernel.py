@@ -86,7 +86,7 @@ class NPUKernel:
         # specialisation key -> CompiledKernel, least recently used first (bounded:
         # NPUJIT_MEMORY_CACHE_SIZE; the fast path's entries go with an evicted one)
         self.cache: OrderedDict = OrderedDict()
-        self._pending: dict = {}      # key -> Future of the compile under way
+        self._pending: dict = {}      # key -> _Pending: the compile under way
         self._lock = threading.Lock()
         self._fast: dict = {}
         self._grids: dict = {}
@@ -203,8 +203,7 @@ class NPUKernel:
                 return c
             pending = self._pending.get(key)
             if pending is None:
-                from concurrent.futures import Future
-                pending = self._pending[key] = Future()
+                pending = self._pending[key] = _Pending()
                 owner = True
             else:
                 owner = False
@@ -384,6 +383,30 @@ class NPUKernel:
 
     def __repr__(self) -> str:
         return f"<npu_kernel {self.name}>"
+
+
+class _Pending:
+    """A compile under way, that other threads wanting the same key wait for (the
+    part of ``concurrent.futures.Future`` used here: importing that module and the
+    logging it brings cost a fresh process's first launch ~7 ms)."""
+
+    def __init__(self):
+        self._done = threading.Event()
+        self._value = self._error = None
+
+    def set_result(self, value) -> None:
+        self._value = value
+        self._done.set()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._done.set()
+
+    def result(self):
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 class _Launcher:

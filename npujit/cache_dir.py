@@ -33,7 +33,6 @@ import errno
 import hashlib
 import os
 import stat
-import tempfile
 import threading
 import warnings
 
@@ -158,6 +157,7 @@ class CacheDir:
 
     def write(self, path: str, data: bytes) -> None:
         """Make ``path`` hold ``data``, atomically (temp file + ``os.replace``)."""
+        import tempfile
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -268,6 +268,7 @@ def forget() -> None:
 def probe_write(folder: str) -> None:
     """Create and remove a file in ``folder`` (``OSError`` if it cannot be written: a
     read-only filesystem, permissions; tests running as root simulate those here)."""
+    import tempfile
     fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
     os.close(fd)
     os.unlink(probe)

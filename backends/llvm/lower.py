@@ -28,8 +28,6 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from npujit.errors import CompilationError
 from npujit.ir import Kind
 from npujit.ir.ops import ELEMENTWISE
@@ -37,6 +35,7 @@ from npujit.ir.core import Function, Value
 from npujit.ir.passes.index_checks import overflow_template, scalar_address_ops
 from npujit.ir.types import PtrType, row_major
 
+from .abi import ARRAY_DATA, ARRAY_DIMS, ENTRY, LlvmSource
 from . import elementwise, lower_atomic, lower_cube, lower_memory, lower_select, lower_tile
 from .ir_text import Writer, compute_type, literal, tile_bytes
 from .values import (Arg, Index, Lazy, Scalar, Tile, element, load_element, nest, numel,
@@ -44,11 +43,6 @@ from .values import (Arg, Index, Lazy, Scalar, Tile, element, load_element, nest
 
 LOWER = {**lower_tile.LOWERINGS, **lower_memory.LOWERINGS, **lower_select.LOWERINGS,
          **lower_cube.LOWERINGS, **lower_atomic.LOWERINGS}
-ENTRY = "npujit_kernel"
-# Byte offsets of ``data`` and ``dimensions`` in numpy's array object (PyArrayObject: the
-# object header, then the data pointer, the number of dimensions, the dimensions pointer),
-# checked against numpy at run time (runtime._check_array_layout).
-ARRAY_DATA, ARRAY_DIMS = 16, 32
 ALIGN = 64
 _OVERFLOW = {Kind.ADD: "sadd", Kind.SUB: "ssub", Kind.MUL: "smul"}
 _WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
@@ -58,21 +52,6 @@ _HINT = ("; mask the access or fix its offsets (rerun with NPUJIT_DEBUG=1 to fin
 
 class Unsupported(CompilationError):
     """The ``llvm`` backend cannot lower an op of the kernel (yet)."""
-
-
-@dataclass
-class LlvmSource:
-    """The generated module and what the launcher needs of it (plain data)."""
-
-    text: str
-    name: str
-    arg_types: tuple
-    arg_names: tuple
-    scratch_bytes: int
-    has_atomics: bool
-    sites: list = field(default_factory=list)    # (error class name, template)
-    narrow: dict = field(default_factory=dict)   # pointer arg index -> LaunchError text
-    written: tuple = ()                          # pointer args the kernel stores to
 
 
 class Lowering:

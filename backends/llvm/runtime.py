@@ -26,7 +26,6 @@ Example::
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import threading
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from npujit import cache_dir, errors, knobs
 from npujit.backends.threads import ThreadChoice, on_threads
 from npujit.ir.types import PtrType
 
-from .lower import ARRAY_DATA, ARRAY_DIMS, ENTRY, LlvmSource
+from .abi import ARRAY_DATA, ARRAY_DIMS, ENTRY, LlvmSource
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _lock = threading.Lock()
@@ -66,11 +65,26 @@ def _target_machine(own: bool = False):
         if _machine is None:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
-            libm = ctypes.util.find_library("m")
-            if libm:
-                llvm.load_library_permanently(libm)
+            _load_libm(llvm)
             _machine = _new_machine(llvm)
         return _new_machine(llvm) if own else _machine
+
+
+def _load_libm(llvm) -> None:
+    """Make the C math library's symbols (the generated code's ``expf``, ``fmod``...)
+    visible to the JIT: its usual soname first, then ``ctypes.util.find_library``, which
+    imports ``subprocess`` and may run ``ldconfig`` (a cached kernel's first launch in a
+    fresh process should not)."""
+    for name in ("libm.so.6", "libm.dylib"):
+        try:
+            llvm.load_library_permanently(name)
+            return
+        except RuntimeError:
+            pass
+    import ctypes.util
+    libm = ctypes.util.find_library("m")
+    if libm:
+        llvm.load_library_permanently(libm)
 
 
 def _new_machine(llvm):
@@ -128,13 +142,24 @@ def build(src: LlvmSource) -> Artifact:
 
 def _check_array_layout() -> None:
     """The kernels read an array's data pointer and length from its object
-    (lower.ARRAY_DATA, ARRAY_DIMS): make sure this numpy lays its arrays out so."""
+    (abi.py ARRAY_DATA, ARRAY_DIMS): make sure this numpy lays its arrays out so."""
     a = np.arange(5.0)[1:]
     data = ctypes.c_void_p.from_address(id(a) + ARRAY_DATA).value
     dims = ctypes.c_void_p.from_address(id(a) + ARRAY_DIMS).value
     if data != a.ctypes.data or not dims or ctypes.c_int64.from_address(dims).value != 4:
         raise RuntimeError("the llvm backend does not know this numpy's array layout; use "
                            "backend='numba'")
+
+
+def _scalar_plan(d) -> tuple:
+    """``(kind, low, high)`` of a scalar argument of dtype ``d`` (Launcher.__init__)."""
+    if d.is_float:
+        return ("h" if d.is_half else "f"), 0, 0
+    if d.is_bool:
+        return "b", 0, 1
+    if d.is_unsigned:
+        return "i", 0, (1 << d.bits) - 1
+    return "i", -(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1
 
 
 class _Buffers:
@@ -193,7 +218,10 @@ class Launcher:
         self._arrays = [(i, n, t.dtype.np, i in src.written, src.narrow.get(i))
                         for i, (t, n) in enumerate(zip(src.arg_types, src.arg_names))
                         if isinstance(t, PtrType)]
-        self._scalars = [(i, n, t.dtype) for i, (t, n) in
+        # scalars: (index, name, dtype, kind, low, high) -- kind "f" a float (a double
+        # in the context), "h" a 16-bit float (rounded to it first), "b" a bool, "i" an
+        # integer in [low, high] (64-bit unsigned values wrap to their signed bits)
+        self._scalars = [(i, n, t.dtype, *_scalar_plan(t.dtype)) for i, (t, n) in
                          enumerate(zip(src.arg_types, src.arg_names))
                          if not isinstance(t, PtrType)]
         self._local = threading.local()
@@ -230,19 +258,28 @@ class Launcher:
         objs = b.objs
         for i, name, want, written, narrow in self._arrays:
             a = args[i]
-            if type(a) is not np.ndarray or a.dtype != want or a.ndim != 1 \
-                    or not a.flags.c_contiguous or (written and not a.flags.writeable):
+            if type(a) is not np.ndarray or a.dtype != want or a.ndim != 1:
+                self._refuse(a, name, want, written)
+            flags = a.flags
+            if not flags.c_contiguous or (written and not flags.writeable):
                 self._refuse(a, name, want, written)
             if narrow is not None and a.shape[0] > 2 ** 31:
                 raise errors.LaunchError(narrow.replace("\0", str(a.shape[0])))
             objs[i] = id(a)      # the array object; args keeps it alive during the call
-        for i, name, d in self._scalars:
+        for i, name, d, kind, lo, hi in self._scalars:
             a = args[i]
-            if d.is_float:
-                b.doubles[i] = float(np.asarray(float(a)).astype(d.np)) if d.is_half \
-                    else float(a)
+            if kind == "i":
+                v = a if type(a) is int else int(a)
+                if v < lo or v > hi:
+                    raise errors.LaunchError(f"kernel '{self.name}': argument '{name}' = "
+                                             f"{v} does not fit {d}")
+                b.scalars[i] = v - (1 << 64) if v >= 1 << 63 else v
+            elif kind == "f":
+                b.doubles[i] = float(a)
+            elif kind == "h":
+                b.doubles[i] = float(np.asarray(float(a)).astype(d.np))
             else:
-                b.scalars[i] = self._integer(a, d, name)
+                b.scalars[i] = int(bool(a))
         total = g0 * g1 * g2
         if total == 1 or self._choice.fixed is False:
             if b.grid != grid:
@@ -293,17 +330,6 @@ class Launcher:
             else type(a).__name__
         raise errors.LaunchError(f"kernel '{self.name}': argument '{name}' must be a "
                                  f"1-D contiguous {want} array, got {got}")
-
-    def _integer(self, a, d, name) -> int:
-        v = int(a)
-        if d.is_bool:
-            return int(bool(a))
-        lo, hi = (0, (1 << d.bits) - 1) if d.is_unsigned else \
-            (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1)
-        if not lo <= v <= hi:
-            raise errors.LaunchError(f"kernel '{self.name}': argument '{name}' = {v} does "
-                                     f"not fit {d}")
-        return v - (1 << 64) if v >= 1 << 63 else v
 
     def _error(self, err) -> Exception:
         cls, template = self.artifact.source.sites[int(err[0])]
