@@ -80,6 +80,8 @@ class Writer:
         self._lines: list[str] = []
         self._entry: list[str] = []
         self._names: dict[str, int] = {}
+        # i1 operands known true where the code being written runs (values.element)
+        self.assumed: set[str] = set()
 
     def fresh(self, hint: str = "v") -> str:
         n = self._names.get(hint, 0) + 1

@@ -108,14 +108,91 @@ def _lazy_ok(op, ops) -> bool:
 def _lazy(cg, shape, ops, inputs: dict, value, dtype) -> Lazy:
     flat = all(t.contiguous or t.uniform for t in _read(cg, shape, ops, inputs))
     form = _affine_form(cg, shape, ops, inputs, value) if dtype.is_int else None
+    on = _all_on(cg, shape, ops, inputs, value) if dtype.is_bool else None
     return Lazy(tuple(shape), dtype,
                 lambda w, index: evaluate(cg, shape, ops, inputs, index, [value])[0], flat,
-                form)
+                form, on)
 
 
 def _affine_form(cg, shape, ops, inputs: dict, value):
     """``value``'s affine form (affine.py) when ``ops`` build it from scalars, affine
     lazy values, splats, broadcasts, +, - and products with a uniform value; else None."""
+    return _affine_forms(cg, shape, ops, inputs)(value)
+
+
+# an integer compare of exact (i64) forms whose every lane holds: the difference's
+# highest (lt, le) or lowest (gt, ge) value against 0
+_ALL_HOLD = {"lt": ("hi", "slt"), "le": ("hi", "sle"), "gt": ("lo", "sgt"),
+             "ge": ("lo", "sge")}
+
+
+def _all_on(cg, shape, ops, inputs: dict, value):
+    """An i1 that is true only when every lane of the bool ``value`` is (a sufficient
+    test, written here, before the consumers' loops), or None.  From signed integer
+    compares of affine forms (``cols < n``: the largest ``cols`` against ``n``, two
+    corners, no pass over the lanes), ``&`` and ``|`` of such, splats of a bool scalar
+    and broadcasts.  A compare narrower than 64 bits counts only when both sides' exact
+    values fit its type (else the tile's wrapped values could differ).  The store of a
+    masked tile writes an unmasked loop for when it holds (lower_memory.store)."""
+    w = cg.w
+    form_of = _affine_forms(cg, shape, ops, inputs)
+    known: dict = {}
+
+    def on_of(v):
+        if id(v) in known:
+            return known[id(v)]
+        src = _source(cg, inputs, v)
+        if isinstance(src, Scalar):
+            return src.ref if src.dtype.is_bool else None
+        return src.all_on if isinstance(src, Lazy) else None
+
+    for op in ops:
+        r = op.results[0]
+        got = None
+        if op.kind in (Kind.SPLAT, Kind.BROADCAST):
+            got = on_of(op.operands[0])
+        elif op.kind in (Kind.AND, Kind.OR) and r.type.dtype.is_bool:
+            a, b = on_of(op.operands[0]), on_of(op.operands[1])
+            if op.kind is Kind.AND and a is not None and b is not None:
+                got = w.op("and i1", a, b)
+            elif op.kind is Kind.OR and (a is not None or b is not None):
+                got = a if b is None else b if a is None else w.op("or i1", a, b)
+        elif op.kind is Kind.CMP and op.attrs["predicate"] in _ALL_HOLD:
+            got = _compare_holds(w, shape, op, form_of)
+        known[id(r)] = got
+    return on_of(value)
+
+
+def _compare_holds(w, shape, op, form_of):
+    """``_all_on`` of one compare (see there), or None."""
+    d = op.operands[0].type.dtype
+    if not d.is_int or d.is_unsigned or d.is_bool:
+        return None
+    a, b = form_of(op.operands[0]), form_of(op.operands[1])
+    diff = affine.combine(w, Kind.SUB, a, b)
+    if diff is None:
+        return None
+    side, pred = _ALL_HOLD[op.attrs["predicate"]]
+    lo, hi = affine.extremes(w, diff, shape)
+    test = w.op(f"icmp {pred} i64", hi if side == "hi" else lo, "0")
+    if d.itemsize < 8:
+        least, most = str(-(1 << (d.bits - 1))), str((1 << (d.bits - 1)) - 1)
+        for f in (a, b):
+            f_lo, f_hi = affine.extremes(w, f, shape)
+            fits = w.op("and i1", w.op("icmp sge i64", f_lo, least),
+                        w.op("icmp sle i64", f_hi, most))
+            test = w.op("and i1", test, fits)
+    return test
+
+
+def _source(cg, inputs: dict, v):
+    """What ``v`` is bound to: a fused region's input, else the function's binding."""
+    return inputs.get(id(v)) or cg.env.get(id(v))
+
+
+def _affine_forms(cg, shape, ops, inputs: dict):
+    """``form_of(value)``: the affine form of a value ``ops`` compute (or of an input),
+    or None (see ``_affine_form``)."""
     w = cg.w
     rank = len(shape)
     forms: dict = {}
@@ -123,7 +200,7 @@ def _affine_form(cg, shape, ops, inputs: dict, value):
     def form_of(v):
         if id(v) in forms:
             return forms[id(v)]
-        src = inputs.get(id(v)) or cg.env.get(id(v))
+        src = _source(cg, inputs, v)
         if isinstance(src, Scalar) and src.dtype.is_int:
             return to_i64(w, src.ref, src.dtype), ("0",) * rank
         if isinstance(src, Lazy) and src.affine is not None and len(src.shape) == rank:
@@ -148,7 +225,7 @@ def _affine_form(cg, shape, ops, inputs: dict, value):
                                           form_of(op.operands[1]))
         else:
             forms[id(r)] = None
-    return form_of(value)
+    return form_of
 
 
 def elementwise_op(cg, op) -> None:
@@ -192,7 +269,8 @@ def splat(cg, op) -> None:
     t = op.result.type
     ref = src.ref
     form = (to_i64(cg.w, ref, src.dtype), ("0",) * len(t.shape)) if t.dtype.is_int else None
-    cg.bind(op.result, Lazy(tuple(t.shape), t.dtype, lambda w, index: ref, True, form))
+    cg.bind(op.result, Lazy(tuple(t.shape), t.dtype, lambda w, index: ref, True, form,
+                            ref if t.dtype.is_bool else None))
 
 
 def _first() -> Index:

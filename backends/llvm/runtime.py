@@ -89,18 +89,29 @@ def _load_libm(llvm) -> None:
 
 def _new_machine(llvm):
     return llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-        opt=2, jit=True)
+        cpu=llvm.get_host_cpu_name(), features=_features(llvm), opt=2, jit=True)
+
+
+def _features(llvm) -> str:
+    """The host's CPU features, with ``-prefer-256-bit`` on AVX-512 hosts unless
+    ``NPUJIT_WIDE_VECTORS=0``: LLVM's tuning for those parts keeps loops to 256-bit
+    registers (the numba backend does the same, backends/numba/vector_width.py)."""
+    features = llvm.get_host_cpu_features()
+    text = features.flatten()
+    if features.get("avx512f", False) and knobs.wide_vectors():
+        text += ",-prefer-256-bit"
+    return text
 
 
 def _tuning(llvm):
-    """O2 without loop unrolling and interleaving: they doubled the compile time of the
-    gallery's kernels (layernorm 254 -> 161 ms, vector add 83 -> 38 ms) while the
-    per-element bounds checks keep most loops scalar anyway
+    """O2 without loop unrolling, which with interleaving doubled the compile time of
+    the gallery's kernels (layernorm 254 -> 161 ms, vector add 83 -> 38 ms without
+    both).  Interleaving alone (a sum's several accumulators) costs 10-30 % of the
+    compile and took 64 rows of the layernorm from 0.038 to 0.031 ms
     (benchmarks/bench_llvm_compile.py)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=2)
     pto.loop_unrolling = False
-    pto.loop_interleaving = False
+    pto.loop_interleaving = True
     return pto
 
 
@@ -110,7 +121,7 @@ def built_for() -> tuple:
     import llvmlite.binding as llvm
     tm = _target_machine()
     return (backend_hash(), llvmlite.__version__, tm.triple, llvm.get_host_cpu_name(),
-            llvm.get_host_cpu_features().flatten())
+            _features(llvm))
 
 
 @dataclass

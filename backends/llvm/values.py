@@ -90,6 +90,9 @@ class Lazy:
     gen: object
     flat: bool = True
     affine: tuple | None = None       # (base, strides) when integer and affine: affine.py
+    # a bool tile: an i1 operand that is true only when every lane is true (None: not
+    # known); in a loop written under ``Writer.assumed`` holding it, the lanes read true
+    all_on: str | None = None
 
     @property
     def contiguous(self) -> bool:    # for ``nest``: a flat loop may run it
@@ -112,7 +115,7 @@ class Lazy:
             axes = index.axes[lead:]
             return self.gen(w, Index(axes=["0" if s else a for s, a in zip(stretched, axes)]))
         return Lazy(shape, self.dtype, gen, False,
-                    affine.broadcast(self.affine, self.shape, shape))
+                    affine.broadcast(self.affine, self.shape, shape), self.all_on)
 
     def reshaped(self, shape, w: Writer) -> "Lazy":
         """The same elements in another row-major shape (needs ``flat``)."""
@@ -127,7 +130,7 @@ class Lazy:
                 flat = term if flat is None else w.op("add nsw i64", flat, term)
             return self.gen(w, Index(flat=flat or "0"))
         return Lazy(tuple(shape), self.dtype, gen, True,
-                    affine.reshape(w, self.affine, self.shape, tuple(shape)))
+                    affine.reshape(w, self.affine, self.shape, tuple(shape)), self.all_on)
 
     def permuted(self, perm) -> "Lazy":
         inverse = [perm.index(k) for k in range(len(perm))]
@@ -135,7 +138,7 @@ class Lazy:
         def gen(w, index):
             return self.gen(w, Index(axes=[index.axes[inverse[k]] for k in range(len(perm))]))
         return Lazy(tuple(self.shape[p] for p in perm), self.dtype, gen, False,
-                    affine.permute(self.affine, perm))
+                    affine.permute(self.affine, perm), self.all_on)
 
 
 class Index:
@@ -175,6 +178,8 @@ def element(w: Writer, val, index: Index) -> str:
     if isinstance(val, Scalar):
         return val.ref
     if isinstance(val, Lazy):
+        if val.all_on is not None and val.all_on in w.assumed:
+            return "true"
         return val.gen(w, index)
     return load_element(w, val, index)
 
