@@ -19,6 +19,8 @@ Example::
 """
 from __future__ import annotations
 
+from contextlib import ExitStack, contextmanager
+
 from npujit.ir import Kind
 
 from . import affine, halfprec
@@ -286,70 +288,103 @@ def _block(cg, op):
             for part in (shape, strides, offsets)]
 
 
-def _block_lane(cg, op, arg, layout, index: Index, checked):
-    """``(inside, offset)`` of the current block element: ``inside`` an i1 (or None when
-    no axis is boundary-checked), ``offset`` the i64 element offset."""
+def _smax(w, a: str, b: str) -> str:
+    return w.op("select i1", w.op("icmp sgt i64", a, b), f"i64 {a}", f"i64 {b}")
+
+
+def _smin(w, a: str, b: str) -> str:
+    return w.op("select i1", w.op("icmp slt i64", a, b), f"i64 {a}", f"i64 {b}")
+
+
+def _valid_box(cg, op, arg, layout, checked, block_shape) -> tuple:
+    """The part of the block inside its tensor, per axis ``(first, count)`` (i64
+    operands): a boundary-checked axis keeps the indices ``i`` with ``0 <= offset + i <
+    shape``, another axis all of them.  The box's GM addresses are checked here, from
+    its corners (the lanes a block access reads or writes; padded lanes touch nothing),
+    so the copy loops test nothing per element.  Also returns whether the box is the
+    whole block (an i1; "true" when no axis is checked)."""
     w = cg.w
     shape, strides, offsets = layout
-    inside, off = None, "0"
-    for d, i in enumerate(index.axes):
-        c = w.op("add i64", offsets[d], i)
-        if d in checked:
-            ok = w.op("and i1", w.op("icmp sge i64", c, "0"),
-                      w.op("icmp slt i64", c, shape[d]))
-            inside = ok if inside is None else w.op("and i1", inside, ok)
-        off = w.op("add i64", off, w.op("mul i64", c, strides[d]))
-    return inside, off
+    box, whole = [], "true"
+    for d, n in enumerate(block_shape):
+        if d not in checked:
+            box.append(("0", str(n)))
+            continue
+        first = _smin(w, _smax(w, w.op("sub i64", "0", offsets[d]), "0"), str(n))
+        last = _smax(w, _smin(w, w.op("sub i64", shape[d], offsets[d]), str(n)), first)
+        count = w.op("sub i64", last, first)
+        box.append((first, count))
+        full = w.op("icmp eq i64", count, str(n))
+        whole = full if whole == "true" else w.op("and i1", whole, full)
+    if cg.checking:
+        lo = hi = None
+        empty = "false"
+        for d, (first, count) in enumerate(box):
+            empty = w.op("or i1", empty, w.op("icmp sle i64", count, "0"))
+            at = w.op("mul i64", w.op("add i64", offsets[d], first), strides[d])
+            span = w.op("mul i64", strides[d], w.op("sub i64", count, "1"))
+            down = w.op("icmp slt i64", span, "0")
+            low = w.op("add i64", at, w.op("select i1", down, f"i64 {span}", "i64 0"))
+            high = w.op("add i64", at, w.op("select i1", down, "i64 0", f"i64 {span}"))
+            lo = low if lo is None else w.op("add i64", lo, low)
+            hi = high if hi is None else w.op("add i64", hi, high)
+        if lo is None:
+            lo = hi = "0"
+        outside = w.op("or i1", w.op("icmp slt i64", lo, "0"),
+                       w.op("icmp sge i64", hi, arg.length))
+        bad = w.op("and i1", w.op("xor i1", empty, "true"), outside)
+        cg.fail_if(bad, cg.oob_site(op, "block addresses span"), [lo, hi, arg.length])
+    return box, whole
+
+
+@contextmanager
+def _box_nest(w, layout, box):
+    """Loops over the valid box, yielding ``(index, offset)``: the block element's
+    ``Index`` and its i64 element offset in the argument."""
+    shape, strides, offsets = layout
+    with ExitStack() as stack:
+        axes, off = [], "0"
+        for d, (first, count) in enumerate(box):
+            j = stack.enter_context(w.loop(f"i64 {count}", f"a{d}"))
+            i = j if first == "0" else w.op("add nsw i64", first, j)
+            axes.append(i)
+            off = w.op("add i64", off, w.op("mul i64", w.op("add i64", offsets[d], i),
+                                            strides[d]))
+        yield Index(axes=axes), off
 
 
 def block_load(cg, op) -> None:
+    """A block of a tensor (``make_block_ptr``): padding where a boundary-checked axis
+    leaves the tensor (the whole tile padded first when the valid box is not all of
+    it), then the valid box copied with no per-element test."""
     arg = cg.val(op.operands[0])
     t = op.result.type
     w = cg.w
     layout = _block(cg, op)
     checked = set(op.attrs.get("boundary_check", ()))
-    ct = compute_type(t.dtype)
     pad = literal(float("nan") if op.attrs.get("padding", "zero") == "nan" else 0, t.dtype)
     out = cg.new_tile(t.shape, t.dtype)
-    with nest(w, t.shape, axes=True) as index:
-        inside, off = _block_lane(cg, op, arg, layout, index, checked)
-        if inside is None:
-            _check_block(cg, op, arg, off)
-            v = gm_element(w, arg, off)
-        else:
-            slot = w.alloca(ct, "lane")
-            w.store(ct, pad, slot)
-            with w.when(inside, "inside"):
-                _check_block(cg, op, arg, off)
-                w.store(ct, gm_element(w, arg, off), slot)
-            v = w.load(ct, slot)
-        store_element(w, out, index, v)
+    box, whole = _valid_box(cg, op, arg, layout, checked, t.shape)
+    if whole != "true":
+        with w.when(w.op("xor i1", whole, "true"), "padded"):
+            with nest(w, t.shape, [out]) as index:
+                store_element(w, out, index, pad)
+    with _box_nest(w, layout, box) as (index, off):
+        store_element(w, out, index, gm_element(w, arg, off))
     cg.bind(op.result, out)
 
 
 def block_store(cg, op) -> None:
+    """The valid box of the block (see ``block_load``) written, no per-element test."""
     arg = cg.val(op.operands[0])
     value = cg.val(op.operands[-1])
     w = cg.w
     layout = _block(cg, op)
     checked = set(op.attrs.get("boundary_check", ()))
     shape = op.operands[-1].type.shape
-    with nest(w, shape, axes=True) as index:
-        inside, off = _block_lane(cg, op, arg, layout, index, checked)
-        if inside is None:
-            _check_block(cg, op, arg, off)
-            gm_store(w, arg, off, element(w, value, index))
-        else:
-            with w.when(inside, "inside"):
-                _check_block(cg, op, arg, off)
-                gm_store(w, arg, off, element(w, value, index))
-
-
-def _check_block(cg, op, arg, off: str) -> None:
-    if not cg.checking:
-        return
-    outside = cg.w.op("icmp uge i64", off, arg.length)
-    cg.fail_if(outside, cg.oob_site(op, "block addresses span"), [off, off, arg.length])
+    box, _ = _valid_box(cg, op, arg, layout, checked, shape)
+    with _box_nest(w, layout, box) as (index, off):
+        gm_store(w, arg, off, element(w, value, index))
 
 
 LOWERINGS = {
