@@ -2,11 +2,12 @@
 
 It runs, each in fresh child processes so that thread settings and caches do not leak:
 
-* the CPU rows (benchmarks/cpu_rows.py) at 1 and at 2 threads: npujit's numba backend
-  against numpy and, when installed, torch eager; medians of interleaved rounds with
-  min-max, and each ratio (peer time / npujit time) against its bar;
-* start-up and launch (benchmarks/bench_startup.py): ``import npujit``, the first launch
-  of a disk-cached kernel in a fresh process, the warm launch overhead.
+* the CPU rows (benchmarks/cpu_rows.py) at 1 and at 2 threads: npujit's two CPU backends
+  (numba, llvm) against numpy and, when installed, torch eager; medians of interleaved
+  rounds with min-max, and each ratio (peer time / npujit time) against its bar, per
+  backend;
+* start-up and launch (benchmarks/bench_startup.py), on each backend: ``import npujit``,
+  the first launch of a disk-cached kernel in a fresh process, the warm launch overhead.
 
 Rows against Triton's interpreter (benchmarks/triton_rows.py) and Triton's compiler
 (benchmarks/compile_vs_triton.py) need Triton and torch; without them they are listed as
@@ -28,8 +29,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 THREAD_VARS = ("NPUJIT_NUM_THREADS", "NUMBA_NUM_THREADS", "OMP_NUM_THREADS",
                "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-STARTUP_BARS = {"import npujit (s)": 0.3, "first launch all-in (s)": 0.1,
+STARTUP_BARS = {"import npujit (s)": 0.3, "first launch (s)": 0.1,
                 "warm launch overhead (us)": 5.0}
+BACKENDS = ("numba", "llvm")
 
 
 def _versions() -> dict:
@@ -52,10 +54,10 @@ def _cpu_rows(threads: int, quick: bool, rounds: int) -> list[dict]:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def _startup(rounds: int) -> dict:
+def _startup(rounds: int, backend: str) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         res = subprocess.run([sys.executable, os.path.join(HERE, "bench_startup.py"),
-                              "--rounds", str(rounds), "--json", f.name],
+                              "--rounds", str(rounds), "--backend", backend, "--json", f.name],
                              capture_output=True, text=True)
         if res.returncode != 0:
             raise RuntimeError(f"bench_startup.py failed:\n{res.stderr}")
@@ -63,6 +65,7 @@ def _startup(rounds: int) -> dict:
     med = lambda xs: sorted(xs)[len(xs) // 2]          # noqa: E731
     return {"import npujit (s)": med(raw["npujit"]),
             "import numpy (s)": med(raw["numpy"]),
+            "first launch (s)": med([r["copy"] for r in raw["first"]]),
             "first launch all-in (s)": med([r["all_in"] for r in raw["first"]]),
             "warm launch overhead (us)": med([r["overhead_us"] for r in raw["warm"]]),
             "loadavg": raw["loadavg"]}
@@ -75,9 +78,10 @@ def _verdict(ratio, bar) -> str:
 
 
 def _ratios(r: dict) -> str:
-    """Every peer's ratio, with its bar and verdict where the row has one."""
+    """Every peer's ratio, with its bar and verdict where the row has one (``r``: one
+    backend's ``{"ratios", "bars"}``)."""
     out = []
-    peers = [k for k in r["times"] if k != "npujit"]
+    peers = list(r["ratios"])
     for peer in peers + [p for p in r["bars"] if p not in peers]:
         b = r["bars"].get(peer)
         if r["ratios"].get(peer) is None:
@@ -118,25 +122,31 @@ def main(argv=None) -> int:
         rows = _cpu_rows(t, args.quick, rounds)
         report["cpu"][t] = rows
         print(f"\nCPU rows at {t} thread(s): median ms (min-max) of {rounds} interleaved rounds")
-        print(f"  {'row':<11} {'problem':<38} {'npujit':>20} {'numpy':>20} {'torch':>20}"
-              "  peer / npujit (bar)")
+        print(f"  {'row':<11} {'problem':<38} {'npujit (numba)':>20} {'npujit llvm':>20} "
+              f"{'numpy':>20} {'torch':>20}")
         for r in rows:
             def cell(impl):
                 ts = r["times"].get(impl)
                 if not ts:
                     return "-"
                 return f"{r['median'][impl] * 1e3:.3f} ({min(ts) * 1e3:.2f}-{max(ts) * 1e3:.2f})"
-            extra = [k for k in r["times"] if k not in ("npujit", "numpy", "torch")]
-            print(f"  {r['row']:<11} {r['problem']:<38} {cell('npujit'):>20} {cell('numpy'):>20}"
-                  f" {cell('torch'):>20}  {_ratios(r)}"
+            known = ("npujit", "npujit llvm", "numpy", "torch")
+            extra = [k for k in r["times"] if k not in known]
+            print(f"  {r['row']:<11} {r['problem']:<38} {cell('npujit'):>20} "
+                  f"{cell('npujit llvm'):>20} {cell('numpy'):>20} {cell('torch'):>20}"
                   + "".join(f"\n  {'':<11} {'':<38} {k} {cell(k)}" for k in extra))
-    print("\nStart-up and launch (fresh processes, medians):")
-    su = _startup(3 if args.quick else 5)
-    report["startup"] = su
-    for k, bar in STARTUP_BARS.items():
-        print(f"  {k:<28} {su[k]:10.3f}   bar <= {bar}: "
-              f"{'met' if su[k] <= bar else 'NOT met'}")
-    print(f"  {'import numpy (s)':<28} {su['import numpy (s)']:10.3f}   (for scale)")
+            for impl, by in r["by_backend"].items():
+                print(f"  {'':<11} {'peer / ' + impl + ' (bar):':<38} {_ratios(by)}")
+    print("\nStart-up and launch (fresh processes, medians), per backend:")
+    report["startup"] = {}
+    for backend in BACKENDS:
+        su = report["startup"][backend] = _startup(3 if args.quick else 5, backend)
+        for k, bar in STARTUP_BARS.items():
+            print(f"  {backend:<6} {k:<28} {su[k]:10.3f}   bar <= {bar}: "
+                  f"{'met' if su[k] <= bar else 'NOT met'}")
+        print(f"  {backend:<6} {'first launch all-in (s)':<28} "
+              f"{su['first launch all-in (s)']:10.3f}   (process start to result)")
+    print(f"  {'import numpy (s)':<35} {su['import numpy (s)']:10.3f}   (for scale)")
     if v["triton"] is None or v["torch"] is None:
         print("\nvs Triton's interpreter: skipped (needs triton and torch)")
     else:
@@ -152,13 +162,16 @@ def main(argv=None) -> int:
                   f"{max(ts['triton interpreter']) * 1e3:.0f})  {r['ratio']:.0f}x "
                   f"(bar {r['bar']:.0f}x: {'met' if r['met'] else 'NOT met'})")
     if v["triton"] is not None and v["torch"] is not None:
-        cc = report["compile_vs_triton"] = _child_json("compile_vs_triton.py", [])
-        print("\ncold compile, npujit (numba backend, disk cache off) vs Triton's compiler "
-              "(to an sm_80 cubin, no GPU needed), median ms:")
-        for r in cc:
-            print(f"  {r['row']:<11} npujit {r['median']['npujit'] * 1e3:7.0f}  triton "
-                  f"{r['median']['triton'] * 1e3:7.0f}  {r['ratio']:.2f}x (bar <= {r['bar']}x: "
-                  f"{'met' if r['met'] else 'NOT met'})")
+        report["compile_vs_triton"] = {}
+        for backend in BACKENDS:
+            cc = report["compile_vs_triton"][backend] = _child_json(
+                "compile_vs_triton.py", ["--backend", backend])
+            print(f"\ncold compile, npujit ({backend} backend, disk cache off) vs Triton's "
+                  "compiler (to an sm_80 cubin, no GPU needed), median ms:")
+            for r in cc:
+                print(f"  {r['row']:<11} npujit {r['median']['npujit'] * 1e3:7.0f}  triton "
+                      f"{r['median']['triton'] * 1e3:7.0f}  {r['ratio']:.2f}x (bar <= "
+                      f"{r['bar']}x: {'met' if r['met'] else 'NOT met'})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

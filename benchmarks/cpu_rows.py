@@ -1,5 +1,6 @@
-"""The CPU rows of issue 16: npujit's numba backend against numpy (and torch eager when it is
-installed) on the same problem, timed in interleaved rounds at one thread count.
+"""The CPU rows of issue 16: npujit's two CPU backends (``npujit``: numba, ``npujit llvm``:
+docs/llvm.md) against numpy (and torch eager when it is installed) on the same problem,
+timed in interleaved rounds at one thread count.
 
 Each row is a problem with one callable per implementation; every round times each
 implementation once (the best of at least ``inner`` calls and ``TURN_S`` seconds of
@@ -31,6 +32,8 @@ from npujit.kernels.moe import router
 
 import moe_layer_row
 
+# npujit's implementations of each row, one per CPU backend: each is held to the bars.
+OURS = {"npujit": "numba", "npujit llvm": "llvm"}
 # Bars (issue 16): peer time / npujit time must be at least this, per peer.
 BARS = {
     "vector add": {"numpy": 0.9},
@@ -53,6 +56,11 @@ def _torch():
     return torch
 
 
+def ours(run) -> dict:
+    """``{impl: callable}`` of npujit's implementations: ``run(backend)`` on each."""
+    return {impl: (lambda b=backend: run(b)) for impl, backend in OURS.items()}
+
+
 def rows(quick: bool):
     """``(name, problem, {impl: callable}, check)`` per row; ``check(out, impl)``."""
     rng = np.random.default_rng(0)
@@ -61,7 +69,7 @@ def rows(quick: bool):
     n = 1 << (18 if quick else 20)
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
-    impls = {"npujit": lambda: elementwise.add(x, y, backend="numba"), "numpy": lambda: x + y}
+    impls = {**ours(lambda b: elementwise.add(x, y, backend=b)), "numpy": lambda: x + y}
     if torch is not None:
         tx, ty = torch.from_numpy(x), torch.from_numpy(y)
         impls["torch"] = lambda: torch.add(tx, ty)
@@ -69,7 +77,7 @@ def rows(quick: bool):
 
     r, c = (1024, 1024) if quick else (4096, 1024)
     s = rng.standard_normal((r, c)).astype(np.float32)
-    impls = {"npujit": lambda: softmax.softmax(s, backend="numba"), "numpy": lambda: ref.softmax(s)}
+    impls = {**ours(lambda b: softmax.softmax(s, backend=b)), "numpy": lambda: ref.softmax(s)}
     if torch is not None:
         ts = torch.from_numpy(s)
         impls["torch"] = lambda: torch.softmax(ts, dim=1)
@@ -79,7 +87,7 @@ def rows(quick: bool):
     h = rng.standard_normal((r, 1024)).astype(np.float32)
     w = rng.standard_normal(1024).astype(np.float32)
     b = rng.standard_normal(1024).astype(np.float32)
-    impls = {"npujit": lambda: layernorm.layernorm(h, w, b, backend="numba"),
+    impls = {**ours(lambda be: layernorm.layernorm(h, w, b, backend=be)),
              "numpy": lambda: ref.layernorm(h, w, b)}
     if torch is not None:
         th, tw, tb = torch.from_numpy(h), torch.from_numpy(w), torch.from_numpy(b)
@@ -89,7 +97,7 @@ def rows(quick: bool):
     t, hid = (512, 1024) if quick else (2048, 4096)
     xr = rng.standard_normal((t, hid)).astype(np.float32)
     wr = (rng.standard_normal((8, hid)) / np.sqrt(hid)).astype(np.float32)
-    impls = {"npujit": lambda: router.route(xr, wr, 2, backend="numba"),
+    impls = {**ours(lambda b: router.route(xr, wr, 2, backend=b)),
              "numpy": lambda: moe_ref.route(xr, wr, 2)}
     if torch is not None:
         tx_, tw_ = torch.from_numpy(xr), torch.from_numpy(wr)
@@ -103,14 +111,14 @@ def rows(quick: bool):
     m = 256 if quick else 512
     a = rng.standard_normal((m, m)).astype(np.float16)
     bb = rng.standard_normal((m, m)).astype(np.float16)
-    impls = {"npujit": lambda: matmul.matmul(a, bb, backend="numba"),
+    impls = {**ours(lambda b: matmul.matmul(a, bb, backend=b)),
              "numpy": lambda: ref.matmul_f32(a, bb)}
     if torch is not None:
         ta, tb_ = torch.from_numpy(a), torch.from_numpy(bb)
         impls["torch"] = lambda: (ta.float() @ tb_.float())
     yield "matmul", f"{m}^3 f16->f32", impls, 1e-3
 
-    yield from moe_layer_row.row(quick, torch)
+    yield from moe_layer_row.row(quick, torch, ours)
 
 
 def _as_numpy(out):
@@ -164,16 +172,20 @@ def measure(quick: bool, rounds: int, inner: int) -> list[dict]:
 
 
 def summarise(measured: list[dict]) -> list[dict]:
-    """Medians, min-max and the ratios peer / npujit with their bars."""
+    """Medians, min-max and the ratios peer / npujit with their bars: ``ratios`` and
+    ``bars`` for the numba backend (``npujit``), ``by_backend`` for each of ``OURS``."""
     res = []
     for m in measured:
         med = {k: statistics.median(v) for k, v in m["times"].items()}
-        ratios = {k: med[k] / med["npujit"] for k in med if k != "npujit"}
-        bars = BARS.get(m["row"], {})
-        res.append({**m, "median": med, "ratios": ratios,
-                    "bars": {k: {"bar": v, "ratio": ratios.get(k),
-                                 "met": None if k not in ratios else ratios[k] >= v}
-                             for k, v in bars.items()}})
+        row_bars = BARS.get(m["row"], {})
+        by = {}
+        for impl in (i for i in OURS if i in med):
+            ratios = {k: med[k] / med[impl] for k in med if k not in OURS}
+            by[impl] = {"ratios": ratios,
+                        "bars": {k: {"bar": v, "ratio": ratios.get(k),
+                                     "met": None if k not in ratios else ratios[k] >= v}
+                                 for k, v in row_bars.items()}}
+        res.append({**m, "median": med, **by["npujit"], "by_backend": by})
     return res
 
 
@@ -189,9 +201,10 @@ def main(argv=None) -> int:
         print(json.dumps(res))
         return 0
     for r in res:
-        ratios = ", ".join(f"{k} {v:.2f}x" for k, v in r["ratios"].items())
-        print(f"{r['row']:<11} {r['problem']:<34} npujit {r['median']['npujit'] * 1e3:8.3f} ms  "
-              f"{ratios}")
+        for impl, by in r["by_backend"].items():
+            ratios = ", ".join(f"{k} {v:.2f}x" for k, v in by["ratios"].items())
+            print(f"{r['row']:<11} {r['problem']:<34} {impl:<11} "
+                  f"{r['median'][impl] * 1e3:8.3f} ms  {ratios}")
     return 0
 
 

@@ -4,7 +4,8 @@ fp32 (``--quick``: 64 tokens, H 256, I 512).
 Implementations, all on the same weights (layouts as HF holds them: ``router_weight
 [E, H]``, ``gate_up_proj [E, 2I, H]`` gate rows first, ``down_proj [E, H, I]``):
 
-* ``npujit``: ``npujit.moe.fused_moe(..., backend="numba")``;
+* ``npujit``, ``npujit llvm``: ``npujit.moe.fused_moe(..., backend=...)`` on each CPU
+  backend (cpu_rows.OURS);
 * ``numpy``: ``npujit.moe.reference.moe`` (float32 matmuls through numpy's BLAS);
 * ``torch``: the layer in torch eager as one writes it by hand: router matmul, top-k of
   the logits, softmax over the chosen, then per expert the gathered tokens' gate/up
@@ -78,13 +79,16 @@ def layer(quick: bool):
     return x, rw, gu, dn, k
 
 
-def row(quick: bool, torch=None):
-    """``(name, problem, {impl: callable}, tol)`` as cpu_rows.rows yields them."""
+def row(quick: bool, torch=None, ours=None):
+    """``(name, problem, {impl: callable}, tol)`` as cpu_rows.rows yields them; ``ours``
+    is cpu_rows.ours (npujit's implementations, one per backend), else numba's alone."""
     import npujit.moe as moe
     x, rw, gu, dn, k = layer(quick)
     (T, H), (E, two_i, _) = x.shape, gu.shape
     I = two_i // 2           # noqa: E741
-    impls = {"npujit": lambda: moe.fused_moe(x, rw, gu, dn, k, backend="numba"),
+    if ours is None:
+        ours = lambda run: {"npujit": lambda: run("numba")}      # noqa: E731
+    impls = {**ours(lambda b: moe.fused_moe(x, rw, gu, dn, k, backend=b)),
              "numpy": lambda: moe.reference.moe(x, rw, gu, dn, k)}
     if torch is not None:
         impls["torch"] = _torch_eager(torch, x, rw, gu, dn, k)

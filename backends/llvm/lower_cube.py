@@ -18,6 +18,20 @@ contiguous rows of ``b`` and of the result::
             for n:
                 C[m, n] += x * b[k, n]
 
+That is the general form (``_blocks``); two register-blocked forms take the f32
+products of f32-held tiles (f32, f16, bf16: a tile holds a 16-bit float as its f32
+value):
+
+* ``_vector_blocks`` when N is a multiple of 16 (or is 4 or 8): four rows of the result
+  and a 16-wide slice of its columns stay in vector registers for the whole k-loop,
+  each k-step one vector load of ``b`` and four broadcast multiply-adds;
+* ``_dot_blocks`` when ``b`` is contiguous along k (a weight read through a transposed
+  block pointer, whose block tile lower_memory stores k-contiguous) and K a multiple of
+  8: four rows by two columns of dot products along k, eight lanes at a time, each
+  vector summed at the end (the MoE router's 8-expert scores: 8.6 -> 6.8 ms on
+  2048x4096, numba 5.9).
+
+The general form is
 blocked four rows by four k-steps (then the remainders): one pass of the n-loop does
 ``C[m+i, n] += sum_j a[m+i, k+j] * b[k+j, n]`` for i, j < 4, so each element of ``b``
 loaded feeds up to sixteen multiply-adds and each element of ``C`` is loaded and stored
@@ -37,7 +51,7 @@ from __future__ import annotations
 from npujit.ir import Kind
 
 from . import elementwise
-from .ir_text import compute_type, literal
+from .ir_text import compute_type, literal, memory_type, tile_bytes
 from .values import Index, Tile, load_element, nest, store_element
 
 
@@ -63,16 +77,141 @@ def dot(cg, op) -> None:
     acc = cg.val(op.operands[2]) if len(op.operands) > 2 else None
     rt = op.result.type
     *batch, m_, k_ = a.shape
-    if not _rows_contiguous(b):
-        b = cg.materialise(b)
     out = cg.new_tile(rt.shape, rt.dtype)
     _init(cg, out, acc)
+    if _k_contiguous(a, b, out):
+        blocks = _dot_blocks
+    else:
+        if not _rows_contiguous(b):
+            b = cg.materialise(b)
+        blocks = _vector_blocks if _lanes(a, b, out) else _blocks
     if batch:
         with nest(w, tuple(batch), axes=True) as lead:
-            _blocks(cg, a, b, out, lead.axes, m_, k_)
+            blocks(cg, a, b, out, lead.axes, m_, k_)
     else:
-        _blocks(cg, a, b, out, [], m_, k_)
+        blocks(cg, a, b, out, [], m_, k_)
     cg.bind(op.result, out)
+
+
+def _lanes(a: Tile, b: Tile, out: Tile) -> int:
+    """The vector width of ``_vector_blocks`` for this product, or 0 when it does not
+    apply: f32 results from float tiles held as f32 (f32, f16, bf16), and ``N`` a
+    multiple of 16 (or 4 or 8)."""
+    n = out.shape[-1]
+    floats = all(t.dtype.is_float and tile_bytes(t.dtype) == 4 for t in (a, b, out))
+    if not floats or out.dtype.itemsize != 4:
+        return 0
+    return 16 if n % 16 == 0 else n if n in (4, 8) else 0
+
+
+ROWS = 4       # rows of the result per register block
+COLS = 2       # columns of the result per block of ``_dot_blocks``
+K_LANES = 8    # the vector width of ``_dot_blocks`` (along k)
+
+
+def _k_contiguous(a: Tile, b: Tile, out: Tile) -> bool:
+    """Do ``_dot_blocks`` apply: f32 products of f32-held tiles whose rows of ``a`` and
+    columns of ``b`` are contiguous along k (``b`` a transposed view: a weight read as
+    ``make_block_ptr(w, strides=(1, H))``, whose block tile is stored so), K a multiple
+    of ``K_LANES``, and ``b``'s rows not contiguous (else ``_vector_blocks``)."""
+    floats = all(t.dtype.is_float and tile_bytes(t.dtype) == 4 for t in (a, b, out))
+    return (floats and out.dtype.itemsize == 4 and a.strides[-1] == 1
+            and b.strides[-2] == 1 and not _rows_contiguous(b)
+            and a.shape[-1] % K_LANES == 0)
+
+
+def _dot_blocks(cg, a: Tile, b: Tile, out: Tile, lead: list, m_: int, k_: int) -> None:
+    """``out[lead] += a[lead] @ b[lead]`` as dot products along k, for ``b`` contiguous
+    along k (``_k_contiguous``): each block of ``ROWS`` x ``COLS`` results keeps one
+    vector of partial sums per result (in registers) while k advances ``K_LANES`` at a
+    time -- ``ROWS`` vector loads of ``a``, ``COLS`` of ``b``, ``ROWS * COLS`` vector
+    multiply-adds -- then adds each vector's sum to its result."""
+    w = cg.w
+    vt = f"<{K_LANES} x float>"
+    n_ = out.shape[-1]
+
+    def block(rows: list, cols: list) -> None:
+        pairs = [(r, c) for r in rows for c in cols]
+        slots = [w.alloca(vt, "acc") for _ in pairs]
+        for slot in slots:
+            w.store(vt, "zeroinitializer", slot)
+        with w.loop(f"i64 {k_ // K_LANES}", "kv") as kv:
+            k0 = w.op("mul nuw nsw i64", kv, str(K_LANES))
+            av = {r: _vload(w, vt, _at(w, a, [*lead, r, k0])) for r in rows}
+            bv = {c: _vload(w, vt, _at(w, b, [*lead, k0, c])) for c in cols}
+            for (r, c), slot in zip(pairs, slots):
+                prod = w.op(f"fmul contract {vt}", av[r], bv[c])
+                w.store(vt, w.op(f"fadd contract {vt}", w.load(vt, slot), prod), slot)
+        for (r, c), slot in zip(pairs, slots):
+            total = w.assign(f"call reassoc float @llvm.vector.reduce.fadd.v{K_LANES}f32("
+                             f"float 0x8000000000000000, {vt} {w.load(vt, slot)})")
+            at = Index(axes=[*lead, r, c])
+            store_element(w, out, at, w.op("fadd float", load_element(w, out, at), total))
+
+    def span(count: int, size: int, body) -> None:
+        """``body(first, n)`` over ``count`` indices in pieces of ``size``."""
+        if count // size:
+            with w.loop(f"i64 {count // size}", "blk") as i:
+                body(w.op("mul nuw nsw i64", i, str(size)), size)
+        if count % size:
+            body(str(count - count % size), count % size)
+
+    def step(first: str, n: int) -> list:
+        return [first] + [w.op("add nuw nsw i64", first, str(i)) for i in range(1, n)]
+
+    span(m_, ROWS, lambda m0, mr: span(
+        n_, COLS, lambda n0, nr: block(step(m0, mr), step(n0, nr))))
+
+
+def _vector_blocks(cg, a: Tile, b: Tile, out: Tile, lead: list, m_: int, k_: int) -> None:
+    """``out[lead] += a[lead] @ b[lead]`` with the accumulators in registers: for each
+    block of ``ROWS`` rows and each ``lanes``-wide slice of the columns, the block's
+    partial results are ``ROWS`` vectors (stack slots LLVM promotes to registers) that
+    take one multiply-add per row and k-step -- the broadcast ``a[r, k]`` times the
+    vector ``b[k, n0:n0+lanes]`` -- and are stored once, after the last k-step.  Per
+    k-step: one vector load of ``b``, ``ROWS`` scalar loads of ``a``, ``ROWS`` vector
+    multiply-adds (the 4x4 blocking of ``_blocks`` loads and stores the result once per
+    four k-steps instead)."""
+    w = cg.w
+    lanes = _lanes(a, b, out)
+    vt = f"<{lanes} x float>"
+    n_ = out.shape[-1]
+
+    def row_block(m0: str, mr: int) -> None:
+        rows = [m0] + [w.op("add nuw nsw i64", m0, str(i)) for i in range(1, mr)]
+        with w.loop(f"i64 {n_ // lanes}", "nv") as nv:
+            n0 = w.op("mul nuw nsw i64", nv, str(lanes))
+            slots = [w.alloca(vt, "acc") for _ in rows]
+            for r, slot in zip(rows, slots):
+                w.store(vt, _vload(w, vt, _at(w, out, [*lead, r, n0])), slot)
+            with w.loop(f"i64 {k_}", "k") as k:
+                bv = _vload(w, vt, _at(w, b, [*lead, k, n0]))
+                for r, slot in zip(rows, slots):
+                    x = _element(cg, a, [*lead, r, k], out.dtype)
+                    one = w.op(f"insertelement {vt} poison, float", x, "i64 0")
+                    xs = w.op(f"shufflevector {vt} {one}, {vt} poison, <{lanes} x i32>",
+                               "zeroinitializer")
+                    prod = w.op(f"fmul contract {vt}", xs, bv)
+                    w.store(vt, w.op(f"fadd contract {vt}", w.load(vt, slot), prod), slot)
+            for r, slot in zip(rows, slots):
+                w.line(f"store {vt} {w.load(vt, slot)}, ptr {_at(w, out, [*lead, r, n0])}, "
+                       "align 4")
+
+    if m_ // ROWS:
+        with w.loop(f"i64 {m_ // ROWS}", "mb") as mb:
+            row_block(w.op("mul nuw nsw i64", mb, str(ROWS)), ROWS)
+    if m_ % ROWS:
+        row_block(str(m_ - m_ % ROWS), m_ % ROWS)
+
+
+def _vload(w, vt: str, ptr: str) -> str:
+    """A vector load from a tile (aligned to its elements only)."""
+    return w.assign(f"load {vt}, ptr {ptr}, align 4")
+
+
+def _at(w, t: Tile, axes: list) -> str:
+    """The address of ``t[axes]`` (a ptr)."""
+    return w.gep(memory_type(t.dtype), t.ptr, Index(axes=axes).offset(w, t))
 
 
 def _blocks(cg, a: Tile, b: Tile, out: Tile, lead: list, m_: int, k_: int) -> None:

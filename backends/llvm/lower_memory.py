@@ -338,19 +338,35 @@ def _valid_box(cg, op, arg, layout, checked, block_shape) -> tuple:
 
 
 @contextmanager
-def _box_nest(w, layout, box):
+def _box_nest(w, layout, box, order=None):
     """Loops over the valid box, yielding ``(index, offset)``: the block element's
-    ``Index`` and its i64 element offset in the argument."""
+    ``Index`` and its i64 element offset in the argument.  ``order``: the axes from the
+    outermost loop to the innermost (default: in order)."""
     shape, strides, offsets = layout
+    order = range(len(box)) if order is None else order
     with ExitStack() as stack:
-        axes, off = [], "0"
-        for d, (first, count) in enumerate(box):
+        axes, off = [None] * len(box), "0"
+        for d in order:
+            first, count = box[d]
             j = stack.enter_context(w.loop(f"i64 {count}", f"a{d}"))
             i = j if first == "0" else w.op("add nsw i64", first, j)
-            axes.append(i)
+            axes[d] = i
             off = w.op("add i64", off, w.op("mul i64", w.op("add i64", offsets[d], i),
                                             strides[d]))
         yield Index(axes=axes), off
+
+
+def _tile_order(strides) -> list:
+    """The block's axes from the outermost copy loop to the innermost: in order, but the
+    axis whose GM stride is the constant 1 innermost when it is not the last one (a
+    block read through a transposed view: ``make_block_ptr(w, strides=(1, H))``), so the
+    copy reads GM contiguously and the tile keeps that axis contiguous too."""
+    r = len(strides)
+    unit = [d for d in range(r) if strides[d] == "1"]
+    if r < 2 or not unit or unit[-1] == r - 1 or strides[r - 1] == "1":
+        return list(range(r))
+    d = unit[-1]
+    return [x for x in range(r) if x != d] + [d]
 
 
 def block_load(cg, op) -> None:
@@ -363,13 +379,16 @@ def block_load(cg, op) -> None:
     layout = _block(cg, op)
     checked = set(op.attrs.get("boundary_check", ()))
     pad = literal(float("nan") if op.attrs.get("padding", "zero") == "nan" else 0, t.dtype)
-    out = cg.new_tile(t.shape, t.dtype)
+    order = _tile_order(layout[1])
+    # the tile row-major in ``order`` (a transposed view's tile is stored transposed)
+    stored = cg.new_tile(tuple(t.shape[d] for d in order), t.dtype)
+    out = stored.permuted([order.index(d) for d in range(len(order))])
     box, whole = _valid_box(cg, op, arg, layout, checked, t.shape)
     if whole != "true":
         with w.when(w.op("xor i1", whole, "true"), "padded"):
-            with nest(w, t.shape, [out]) as index:
-                store_element(w, out, index, pad)
-    with _box_nest(w, layout, box) as (index, off):
+            with nest(w, stored.shape, [stored]) as index:
+                store_element(w, stored, index, pad)
+    with _box_nest(w, layout, box, order) as (index, off):
         store_element(w, out, index, gm_element(w, arg, off))
     cg.bind(op.result, out)
 

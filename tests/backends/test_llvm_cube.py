@@ -174,6 +174,41 @@ def test_dot_of_transposed_operands():
     _close_f32(c.reshape(8, 32), at.T, bt.T)
 
 
+@npu_kernel
+def _scores(x_ptr, w_ptr, out_ptr, T, H, E, BT: nl.constexpr, BE: nl.constexpr,
+            BH: nl.constexpr):
+    """``x [T, H] @ w [E, H].T``, the weight read through a transposed block pointer
+    (as the MoE router reads ``router_weight``): its tile is stored k-contiguous and the
+    dot sums along k (lower_cube ``_dot_blocks``)."""
+    pid = nl.program_id(0)
+    x_blk = nl.make_block_ptr(x_ptr, shape=(T, H), strides=(H, 1), offsets=(pid * BT, 0),
+                              block_shape=(BT, BH))
+    w_blk = nl.make_block_ptr(w_ptr, shape=(H, E), strides=(1, H), offsets=(0, 0),
+                              block_shape=(BH, BE))
+    acc = nl.zeros((BT, BE), dtype=nl.float32)
+    for h in nl.range(0, H, BH):
+        acc = nl.dot(nl.load(x_blk, boundary_check=(0, 1)),
+                     nl.load(w_blk, boundary_check=(0, 1)), acc)
+        x_blk = nl.advance(x_blk, (0, BH))
+        w_blk = nl.advance(w_blk, (BH, 0))
+    out = nl.make_block_ptr(out_ptr, shape=(T, E), strides=(E, 1), offsets=(pid * BT, 0),
+                            block_shape=(BT, BE))
+    nl.store(out, acc, boundary_check=(0, 1))
+
+
+@pytest.mark.parametrize("t,h,e", [(16, 64, 8), (13, 48, 5), (7, 40, 3), (32, 256, 6)])
+def test_dot_with_a_weight_read_through_a_transposed_block_pointer(t, h, e):
+    """Row blocks of 4 and column pairs with their remainders (5 rows, 3 experts), H not
+    a multiple of the block (its last block padded), against numpy."""
+    rng = np.random.default_rng(t * 1000 + h + e)
+    x = rng.standard_normal((t, h)).astype(np.float32)
+    w = rng.standard_normal((e, h)).astype(np.float32)
+    out = np.zeros(t * e, np.float32)
+    _llvm(_scores)[(-(-t // 8),)](x.reshape(-1), w.reshape(-1), out, t, h, e,
+                                  BT=8, BE=8, BH=32)
+    _close_f32(out.reshape(t, e), x, w.T)
+
+
 def test_the_bundled_matmul_on_f32():
     from npujit.kernels import matmul
     rng = np.random.default_rng(7)
