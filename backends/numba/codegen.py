@@ -241,9 +241,7 @@ def generate(fn: Function, options: dict, header: str = "") -> KernelSource:
     setup_lines = conversions + cg.tiles
     decorator = f'@njit(cache={bool(options.get("cache", True))}, nogil=True, error_model="numpy")'
     setup = "".join(f"    {line}\n" for line in setup_lines)
-    arrays = {p for p, a in zip(params, cg.fn.args) if isinstance(a.type, PtrType)}
-    body = prefix_mask.version_prefix_masks(cg.w.text().split("\n") if cg.w.text() else [],
-                                            arrays)
+    body = prefix_mask.version_prefix_masks(cg.w.text().split("\n") if cg.w.text() else [])
     defined = {*loop_names, *params, *outline.bound_names(setup_lines)}
     body, segments = outline.outline(entry, body, defined, {"rec", "rec_n"} if recording
                                      else set(), decorator)
