@@ -56,7 +56,7 @@ def apply_kind(w: Writer, kind: Kind, attrs: dict, xs: list[str], dts: list[DTyp
                out: DType) -> str:
     """``apply`` for a kind and its attributes."""
     r = _apply(w, kind, attrs, xs, dts, out)
-    if out is not None and out.is_half and kind not in _EXACT_ON_HALVES:
+    if out is not None and out.is_narrow_float and kind not in _EXACT_ON_HALVES:
         return halfprec.round_to(w, r, out)     # computed in f32, rounded once per op
     return r
 
@@ -317,14 +317,16 @@ def _cmp(w: Writer, pred: str, a: str, b: str, d: DType) -> str:
 
 
 def bitcast(w: Writer, x: str, src: DType, dst: DType) -> str:
-    """The same bits read as ``dst`` (a half's bits are its 16-bit pattern)."""
-    if src.is_half:
+    """The same bits read as ``dst`` (a narrow float's bits are its 16- or 8-bit
+    pattern)."""
+    if src.is_narrow_float:
         x, src = halfprec.encode(w, x, src), None
-    if dst.is_half:
-        bits = x if src is None else w.assign(f"bitcast {compute_type(src)} {x} to i16")
+    width = f"i{dst.itemsize * 8}"
+    if dst.is_narrow_float:
+        bits = x if src is None else w.assign(f"bitcast {compute_type(src)} {x} to {width}")
         return halfprec.decode(w, bits, dst)
     if src is None:
-        return w.assign(f"bitcast i16 {x} to {compute_type(dst)}")
+        return w.assign(f"bitcast {width} {x} to {compute_type(dst)}")
     return w.assign(f"bitcast {compute_type(src)} {x} to {compute_type(dst)}")
 
 
@@ -339,7 +341,7 @@ def cast(w: Writer, x: str, src: DType, dst: DType) -> str:
             return w.op(f"fcmp une {ts}", x, literal(0.0, src))      # NaN -> True
         return w.op(f"icmp ne {ts}", x, "0")
     if src.is_float and dst.is_float:
-        if dst.is_half:         # f32 (exact for a half) or f64 rounded once to the format
+        if dst.is_narrow_float:  # f32 (exact for a half) or f64 rounded once to the format
             if src.itemsize == 8:
                 return halfprec.from_double(w, x, dst)
             return halfprec.round_to(w, x, dst)
@@ -355,7 +357,7 @@ def cast(w: Writer, x: str, src: DType, dst: DType) -> str:
         # ints -> f32 round once (sitofp rounds to nearest even); -> f64 likewise; to a
         # half via f32, as the reference
         r = w.assign(f"{'uitofp' if unsigned else 'sitofp'} {ts} {x} to {td}")
-        return halfprec.round_to(w, r, dst) if dst.is_half else r
+        return halfprec.round_to(w, r, dst) if dst.is_narrow_float else r
     bs, bd = src.bits, dst.itemsize * 8
     if bs == bd:
         return x

@@ -171,12 +171,6 @@ class Lowering:
             raise Unsupported(f"the llvm backend does not lower {op.kind.value} yet; "
                               "compile this kernel with backend='numba'", op.loc,
                               self.fn.name)
-        for v in (*op.operands, *op.results):
-            d = getattr(v.type, "dtype", None)
-            if d is not None and d.is_fp8:
-                raise Unsupported(f"the llvm backend does not compute in {d} yet "
-                                  f"({op.kind.value}); compile this kernel with "
-                                  "backend='numba'", op.loc, self.fn.name)
         f(self, op)
 
     def run_block(self, block, args: list) -> list:
@@ -378,10 +372,6 @@ def generate(fn: Function, options: dict) -> LlvmSource:
     for i, a in enumerate(fn.args):
         t = a.type
         if isinstance(t, PtrType):
-            if t.dtype.is_fp8:
-                raise Unsupported(f"the llvm backend does not take {t.dtype} arguments yet "
-                                  f"(argument '{a.name}'); compile with backend='numba'",
-                                  None, fn.name)
             # ptrs[i] is the numpy array object: its data pointer and its dimensions
             # pointer sit at fixed offsets of numpy's array struct (runtime.py checks them)
             obj, data, n = w.fresh("obj"), w.fresh("arg"), w.fresh("len")
@@ -440,9 +430,6 @@ def _scalar_arg(w: Writer, i: int, dt, kernel: str, name: str) -> str:
     w.entry(f"{raw}.p = getelementptr inbounds i64, ptr %scalars, i64 {i}")
     w.entry(f"{raw} = load i64, ptr {raw}.p")
     if dt.is_float:
-        if dt.is_fp8:
-            raise Unsupported(f"the llvm backend does not take {dt} scalars yet (argument "
-                              f"'{name}'); compile with backend='numba'", None, kernel)
         d = w.fresh("s")
         w.entry(f"{d} = bitcast i64 {raw} to double")
         if dt.itemsize == 8:

@@ -36,7 +36,7 @@ def gm_element(w, arg, off: str) -> str:
     v = w.load(gt, w.gep(gt, arg.data, off))
     if arg.dtype.is_bool:
         return w.op("icmp ne i8", v, "0")
-    return halfprec.decode(w, v, arg.dtype) if arg.dtype.is_half else v
+    return halfprec.decode(w, v, arg.dtype) if arg.dtype.is_narrow_float else v
 
 
 def gm_store(w, arg, off: str, value: str) -> None:
@@ -44,7 +44,7 @@ def gm_store(w, arg, off: str, value: str) -> None:
     gt = gm_type(arg.dtype)
     if arg.dtype.is_bool:
         value = w.assign(f"zext i1 {value} to i8")
-    elif arg.dtype.is_half:
+    elif arg.dtype.is_narrow_float:
         value = halfprec.encode(w, value, arg.dtype)
     w.store(gt, value, w.gep(gt, arg.data, off))
 

@@ -165,7 +165,7 @@ def _check_array_layout() -> None:
 def _scalar_plan(d) -> tuple:
     """``(kind, low, high)`` of a scalar argument of dtype ``d`` (Launcher.__init__)."""
     if d.is_float:
-        return ("h" if d.is_half else "f"), 0, 0
+        return ("h" if d.is_narrow_float else "f"), 0, 0
     if d.is_bool:
         return "b", 0, 1
     if d.is_unsigned:
