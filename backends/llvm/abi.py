@@ -27,3 +27,4 @@ class LlvmSource:
     sites: list = field(default_factory=list)    # (error class name, template)
     narrow: dict = field(default_factory=dict)   # pointer arg index -> LaunchError text
     written: tuple = ()                          # pointer args the kernel stores to
+    prints: list = field(default_factory=list)   # device_print sites: (prefix, dtype, shape)

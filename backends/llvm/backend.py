@@ -3,9 +3,8 @@ numba: a kernel compiles in tens of milliseconds where the numba backend takes a
 second (benchmarks/bench_llvm_compile.py), and a cached kernel loads in a fresh process
 without importing numba.
 
-It lowers the whole language but ``device_print`` (refused when the kernel is compiled,
-with an error that names the op and its line and says to use ``backend='numba'``), the
-8-bit floats included (halfprec.py).  Programs run on a thread pool when that proves faster
+It lowers the whole language, the 8-bit floats (halfprec.py) and ``device_print``
+(lower_print.py) included.  Programs run on a thread pool when that proves faster
 (``parallel``/``num_threads`` options as the numba backend's; runtime.py).  The conformance table, the op
 table and a fuzz tier check it against the reference interpreter (tests/conformance,
 tests/backends/test_llvm*.py, tests/fuzz/test_llvm.py).

@@ -1,11 +1,11 @@
 """The walker: an IR function in, the LLVM IR text of one function out.
 
 The function runs programs ``first .. last - 1`` of the grid (linear ids, axis 0
-fastest); its one argument points at the launch context, nine 64-bit words
+fastest); its one argument points at the launch context, ten 64-bit words
 (``CONTEXT``)::
 
     define i32 @npujit_kernel(ptr %ctx)   ; nprog0, nprog1, nprog2, first, last,
-                                          ; ptrs, scalars, scratch, err
+                                          ; ptrs, scalars, scratch, err, printer
 
 ``ptrs[i]`` is pointer argument ``i``'s numpy array object (the function reads its data
 pointer and length from it: a launch hands over ``id(array)``, nothing else per array),
@@ -13,7 +13,8 @@ pointer and length from it: a launch hands over ``id(array)``, nothing else per 
 as a double), ``scratch`` the launch's tile memory (``LlvmSource.scratch_bytes``), and
 ``err`` eight i64 the function fills before it returns non-zero: the failing check's
 site number, the program id and the site's numbers (``LlvmSource.sites`` says how the
-launcher turns them into the error).  Tiles live in ``scratch`` at offsets fixed here,
+launcher turns them into the error); ``printer`` is the launcher's callback for
+``device_print`` (lower_print.py).  Tiles live in ``scratch`` at offsets fixed here,
 one slot per op result, rewritten each program (and each loop iteration).
 
 Per-op lowering: ``lower_tile.py`` (elementwise, fused regions, shapes, reductions),
@@ -36,13 +37,14 @@ from npujit.ir.passes.index_checks import overflow_template, scalar_address_ops
 from npujit.ir.types import PtrType, row_major
 
 from .abi import ARRAY_DATA, ARRAY_DIMS, ENTRY, LlvmSource
-from . import elementwise, lower_atomic, lower_cube, lower_memory, lower_select, lower_tile
+from . import (elementwise, lower_atomic, lower_cube, lower_memory, lower_print, lower_select,
+               lower_tile)
 from .ir_text import Writer, compute_type, literal, tile_bytes
 from .values import (Arg, Index, Lazy, Scalar, Tile, element, load_element, nest, numel,
                      store_element)
 
 LOWER = {**lower_tile.LOWERINGS, **lower_memory.LOWERINGS, **lower_select.LOWERINGS,
-         **lower_cube.LOWERINGS, **lower_atomic.LOWERINGS}
+         **lower_cube.LOWERINGS, **lower_atomic.LOWERINGS, **lower_print.LOWERINGS}
 ALIGN = 64
 _OVERFLOW = {Kind.ADD: "sadd", Kind.SUB: "ssub", Kind.MUL: "smul"}
 _WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
@@ -65,6 +67,7 @@ class Lowering:
         self.env: dict = {}
         self.scratch = 0
         self.sites: list = []
+        self.prints: list = []        # device_print's sites (lower_print.py)
         self.checking = bool(options.get("bounds_check", True) or options.get("debug"))
         self.wraps = ({id(op) for op in scalar_address_ops(fn)} if self.checking
                       and not options.get("debug") else set())
@@ -411,14 +414,14 @@ def generate(fn: Function, options: dict) -> LlvmSource:
     return LlvmSource(text, fn.name, tuple(a.type for a in fn.args),
                       tuple(a.name for a in fn.args), cg.scratch,
                       any(op.kind is Kind.ATOMIC_RMW for op in fn.walk()), cg.sites, narrow,
-                      tuple(written))
+                      tuple(written), cg.prints)
 
 
 # The launch context: one i64 array, so a launch passes one pointer (a ctypes call costs
 # about 0.15 us per argument; runtime._Buffers fills it).
 CONTEXT = (("i64", "nprog0"), ("i64", "nprog1"), ("i64", "nprog2"), ("i64", "first"),
            ("i64", "last"), ("ptr", "ptrs"), ("ptr", "scalars"), ("ptr", "scratch"),
-           ("ptr", "err"))
+           ("ptr", "err"), ("ptr", "printer"))
 _CONTEXT = [line for k, (ty, name) in enumerate(CONTEXT) for line in (
     f"  %{name}.p = getelementptr inbounds i64, ptr %ctx, i64 {k}",
     f"  %{name} = load {ty}, ptr %{name}.p")]

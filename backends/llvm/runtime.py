@@ -44,6 +44,9 @@ _machine = None
 _backend_hash: str | None = None
 
 _SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+# device_print's callback: site, program id, the value's address (lower_print.py)
+_PRINTER = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                            ctypes.c_int64, ctypes.c_void_p)
 _layout_checked = False
 
 
@@ -178,16 +181,16 @@ class _Buffers:
     range, the addresses of the rest), the argument objects, the scalars' 64 bits, the
     error record and the tile scratch."""
 
-    def __init__(self, n: int, scratch_bytes: int):
+    def __init__(self, n: int, scratch_bytes: int, printer: int = 0):
         self.objs = (ctypes.c_uint64 * max(n, 1))()
         self.scalars = (ctypes.c_int64 * max(n, 1))()
         self.doubles = (ctypes.c_double * max(n, 1)).from_buffer(self.scalars)
         self.err = (ctypes.c_int64 * 8)()
         self.scratch = np.empty(scratch_bytes + 64, np.uint8)
-        self.ctx = (ctypes.c_int64 * 9)(0, 0, 0, 0, 0, ctypes.addressof(self.objs),
-                                        ctypes.addressof(self.scalars),
-                                        (self.scratch.ctypes.data + 63) // 64 * 64,
-                                        ctypes.addressof(self.err))
+        self.ctx = (ctypes.c_int64 * 10)(0, 0, 0, 0, 0, ctypes.addressof(self.objs),
+                                         ctypes.addressof(self.scalars),
+                                         (self.scratch.ctypes.data + 63) // 64 * 64,
+                                         ctypes.addressof(self.err), printer)
         self.ctx_address = ctypes.addressof(self.ctx)
         self.grid = None
 
@@ -236,6 +239,10 @@ class Launcher:
                          enumerate(zip(src.arg_types, src.arg_names))
                          if not isinstance(t, PtrType)]
         self._local = threading.local()
+        # device_print's callback (lower_print.py), kept alive with the launcher
+        self._printer = _PRINTER(self._print) if src.prints else None
+        self._printer_address = ctypes.cast(self._printer, ctypes.c_void_p).value \
+            if self._printer is not None else 0
         self.has_atomics = src.has_atomics
         par = options.get("parallel")
         self.threads = int(options.get("num_threads") or knobs.num_threads()
@@ -252,7 +259,8 @@ class Launcher:
     def _buffers(self) -> _Buffers:
         b = getattr(self._local, "b", None)
         if b is None:
-            b = self._local.b = _Buffers(self._n, self.artifact.source.scratch_bytes)
+            b = self._local.b = _Buffers(self._n, self.artifact.source.scratch_bytes,
+                                         self._printer_address)
         return b
 
     def __call__(self, grid, args) -> None:
@@ -341,6 +349,23 @@ class Launcher:
             else type(a).__name__
         raise errors.LaunchError(f"kernel '{self.name}': argument '{name}' must be a "
                                  f"1-D contiguous {want} array, got {got}")
+
+    def _print(self, site: int, p0: int, p1: int, p2: int, data: int) -> None:
+        """A ``device_print`` site reached: ``[pid (x, y, z)] <prefix> <value>``, the
+        value read from ``data`` as its tile memory type and shown in its own dtype, as
+        the reference interpreter prints it (backends/reference/semantics_structure)."""
+        prefix, dt, shape = self.artifact.source.prints[site]
+        head = f"[pid ({p0}, {p1}, {p2})]" + (f" {prefix}" if prefix else "")
+        if dt is None:
+            print(head, flush=True)
+            return
+        mem = np.dtype(np.uint8 if dt.is_bool else np.float32 if dt.is_narrow_float
+                       else dt.np)
+        count = int(np.prod(shape)) if shape else 1
+        raw = (ctypes.c_char * (count * mem.itemsize)).from_address(data)
+        value = np.frombuffer(raw, mem).reshape(shape).astype(dt.np)
+        text = str(value) if value.ndim == 0 else np.array2string(value)
+        print(f"{head} {text}", flush=True)
 
     def _error(self, err) -> Exception:
         cls, template = self.artifact.source.sites[int(err[0])]

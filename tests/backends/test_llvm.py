@@ -161,17 +161,30 @@ def test_int32_index_arithmetic_that_wraps_is_an_error():
 
 
 @npu_kernel
-def _prints(x_ptr, out_ptr):
-    r = nl.arange(0, 16)
-    x = nl.load(x_ptr + r)
+def _prints(x_ptr, out_ptr, n):
+    r = nl.arange(0, 4)
+    x = nl.load(x_ptr + nl.program_id(0) * 4 + r)
     nl.device_print("x", x)
-    nl.store(out_ptr + r, x)
+    nl.device_print("rows", x.reshape(2, 2) > 1.5, n)
+    nl.device_print("")
+    nl.store(out_ptr + nl.program_id(0) * 4 + r, x)
 
 
-def test_an_op_it_does_not_lower_is_refused_at_its_line():
-    a = np.ones(16, np.float32)
-    with pytest.raises(Unsupported, match=r"(?s)test_llvm.py:\d+.*npu.print.*backend='numba'"):
-        _prints.with_options(backend="llvm")[(1,)](a, np.zeros(16, np.float32))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_device_print_writes_what_the_reference_writes(capfd, dtype):
+    """One line per printed value, ``[pid (x, y, z)] <prefix> <value>`` in the value's
+    own dtype (a 16-bit float prints as one), for tiles, bools and scalars, and a print
+    of nothing (backends/llvm/lower_print.py); the reference interpreter is the oracle."""
+    x = (np.arange(8) * 0.75).astype(dtype)
+    lines = {}
+    for backend in ("reference", "llvm"):
+        capfd.readouterr()
+        _prints.with_options(backend=backend, parallel=False)[(2,)](
+            x, np.zeros(8, dtype), 7)
+        lines[backend] = capfd.readouterr().out.splitlines()
+    assert lines["llvm"] == lines["reference"]
+    heads = [line for line in lines["llvm"] if line.startswith("[pid")]
+    assert len(heads) == 8 and "[pid (0, 0, 0)]" in heads and "[pid (1, 0, 0)] rows 7" in heads
 
 
 def test_a_wrong_argument_dtype_is_refused():

@@ -136,27 +136,10 @@ def test_conformance(backend, case, dtype):
                         f"{case.name}[{i}] on {dtype} ({backend})")
 
 
-# What the llvm backend does not lower yet (backends/llvm/backend.py: device_print, which
-# the table does not use).  It must refuse such a case when the kernel is compiled
-# (``Unsupported``, naming the op), never compute something else.
-LLVM_NOT_YET: set = set()
-NARROW: tuple = ()
-
-
-def _llvm_lowers(dtype):
-    return lambda c: c.name not in LLVM_NOT_YET and dtype not in NARROW
-
-
 @pytest.mark.parametrize("case,dtype", PARAMS)
 def test_conformance_on_llvm(case, dtype):
-    """The table on the llvm backend: each case conforms, or is one the backend refuses
-    (``LLVM_NOT_YET``) and it does refuse it with a clear error."""
-    from npujit.backends.llvm.lower import Unsupported
-    if not _llvm_lowers(dtype)(case):
-        with pytest.raises(Unsupported, match="the llvm backend does not .* yet"):
-            _run("llvm", [case], dtype, case.domain)
-        return
-    res = _batch("llvm", dtype, case, _llvm_lowers(dtype))
+    """The table on the llvm backend: each case conforms."""
+    res = _batch("llvm", dtype, case)
     if isinstance(res, Exception):
         res = _run("llvm", [case], dtype, case.domain)   # raises this op's own error
     parts, wants = res[case.name]
