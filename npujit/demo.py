@@ -2,7 +2,7 @@
 and time them on the simulated NPU.
 
 Prints, per kernel: the shapes, whether the result matches numpy, the compile time, and
-the numba backend's run time beside numpy's; then what the timing simulator says a
+the CPU backend's run time beside numpy's; then what the timing simulator says a
 910B-like part would take (cycles, % of the roofline, double- vs single-buffering).
 Exits non-zero on any mismatch.
 """
@@ -60,8 +60,9 @@ def run_demo(out=sys.stdout, trace: str | None = None) -> int:
     a path to write the simulated streaming add's Chrome/Perfetto trace to."""
     from npujit.jit.hooks import on_compile
     rng = np.random.default_rng(0)
-    print("npujit demo: compiling kernels with the numba backend and checking them against "
-          "numpy\n", file=out)
+    from npujit import knobs
+    print(f"npujit demo: compiling kernels with the {knobs.backend()} backend and checking "
+          "them against numpy\n", file=out)
     head = f"{'kernel':<12} {'problem':<28} {'result':<8} {'compile':>9} {'npujit':>10} {'numpy':>10}"
     print(head, file=out)
     print("-" * len(head), file=out)
@@ -84,8 +85,8 @@ def run_demo(out=sys.stdout, trace: str | None = None) -> int:
         compile_txt = f"{compile_s:.2f} s" if compile_s else f"{first:.2f} s*"
         print(f"{name:<12} {shape:<28} {'ok' if ok else 'MISMATCH':<8} {compile_txt:>9} "
               f"{t_k * 1e3:>8.2f}ms {t_np * 1e3:>8.2f}ms", file=out)
-    print("\ncompile = trace + IR passes + numba code generation (cached on disk after the "
-          "first run)", file=out)
+    print("\ncompile = trace + IR passes + the backend's code generation (cached on disk after "
+          "the first run)", file=out)
     from npujit.kernels import elementwise
     x = np.ones(10, np.float32)
     print("\nThe vector-add kernel's IR after the pass pipeline:\n", file=out)
@@ -145,16 +146,17 @@ def _npu_section(rng, out, trace: str | None = None) -> int:
 
 def _moe_section(rng, out) -> int:
     """A Mixture-of-Experts layer at a small size: routed with its load statistics and run
-    through the fused expert kernel on the numba backend (checked against the numpy
+    through the fused expert kernel on the CPU backend (checked against the numpy
     reference), then fused against unfused on the simulated NPU beside the analytic floor
     (the small form of ``npujit moe-report``); returns how many outputs were wrong."""
     import npujit.moe as moe
+    from npujit import knobs
     from npujit.kernels.moe import report
     from npujit.sim import ASCEND_910B_LIKE as spec
 
     T, H, I, E, k = 64, 256, 512, 8, 2
     print(f"Mixture of Experts (npujit.moe): {T} tokens, H {H}, I {I}, {E} experts, "
-          f"top-{k}, f32, Mixtral routing, on the numba backend:\n", file=out)
+          f"top-{k}, f32, Mixtral routing, on the {knobs.backend()} backend:\n", file=out)
     x = rng.standard_normal((T, H)).astype(np.float32)
     router_weight = rng.standard_normal((E, H)).astype(np.float32)
     gate_up = (rng.standard_normal((E, 2 * I, H)) / np.sqrt(H)).astype(np.float32)

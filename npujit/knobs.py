@@ -11,8 +11,8 @@
 ``NPUJIT_MEMORY_CACHE_SIZE`` compiled specialisations each kernel keeps in memory, least
                           recently used dropped beyond it (default 64)
 ``NPUJIT_DUMP_IR``        ``all`` or ``after:<pass>[,<pass>...]``: print the IR after passes
-``NPUJIT_BACKEND``        default backend for launches: ``numba`` (default), ``reference``,
-                          ``llvm`` (LLVM IR compiled by llvmlite, no numba; docs/llvm.md) or
+``NPUJIT_BACKEND``        default backend for launches: ``llvm`` (default: LLVM IR compiled by
+                          llvmlite, no numba; docs/llvm.md), ``numba``, ``reference`` or
                           ``ascendc-twin`` (the emitted Ascend C, built against the CPU twin)
 ``NPUJIT_DEBUG``          1 = bounds-check every GM access, run nl.device_assert, check int32
                           index arithmetic for wrap-around (both backends)
@@ -106,7 +106,7 @@ def dump_ir() -> str:
 
 
 def backend() -> str:
-    return env_str("NPUJIT_BACKEND", "numba")
+    return env_str("NPUJIT_BACKEND", "llvm")
 
 
 def debug() -> bool:
