@@ -21,8 +21,11 @@ Example::
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
+
+from npujit import knobs
 
 # Grid pieces per thread in a threaded launch (each costs one entry call, ~2 us).
 CHUNKS_PER_THREAD = 8
@@ -73,17 +76,31 @@ def on_threads(n: int, total: int, piece) -> None:
 
 
 class ThreadChoice:
-    """Serial or threaded, per kernel (see the module doc).  ``threaded(run)`` times
-    ``run(threaded)`` when it is deciding and returns; ``fixed``: always that way."""
+    """Serial or threaded, per kernel (see the module doc).  ``launch(run)`` calls
+    ``run(threaded)``, timing it while it is deciding; ``fixed``: always that way;
+    ``threads``: how many a threaded launch uses."""
 
-    def __init__(self, fixed: bool | None = None):
+    def __init__(self, fixed: bool | None = None, threads: int = 1):
         self.fixed = fixed
+        self.threads = threads
         self.serial_best = float("inf")
         self.serial_runs = 0
         self.probe: list = []
         self.best = {True: float("inf"), False: float("inf")}
         self.way: bool | None = None        # decided: True threaded, False serial
         self.until_probe = 0
+
+    @classmethod
+    def for_options(cls, options: dict, allowed: bool = True) -> "ThreadChoice":
+        """A launcher's choice from its options: ``num_threads`` (else
+        ``NPUJIT_NUM_THREADS``, else the CPU count) threads; always serial with
+        ``parallel=False``, one thread, or a kernel that may not run on threads
+        (``allowed`` False: atomics); always threaded with ``parallel=True``; else
+        probed."""
+        par = options.get("parallel")
+        threads = int(options.get("num_threads") or knobs.num_threads() or os.cpu_count() or 1)
+        can = (par is None or bool(par)) and allowed and threads > 1
+        return cls((True if par else None) if can else False, threads)
 
     def launch(self, run) -> None:
         if self.fixed is not None:

@@ -98,12 +98,13 @@ def permute(form, perm):
 
 
 def extremes(w: Writer, form, shape) -> tuple:
-    """``(lo, hi)``: the smallest and largest value over the tile (i64 operands)."""
+    """``(lo, hi)``: the smallest and largest value over the tile (i64 operands).  An
+    extent of ``shape`` may be an i64 operand (at least 1) instead of an int."""
     lo = hi = form[0]
     for s, n in zip(form[1], shape):
         if s == "0" or n == 1:
             continue
-        span = _mul(w, s, str(n - 1))
+        span = _mul(w, s, str(n - 1) if isinstance(n, int) else w.op("sub i64", n, "1"))
         neg = w.op("icmp slt i64", span, "0")
         lo = _add(w, lo, w.op("select i1", neg, f"i64 {span}", "i64 0"))
         hi = _add(w, hi, w.op("select i1", neg, "i64 0", f"i64 {span}"))

@@ -27,15 +27,15 @@ Example::
 """
 from __future__ import annotations
 
-from npujit.ir.types import FLOAT_FORMATS, DType
+from npujit.ir.types import FLOAT_FORMATS, DType, float64
 
-from .ir_text import Writer
+from .ir_text import Writer, literal
 
 
 def round_to(w: Writer, x: str, dt: DType) -> str:
     """The f32 ``x`` rounded to ``dt`` (f16, bf16 or an fp8), as an f32."""
     if dt.is_fp8:
-        return w.assign(f"fptrunc double {_round_fp8(w, w.assign(f'fpext float {x} to double'), dt)} to float")
+        return from_double(w, w.assign(f"fpext float {x} to double"), dt)
     return decode(w, encode(w, x, dt), dt)
 
 
@@ -50,7 +50,7 @@ def _round_fp8(w: Writer, x: str, dt: DType) -> str:
     ulp = w.assign(f"bitcast i64 {w.op('shl i64', w.op('add i64', e, str(1023 - fmt.mbits)), '52')} to double")
     q = w.assign(f"call double @llvm.rint.f64(double {w.op('fdiv double', a, ulp)})")
     r = w.op("fmul double", q, ulp)
-    over = w.op("fcmp ogt double", r, literal_double(fmt.max_finite))   # inf too
+    over = w.op("fcmp ogt double", r, _double(fmt.max_finite))   # inf too
     top = "0x7FF0000000000000" if fmt.ieee else "0x7FF8000000000000"
     r = w.op("select i1", over, f"double {top}", f"double {r}")
     r = w.assign(f"call double @llvm.copysign.f64(double {r}, double {x})")
@@ -58,9 +58,10 @@ def _round_fp8(w: Writer, x: str, dt: DType) -> str:
     return w.op("select i1", nan, f"double {x}", f"double {r}")
 
 
-def literal_double(v: float) -> str:
-    import struct
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", float(v)))[0]
+def _double(v: float) -> str:
+    """``v`` as an LLVM constant (the exact hex of a double; also a float constant when
+    ``v`` is one)."""
+    return literal(v, float64)
 
 
 def _fp8_encode(w: Writer, x: str, dt: DType) -> str:
@@ -75,9 +76,9 @@ def _fp8_encode(w: Writer, x: str, dt: DType) -> str:
     frac = w.op("lshr i64", w.op("and i64", ab, str((1 << 52) - 1)), str(52 - fmt.mbits))
     normal = w.op("or i64", w.op("shl i64", w.op("add i64", e, str(fmt.bias)), str(fmt.mbits)),
                   frac)
-    small = w.assign(f"fptoui double {w.op('fmul double', a, literal_double(2.0 ** (fmt.mbits - fmt.emin)))} to i64")
+    small = w.assign(f"fptoui double {w.op('fmul double', a, _double(2.0 ** (fmt.mbits - fmt.emin)))} to i64")
     code = w.op("select i1", w.op("icmp slt i64", e, str(fmt.emin)), f"i64 {small}", f"i64 {normal}")
-    inf = w.op("fcmp oeq double", a, literal_double(float("inf")))
+    inf = w.op("fcmp oeq double", a, _double(float("inf")))
     code = w.op("select i1", inf, f"i64 {((1 << fmt.ebits) - 1) << fmt.mbits}", f"i64 {code}")
     nan_code = 0x7F if not fmt.ieee else 0x7E
     code = w.op("select i1", w.op("fcmp uno double", r, r), f"i64 {nan_code}", f"i64 {code}")
@@ -94,7 +95,7 @@ def _fp8_decode(w: Writer, bits: str, dt: DType) -> str:
     normal = w.op("or i32", w.op("shl i32", w.op("add i32", e, str(127 - fmt.bias)), "23"),
                   w.op("shl i32", m, str(23 - fmt.mbits)))
     sub = w.op("fmul float", w.assign(f"uitofp i32 {m} to float"),
-               literal_double(2.0 ** (fmt.emin - fmt.mbits)))
+               _double(2.0 ** (fmt.emin - fmt.mbits)))
     subbits = w.assign(f"bitcast float {sub} to i32")
     mag = w.op("select i1", w.op("icmp eq i32", e, "0"), f"i32 {subbits}", f"i32 {normal}")
     if fmt.ieee:

@@ -98,10 +98,30 @@ def _lanes(a: Tile, b: Tile, out: Tile) -> int:
     apply: f32 results from float tiles held as f32 (f32, f16, bf16), and ``N`` a
     multiple of 16 (or 4 or 8)."""
     n = out.shape[-1]
-    floats = all(t.dtype.is_float and tile_bytes(t.dtype) == 4 for t in (a, b, out))
-    if not floats or out.dtype.itemsize != 4:
+    if not _f32_products(a, b, out):
         return 0
     return 16 if n % 16 == 0 else n if n in (4, 8) else 0
+
+
+def _f32_products(a: Tile, b: Tile, out: Tile) -> bool:
+    """f32 results from float tiles held as f32 (f32, f16, bf16 and the fp8s)."""
+    return out.dtype.itemsize == 4 and all(t.dtype.is_float and tile_bytes(t.dtype) == 4
+                                           for t in (a, b, out))
+
+
+def _pieces(w, count: int, size: int, body, hint: str) -> None:
+    """``body(first, n)`` over ``count`` indices in pieces of ``size``: a loop over the
+    whole pieces, then the remainder."""
+    if count // size:
+        with w.loop(f"i64 {count // size}", hint) as i:
+            body(w.op("mul nuw nsw i64", i, str(size)), size)
+    if count % size:
+        body(str(count - count % size), count % size)
+
+
+def _run_of(w, first: str, n: int) -> list:
+    """``first, first + 1, ..., first + n - 1`` (i64 operands)."""
+    return [first] + [w.op("add nuw nsw i64", first, str(i)) for i in range(1, n)]
 
 
 ROWS = 4       # rows of the result per register block
@@ -114,8 +134,7 @@ def _k_contiguous(a: Tile, b: Tile, out: Tile) -> bool:
     columns of ``b`` are contiguous along k (``b`` a transposed view: a weight read as
     ``make_block_ptr(w, strides=(1, H))``, whose block tile is stored so), K a multiple
     of ``K_LANES``, and ``b``'s rows not contiguous (else ``_vector_blocks``)."""
-    floats = all(t.dtype.is_float and tile_bytes(t.dtype) == 4 for t in (a, b, out))
-    return (floats and out.dtype.itemsize == 4 and a.strides[-1] == 1
+    return (_f32_products(a, b, out) and a.strides[-1] == 1
             and b.strides[-2] == 1 and not _rows_contiguous(b)
             and a.shape[-1] % K_LANES == 0)
 
@@ -148,19 +167,9 @@ def _dot_blocks(cg, a: Tile, b: Tile, out: Tile, lead: list, m_: int, k_: int) -
             at = Index(axes=[*lead, r, c])
             store_element(w, out, at, w.op("fadd float", load_element(w, out, at), total))
 
-    def span(count: int, size: int, body) -> None:
-        """``body(first, n)`` over ``count`` indices in pieces of ``size``."""
-        if count // size:
-            with w.loop(f"i64 {count // size}", "blk") as i:
-                body(w.op("mul nuw nsw i64", i, str(size)), size)
-        if count % size:
-            body(str(count - count % size), count % size)
-
-    def step(first: str, n: int) -> list:
-        return [first] + [w.op("add nuw nsw i64", first, str(i)) for i in range(1, n)]
-
-    span(m_, ROWS, lambda m0, mr: span(
-        n_, COLS, lambda n0, nr: block(step(m0, mr), step(n0, nr))))
+    _pieces(w, m_, ROWS, lambda m0, mr: _pieces(
+        w, n_, COLS, lambda n0, nr: block(_run_of(w, m0, mr), _run_of(w, n0, nr)), "nb"),
+        "mb")
 
 
 def _vector_blocks(cg, a: Tile, b: Tile, out: Tile, lead: list, m_: int, k_: int) -> None:
@@ -178,7 +187,7 @@ def _vector_blocks(cg, a: Tile, b: Tile, out: Tile, lead: list, m_: int, k_: int
     n_ = out.shape[-1]
 
     def row_block(m0: str, mr: int) -> None:
-        rows = [m0] + [w.op("add nuw nsw i64", m0, str(i)) for i in range(1, mr)]
+        rows = _run_of(w, m0, mr)
         with w.loop(f"i64 {n_ // lanes}", "nv") as nv:
             n0 = w.op("mul nuw nsw i64", nv, str(lanes))
             slots = [w.alloca(vt, "acc") for _ in rows]
@@ -197,11 +206,7 @@ def _vector_blocks(cg, a: Tile, b: Tile, out: Tile, lead: list, m_: int, k_: int
                 w.line(f"store {vt} {w.load(vt, slot)}, ptr {_at(w, out, [*lead, r, n0])}, "
                        "align 4")
 
-    if m_ // ROWS:
-        with w.loop(f"i64 {m_ // ROWS}", "mb") as mb:
-            row_block(w.op("mul nuw nsw i64", mb, str(ROWS)), ROWS)
-    if m_ % ROWS:
-        row_block(str(m_ - m_ % ROWS), m_ % ROWS)
+    _pieces(w, m_, ROWS, row_block, "mb")
 
 
 def _vload(w, vt: str, ptr: str) -> str:
@@ -222,23 +227,15 @@ def _blocks(cg, a: Tile, b: Tile, out: Tile, lead: list, m_: int, k_: int) -> No
     w = cg.w
 
     def ks(rows: list, k0: str, kr: int) -> None:
-        kk = [k0] + [w.op("add nuw nsw i64", k0, str(j)) for j in range(1, kr)]
+        kk = _run_of(w, k0, kr)
         xs = [[_element(cg, a, [*lead, r, k], out.dtype) for k in kk] for r in rows]
         _row_pass(cg, b, out, lead, rows, kk, xs)
 
     def row_block(m0: str, mr: int) -> None:
-        rows = [m0] + [w.op("add nuw nsw i64", m0, str(i)) for i in range(1, mr)]
-        if k_ // 4:
-            with w.loop(f"i64 {k_ // 4}", "kb") as kb:
-                ks(rows, w.op("mul nuw nsw i64", kb, "4"), 4)
-        if k_ % 4:
-            ks(rows, str(k_ - k_ % 4), k_ % 4)
+        rows = _run_of(w, m0, mr)
+        _pieces(w, k_, 4, lambda k0, kr: ks(rows, k0, kr), "kb")
 
-    if m_ // 4:
-        with w.loop(f"i64 {m_ // 4}", "mb") as mb:
-            row_block(w.op("mul nuw nsw i64", mb, "4"), 4)
-    if m_ % 4:
-        row_block(str(m_ - m_ % 4), m_ % 4)
+    _pieces(w, m_, 4, row_block, "mb")
 
 
 def _element(cg, t: Tile, axes: list, cd) -> str:

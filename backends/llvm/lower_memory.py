@@ -308,7 +308,7 @@ def _valid_box(cg, op, arg, layout, checked, block_shape) -> tuple:
     box, whole = [], "true"
     for d, n in enumerate(block_shape):
         if d not in checked:
-            box.append(("0", str(n)))
+            box.append(("0", n))
             continue
         first = _smin(w, _smax(w, w.op("sub i64", "0", offsets[d]), "0"), str(n))
         last = _smax(w, _smin(w, w.op("sub i64", shape[d], offsets[d]), str(n)), first)
@@ -317,23 +317,19 @@ def _valid_box(cg, op, arg, layout, checked, block_shape) -> tuple:
         full = w.op("icmp eq i64", count, str(n))
         whole = full if whole == "true" else w.op("and i1", whole, full)
     if cg.checking:
-        lo = hi = None
-        empty = "false"
-        for d, (first, count) in enumerate(box):
-            empty = w.op("or i1", empty, w.op("icmp sle i64", count, "0"))
-            at = w.op("mul i64", w.op("add i64", offsets[d], first), strides[d])
-            span = w.op("mul i64", strides[d], w.op("sub i64", count, "1"))
-            down = w.op("icmp slt i64", span, "0")
-            low = w.op("add i64", at, w.op("select i1", down, f"i64 {span}", "i64 0"))
-            high = w.op("add i64", at, w.op("select i1", down, "i64 0", f"i64 {span}"))
-            lo = low if lo is None else w.op("add i64", lo, low)
-            hi = high if hi is None else w.op("add i64", hi, high)
-        if lo is None:
-            lo = hi = "0"
+        # the box's lowest and highest address from its corners (affine.extremes); an
+        # empty box (a checked axis wholly outside) touches nothing
+        base = "0"
+        for d, (first, _) in enumerate(box):
+            base = w.op("add i64", base, w.op("mul i64", w.op("add i64", offsets[d], first),
+                                              strides[d]))
+        lo, hi = affine.extremes(w, (base, tuple(strides)), [c for _, c in box])
         outside = w.op("or i1", w.op("icmp slt i64", lo, "0"),
                        w.op("icmp sge i64", hi, arg.length))
-        bad = w.op("and i1", w.op("xor i1", empty, "true"), outside)
-        cg.fail_if(bad, cg.oob_site(op, "block addresses span"), [lo, hi, arg.length])
+        for _, count in box:
+            if not isinstance(count, int):
+                outside = w.op("and i1", outside, w.op("icmp sgt i64", count, "0"))
+        cg.fail_if(outside, cg.oob_site(op, "block addresses span"), [lo, hi, arg.length])
     return box, whole
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from npujit.ir import Kind
 
 from .ir_text import memory_type
-from .values import Scalar
+from .values import Scalar, Tile
 
 
 def device_print(cg, op) -> None:
@@ -38,8 +38,7 @@ def device_print(cg, op) -> None:
             w.store(mt, ref, slot)
             _call(cg, _site(cg, prefix, dt, ()), slot)
             continue
-        tile = val if getattr(val, "contiguous", False) and hasattr(val, "ptr") \
-            else cg.materialise(val)
+        tile = val if isinstance(val, Tile) and val.contiguous else cg.materialise(val)
         _call(cg, _site(cg, prefix, dt, tuple(v.type.shape)), tile.ptr)
 
 

@@ -244,11 +244,8 @@ class Launcher:
         self._printer_address = ctypes.cast(self._printer, ctypes.c_void_p).value \
             if self._printer is not None else 0
         self.has_atomics = src.has_atomics
-        par = options.get("parallel")
-        self.threads = int(options.get("num_threads") or knobs.num_threads()
-                           or os.cpu_count() or 1)
-        can = par is not False and not src.has_atomics and self.threads > 1
-        self._choice = ThreadChoice(fixed=(True if par else None) if can else False)
+        self._choice = ThreadChoice.for_options(options, not src.has_atomics)
+        self.threads = self._choice.threads
 
     def stage(self, name: str) -> str:
         """``llir`` (the module after LLVM's passes) or ``native`` (its assembly for this
@@ -300,8 +297,8 @@ class Launcher:
             else:
                 b.scalars[i] = int(bool(a))
         total = g0 * g1 * g2
-        if total == 1 or self._choice.fixed is False:
-            if b.grid != grid:
+        if total == 1 or self._choice.fixed is False:   # _run's serial way, inline: the
+            if b.grid != grid:                           # warm launch's path (~0.1 us)
                 b.set_grid(g0, g1, g2)
             if self._entry(b.ctx_address):
                 raise self._error(b.err)

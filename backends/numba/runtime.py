@@ -45,7 +45,7 @@ from numba import types as nt
 
 from npujit.errors import IndexOverflowError, OutOfBoundsError
 from npujit.ir.types import PtrType
-from npujit import cache_dir, knobs
+from npujit import cache_dir
 
 from npujit.backends.threads import ThreadChoice, on_threads as _on_threads
 
@@ -194,13 +194,10 @@ class Launcher:
         self._convs = convs if any(c is not None for c in convs) else None
         self.has_atomics = ksrc.has_atomics
         self.jit = hasattr(self._entry, "compile")
-        par = options.get("parallel")
-        self.threads = int(options.get("num_threads") or knobs.num_threads()
-                           or os.cpu_count() or 1)
-        self.parallel = ((par is None or bool(par)) and not ksrc.has_atomics and self.jit
-                         and self.threads > 1)
         # serial or threaded, chosen per launch (backends/threads.py)
-        self._choice = ThreadChoice(fixed=(True if par else None) if self.parallel else False)
+        self._choice = ThreadChoice.for_options(options, not ksrc.has_atomics and self.jit)
+        self.threads = self._choice.threads
+        self.parallel = self._choice.fixed is not False
         self._sig = (nt.int64,) * 5 + tuple(_numba_arg_type(t) for t in self._arg_types)
         self._native = None           # the llir / native stages, when read
         self.recording = bool(options.get("record"))
