@@ -2,7 +2,15 @@
 tests run first."""
 import pytest
 
-BACKENDS = ["reference", "numba"]
+# The tiers a kernel-level test runs on: the reference interpreter (what an op means) and
+# the default CPU backend (what a user's launch runs on).  The numba backend is checked by
+# its own tier: the op table (tests/backends/test_numba.py), the conformance table and the
+# fuzzer on every tier (tests/conformance, tests/fuzz), its lowering tests
+# (tests/backends/test_numba_*.py, test_row_gather.py, test_block_transposed.py, ...),
+# the MoE layer on numba (tests/moe/test_layer.py) and the bad-input and debug-mode tables
+# (tests/errors), which run every backend.  A numba compile costs seconds, an llvm one a
+# tenth of that: running every kernel test on numba too was a third of the suite's time.
+BACKENDS = ["reference", "llvm"]
 
 # The tests that take 15-45 s each with an empty kernel cache on the 2-core CI machine,
 # longest first (node id prefixes).  They run before everything else: pytest-xdist's
@@ -14,7 +22,7 @@ BACKENDS = ["reference", "numba"]
 # tests it moves ahead of.
 LONG_TESTS = (
     "tests/test_demo.py::test_demo_runs_and_every_kernel_matches_numpy",
-    "tests/moe/test_layer.py::test_numba_fused_and_unfused",
+    "tests/moe/test_layer.py::test_cpu_backends_fused_and_unfused",
     "tests/fuzz/test_kernels.py::test_all_tiers_agree",
     "tests/jit/test_autotune_bound.py::test_sweep_pruned_by_the_ir_bound",
     "tests/fuzz/test_ir.py::test_passes_keep_generated_kernels_verified",

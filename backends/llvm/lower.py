@@ -50,6 +50,13 @@ _OVERFLOW = {Kind.ADD: "sadd", Kind.SUB: "ssub", Kind.MUL: "smul"}
 _WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
 _HINT = ("; mask the access or fix its offsets (rerun with NPUJIT_DEBUG=1 to find the "
          "exact lane)")
+_FIX = "mask the lane off or fix its offset"
+
+
+def _argument(op) -> str:
+    """The kernel argument an access goes through (its IR name), %-escaped for a site."""
+    name = getattr(op.operands[0], "name", None)
+    return (f"argument '{name}'" if name else "the pointer argument").replace("%", "%%")
 
 
 class Unsupported(CompilationError):
@@ -125,13 +132,20 @@ class Lowering:
         return len(self.sites) - 1
 
     def oob_site(self, op, what: str) -> int:
+        """The range check's error: ``what [lo, hi], outside [0, length)`` (three values)."""
+        return self.op_site(op, f"{what} [%d, %d], outside [0, %d) of {_argument(op)}{_HINT}")
+
+    def lane_site(self, op) -> int:
+        """Debug mode's error for one offending offset: ``offset o, outside [0, length)``
+        (two values), the numba backend's and the reference interpreter's wording."""
+        return self.op_site(op, f"offset %d, outside [0, %d) of {_argument(op)}; {_FIX}")
+
+    def op_site(self, op, body: str) -> int:
+        """An ``OutOfBoundsError`` site of ``op``: the kernel, the op and its source line,
+        the program id (three values), then ``body`` (a %-template)."""
         where = str(op.loc).replace("%", "%%")
-        name = getattr(op.operands[0], "name", None)
-        arg = f"argument '{name}'" if name else "the pointer argument"
-        return self.site("OutOfBoundsError",
-                         f"kernel '{self.fn.name}', {op.kind.value} at {where}, program "
-                         f"(%d, %d, %d): {what} [%d, %d], outside [0, %d) of "
-                         f"{arg.replace('%', '%%')}{_HINT}")
+        return self.site("OutOfBoundsError", f"kernel '{self.fn.name}', {op.kind.value} at "
+                                             f"{where}, program (%d, %d, %d): {body}")
 
     def fail_if(self, cond: str, site: int, values: list) -> None:
         """Return error ``site`` with ``values`` (i64 operands) when ``cond`` holds."""

@@ -55,7 +55,11 @@ def check_offset(cg, op, arg, off: str) -> None:
         return
     w = cg.w
     outside = w.op("icmp uge i64", off, arg.length)
-    cg.fail_if(outside, cg.oob_site(op, "an active lane has offsets"), [off, off, arg.length])
+    if cg.options.get("debug"):
+        cg.fail_if(outside, cg.lane_site(op), [off, arg.length])
+    else:
+        cg.fail_if(outside, cg.oob_site(op, "an active lane has offsets"),
+                   [off, off, arg.length])
 
 
 def _span(cg, shape, offs, odt, mask, arg) -> tuple:
@@ -120,7 +124,11 @@ def _check_span(cg, op, arg, lo: str, hi: str) -> None:
     w = cg.w
     outside = w.op("or i1", w.op("icmp slt i64", lo, "0"), w.op("icmp sge i64", hi, arg.length))
     bad = w.op("and i1", w.op("icmp sle i64", lo, hi), outside)
-    cg.fail_if(bad, cg.oob_site(op, "active lanes have offsets"), [lo, hi, arg.length])
+    if cg.options.get("debug"):     # an offending lane's own offset: lo when below 0
+        off = w.op("select i1", w.op("icmp slt i64", lo, "0"), f"i64 {lo}", f"i64 {hi}")
+        cg.fail_if(bad, cg.lane_site(op), [off, arg.length])
+    else:
+        cg.fail_if(bad, cg.oob_site(op, "active lanes have offsets"), [lo, hi, arg.length])
 
 
 def _inside(w, arg, lo: str, hi: str) -> str:
@@ -308,6 +316,8 @@ def _valid_box(cg, op, arg, layout, checked, block_shape) -> tuple:
     box, whole = [], "true"
     for d, n in enumerate(block_shape):
         if d not in checked:
+            if cg.options.get("debug"):
+                _unchecked_axis(cg, op, d, n, shape[d], offsets[d])
             box.append(("0", n))
             continue
         first = _smin(w, _smax(w, w.op("sub i64", "0", offsets[d]), "0"), str(n))
@@ -331,6 +341,20 @@ def _valid_box(cg, op, arg, layout, checked, block_shape) -> tuple:
                 outside = w.op("and i1", outside, w.op("icmp sgt i64", count, "0"))
         cg.fail_if(outside, cg.oob_site(op, "block addresses span"), [lo, hi, arg.length])
     return box, whole
+
+
+def _unchecked_axis(cg, op, d: int, n: int, extent: str, first: str) -> None:
+    """Debug mode: the block's coordinates ``first .. first + n - 1`` on axis ``d``, not
+    in ``boundary_check``, must lie in the declared shape ``[0, extent)``; the error
+    names the first coordinate outside (the numba backend's and the reference's text)."""
+    w = cg.w
+    last = w.op("add i64", first, str(n - 1))
+    below = w.op("icmp slt i64", first, "0")
+    bad = w.op("or i1", below, w.op("icmp sge i64", last, extent))
+    coord = w.op("select i1", below, f"i64 {first}", f"i64 {_smax(w, first, extent)}")
+    site = cg.op_site(op, f"block coordinate %d on axis {d} is outside the declared shape "
+                          f"[0, %d), and axis {d} is not in boundary_check")
+    cg.fail_if(bad, site, [coord, extent])
 
 
 @contextmanager

@@ -276,11 +276,11 @@ class Launcher:
             a = args[i]
             if type(a) is not np.ndarray or a.dtype != want or a.ndim != 1:
                 self._refuse(a, name, want, written)
+            if narrow is not None and a.shape[0] > 2 ** 31:
+                raise errors.LaunchError(narrow.replace("\0", str(a.shape[0])))
             flags = a.flags
             if not flags.c_contiguous or (written and not flags.writeable):
                 self._refuse(a, name, want, written)
-            if narrow is not None and a.shape[0] > 2 ** 31:
-                raise errors.LaunchError(narrow.replace("\0", str(a.shape[0])))
             objs[i] = id(a)      # the array object; args keeps it alive during the call
         for i, name, d, kind, lo, hi in self._scalars:
             a = args[i]
@@ -369,7 +369,8 @@ class Launcher:
         pid = tuple(int(x) for x in err[1:4])
         values = [int(x) for x in err[4:]]
         if cls == "OutOfBoundsError":
-            return errors.OutOfBoundsError(template, *pid, *values[:3])
+            n = template.replace("%%", "").count("%d") - 3     # the values after the pid
+            return errors.OutOfBoundsError(template, *pid, *values[:n])
         if cls == "IndexOverflowError" and "\0" not in template:
             return errors.IndexOverflowError(template % (*pid, *values[:4]))
         if cls == "ValueError":

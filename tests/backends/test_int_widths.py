@@ -23,7 +23,7 @@ def test_int_arguments_are_i32_when_they_fit(value, width):
     assert arg_signature("n", value) == ("S", width)
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
+@pytest.mark.parametrize("backend", ["reference", "llvm", "numba"])
 def test_width_specialises_and_the_warm_path_keys_it(backend):
     k = store_n.with_options(backend=backend)
     out = np.zeros(1, np.int64)

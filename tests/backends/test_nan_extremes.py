@@ -15,6 +15,7 @@ import npujit.language as nl
 from npujit import npu_kernel
 
 NAN, INF = np.nan, np.inf
+CPU_TIERS = ["reference", "llvm", "numba"]   # both CPU backends lower NaN-skipping apart
 # every pairing: NaN either side, both, with infinities, and plain numbers
 X = [NAN, 1.0, NAN, INF, NAN, -INF, 3.0, -2.0]
 Y = [2.0, NAN, NAN, NAN, -INF, NAN, -1.0, 5.0]
@@ -40,6 +41,7 @@ def extremes(x_ptr, y_ptr, out_ptr, N: nl.constexpr):
     nl.store(out_ptr + len(outs) * N + 1, nl.minimum(b, a, propagate_nan=nl.PropagateNan.ALL))
 
 
+@pytest.mark.parametrize("backend", CPU_TIERS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=str)
 def test_elementwise_maximum_minimum_skip_nan_unless_all(backend, dtype):
     x, y = np.array(X, dtype), np.array(Y, dtype)
@@ -81,6 +83,7 @@ def _grid():
     return x
 
 
+@pytest.mark.parametrize("backend", CPU_TIERS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=str)
 def test_max_min_reductions_skip_nan(backend, dtype):
     x = _grid().astype(dtype)
@@ -107,6 +110,7 @@ def row_max_min(x_ptr, out_ptr, N: nl.constexpr):
     nl.store(out_ptr + 1, nl.min(x, axis=0))
 
 
+@pytest.mark.parametrize("backend", CPU_TIERS)
 def test_triton_max_min_with_nan(backend):
     # Triton's test_max_min_with_nan: 64 floats, x[0] = NaN, x[1] = -inf, x[2] = inf
     x = np.random.default_rng(0).standard_normal(64).astype(np.float32)

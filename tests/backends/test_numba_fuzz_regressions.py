@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import npujit.language as nl
 from npujit import npu_kernel
@@ -28,6 +29,7 @@ def _bf16(v):
     return np.asarray(v, np.float32).astype(BF16)
 
 
+@pytest.mark.parametrize("backend", ["reference", "numba"])
 def test_a_fused_region_whose_inlined_result_reads_a_scalar_compiles(backend):
     """A fused region yielding a stored tile (x + x) and an inlined one (3.0 * it): the
     nest storing the first once also computed the second, whose scalar 3.0 it does not

@@ -125,6 +125,7 @@ def assert_conforms(got, want, tol: float, what: str):
 PARAMS = [pytest.param(c, d, id=f"{c.name}-{d}") for c in ALL for d in c.dtypes]
 
 
+@pytest.mark.parametrize("backend", ["reference", "numba"])
 @pytest.mark.parametrize("case,dtype", PARAMS)
 def test_conformance(backend, case, dtype):
     res = _batch(backend, dtype, case)

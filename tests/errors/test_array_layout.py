@@ -9,7 +9,7 @@ import pytest
 import npujit.language as nl
 from npujit import LaunchError, npu_kernel
 
-BACKENDS = ["reference", "numba"]
+BACKENDS = ["reference", "llvm", "numba"]
 
 
 @npu_kernel

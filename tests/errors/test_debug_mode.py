@@ -12,7 +12,7 @@ import npujit.language as nl
 from npujit import (DeviceAssertionError, IndexOverflowError, OutOfBoundsError,
                     npu_kernel)
 
-BACKENDS = ["reference", "numba"]
+BACKENDS = ["reference", "llvm", "numba"]
 HERE = re.escape(__file__.replace("\\", "/"))
 
 

@@ -270,7 +270,7 @@ def test_unhashable_constexpr():
         good[(1,)](X, X, 16, BLOCK=[16])
 
 
-def test_negative_grid():
+def test_negative_grid_on_a_later_axis():
     with pytest.raises(LaunchError, match=r"grid\[1\] = -2"):
         good[(1, -2)](X, X, 16, BLOCK=16)
 

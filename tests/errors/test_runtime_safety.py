@@ -162,7 +162,7 @@ TABLE = [
 ]
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
+@pytest.mark.parametrize("backend", ["reference", "llvm", "numba"])
 @pytest.mark.parametrize("launch,error,pattern", [pytest.param(*row[1:], id=row[0])
                                                   for row in TABLE])
 def test_bad_input_raises_a_clear_error(launch, error, pattern, backend):
@@ -195,7 +195,7 @@ def strided_rows(x_ptr, out_ptr, n_rows, ROW, BLOCK: nl.constexpr):
         nl.store(out_ptr + r * BLOCK + lanes, nl.load(x_ptr + start + lanes))
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
+@pytest.mark.parametrize("backend", ["reference", "llvm", "numba"])
 def test_scalar_index_wrap_is_caught_in_a_loop_without_changing_the_ir(backend):
     k = strided_rows.with_options(backend=backend)
     x = np.arange(64, dtype=np.float32)
@@ -232,7 +232,7 @@ def _scaled_programs(x_ptr, out_ptr, n, SCALE, BLOCK: nl.constexpr):
     nl.store(out_ptr + offs, nl.load(x_ptr + nl.arange(0, BLOCK)), mask=offs < n)
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
+@pytest.mark.parametrize("backend", ["reference", "llvm", "numba"])
 def test_a_program_id_times_an_argument_that_wraps_names_the_first_wrapping_program(backend):
     # numba checks pid * SCALE once per launch (at the grid's corners), not per program;
     # when it wraps somewhere, the programs before the first wrapping one still run and

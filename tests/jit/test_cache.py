@@ -404,7 +404,7 @@ def kernel(x_ptr, out_ptr, BLOCK: nl.constexpr):
 """
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
+@pytest.mark.parametrize("backend", ["reference", "llvm", "numba"])
 def test_an_error_names_the_line_the_kernel_has_now_after_its_lines_moved(
         cdir, tmp_path, backend):
     """The same code one line lower is another entry: a message compiled into an entry

@@ -26,7 +26,6 @@ def expect(x, router, k, routing, factor=None):
     return ref.load_stats(ids, router.shape[0], ref.router_probs(x, router, k, routing), cap)
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
 @pytest.mark.parametrize("routing,k", [
     ("mixtral", 2), ("switch", 1),
     (Routing.preset("deepseek_v3", n_group=4, topk_group=2, correction_bias=BIAS), 3)],

@@ -25,7 +25,7 @@ def check_aligned(a, ids, E, block_m, capacity=None):
 
 
 def test_vllm_example():
-    """(On numba in test_layer.test_numba_fused_and_unfused.)"""
+    """(On llvm and numba in test_layer.test_cpu_backends_fused_and_unfused.)"""
     ids = np.array([[2, 3, 4], [1, 2, 4], [1, 3, 4], [1, 2, 3]], np.int32)
     a = align(ids, 5, block_m=4, backend="reference", block_s=8)      # 2 slot blocks
     check_aligned(a, ids, 5, 4)
@@ -55,7 +55,7 @@ def test_capacity_drops_follow_the_rule(capacity):
 
 
 def test_permute_matches_the_explicit_form():
-    backend = "reference"           # numba runs it in test_layer's unfused layer
+    backend = "reference"           # the CPU backends run it in test_layer's unfused layer
     rng = np.random.default_rng(9)
     ids = rng.integers(0, 6, (37, 2)).astype(np.int32)
     x = rng.standard_normal((37, 24)).astype(np.float32)

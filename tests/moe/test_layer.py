@@ -31,21 +31,23 @@ def test_fused_unfused_reference_agree(routing, k, dtype):
     close(unfused, want, dtype)
 
 
-def test_numba_fused_and_unfused():
-    """On numba: the dispatch metadata, and fused == unfused == reference.  Mixtral
-    routing at the demo's sizes (npujit/demo.py: H 256, I 512, 8 experts, top-2, f32), so
-    the expert kernels' specialisations are the demo's and an empty kernel cache compiles
-    them once for both: every numba compile of these kernels costs seconds.  The other
-    routings run on numba in test_router.py and test_balance.py."""
+@pytest.mark.parametrize("backend", ["llvm", "numba"])
+def test_cpu_backends_fused_and_unfused(backend):
+    """On each CPU backend: the dispatch metadata, and fused == unfused == reference.
+    Mixtral routing at the demo's sizes (npujit/demo.py: H 256, I 512, 8 experts, top-2,
+    f32), so on the default backend the expert kernels' specialisations are the demo's and
+    an empty kernel cache compiles them once for both (a numba compile of these kernels
+    costs seconds).  The router's variants run on llvm in test_router.py, its biggest on
+    numba there too."""
     from .test_dispatch import check_aligned
     routing, k = "mixtral", 2
     x, router, gate_up, down, _ = problem(T=21, H=256, I=512, E=8, seed=3)
     want = ref.moe(x, router, gate_up, down, k, routing)
-    close(fused_moe(x, router, gate_up, down, k, routing, backend="numba"), want, np.float32)
-    close(unfused_moe(x, router, gate_up, down, k, routing, backend="numba"), want,
+    close(fused_moe(x, router, gate_up, down, k, routing, backend=backend), want, np.float32)
+    close(unfused_moe(x, router, gate_up, down, k, routing, backend=backend), want,
           np.float32)
     _, ids = ref.route(x, router, k, routing)
-    check_aligned(align(ids, 8, 16, backend="numba"), ids, 8, 16)
+    check_aligned(align(ids, 8, 16, backend=backend), ids, 8, 16)
 
 
 @pytest.mark.parametrize("kw", [dict(shared_expert=True), dict(activation="gelu"),

@@ -25,9 +25,9 @@ def check(got, want):
 
 
 @pytest.mark.parametrize("routing,k", VARIANTS, ids=IDS)
-def test_router_variants(routing, k):
+def test_router_variants(routing, k, backend):
     x, router, *_ = problem(T=37, E=8, seed=k)            # 37: not a multiple of 16
-    check(route(x, router, k, routing, backend="reference"), ref.route(x, router, k, routing))
+    check(route(x, router, k, routing, backend=backend), ref.route(x, router, k, routing))
 
 
 @pytest.mark.parametrize("dtype", DTYPES[1:], ids=["f16", "bf16"])

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-import pytest
 
 import npujit.language as nl
 from npujit.backends.numba import runtime as numba_runtime
@@ -47,7 +46,6 @@ def test_eight_threads_import_one_fresh_numba_module():
     assert len({id(m) for m, _ in got}) == 1
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
 def test_a_failing_compile_fails_every_waiting_thread_once(backend):
     # A kernel with a compile error: the first thread compiles, the others wait and get
     # the same error; nothing is cached, so a later launch compiles (and fails) again.

@@ -48,7 +48,6 @@ def _oracle(mem, vals, cmps):
     return np.array(mem, np.int32), old.astype(np.int32)
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
 def test_every_atomic_combines_lane_by_lane_and_returns_old_values(backend):
     rng = np.random.default_rng(3)
     mem = rng.integers(-50, 50, 3 * len(COMBINES) + 3).astype(np.int32)

@@ -119,7 +119,6 @@ def _combine_numba(x_ptr, y_ptr, f_ptr, i_ptr, M: tl.constexpr, N: tl.constexpr)
     tl.store(i_ptr + M * N + tl.arange(0, N), tl.xor_sum(xi > 0, 0).to(tl.int32))
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
 def test_combine_regions_lower_on_every_tier(backend):
     """The region's scalar code inside the axis loop (numba) against the interpreter's
     element-by-element run and numpy: tuples, reverse, a scalar result, ints and bools."""
@@ -202,7 +201,6 @@ def _mapped(x_ptr, y_ptr, s_ptr, q_ptr, r_ptr, N: tl.constexpr):
     tl.store(r_ptr + offs, r)
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
 def test_map_elementwise_runs_a_branching_scalar_function_on_each_element(backend):
     rng = np.random.default_rng(8)
     x = rng.integers(-20, 20, 32).astype(np.int32)

@@ -15,7 +15,7 @@ import npujit.triton.language as tl
 from npujit.kernels.triton_gallery import layernorm, matmul, moe_router, softmax, vector_add
 from npujit.sim import ASCEND_910B_LIKE, DebugOptions
 
-TIERS = ["reference", "numba"]
+TIERS = ["reference", "llvm"]
 CHECKS = DebugOptions.full()
 HAS_CXX = shutil.which(os.environ.get("CXX") or "g++") is not None
 

@@ -167,7 +167,6 @@ def _loop_hints(out_ptr, n):
     tl.store(out_ptr, i)
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
 def test_triton_loop_hints_are_accepted_and_change_nothing(backend):
     out = np.zeros(1, np.int32)
     _loop_hints.with_options(backend=backend)[(1,)](out, 7)
@@ -221,7 +220,6 @@ def _gather(src_ptr, idx_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, M: tl.c
              tl.gather(src, idx, axis=1))
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
 def test_gather_picks_along_the_axis_and_refuses_an_index_outside_it(backend):
     rng = np.random.default_rng(4)
     src = rng.standard_normal((4, 16)).astype(np.float32)

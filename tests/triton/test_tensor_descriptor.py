@@ -30,7 +30,6 @@ def _run(kern, x, pad="zero", BM=8, BN=16):
     return y
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
 def test_ragged_blocks_write_only_inside_the_shape(backend):
     x = np.arange(13 * 21, dtype=np.float32).reshape(13, 21)   # neither a multiple of a block
     y = _run(_transpose_twice.with_options(backend=backend), x)
@@ -45,7 +44,6 @@ def _padded_sum(in_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, PAD: 
     out.store([0], tl.sum(tile, axis=1))
 
 
-@pytest.mark.parametrize("backend", ["reference", "numba"])
 @pytest.mark.parametrize("pad", ["zero", "nan"])
 def test_padding_option_fills_what_lies_outside(backend, pad):
     x = np.ones((3, 5), np.float32)
