@@ -1,8 +1,8 @@
 """The npujit pytest plugin, registered by the ``pytest11`` entry point, so any test suite
 gets it once npujit is installed (docs/testing.md).
 
-* ``--npujit-backend=reference|numba|scheduled|ascendc-twin|all`` (or a comma-separated
-  list; default ``numba``) parametrises the ``npu_backend`` fixture: one test per tier;
+* ``--npujit-backend=reference|llvm|numba|scheduled|ascendc-twin|all`` (or a
+  comma-separated list; default ``llvm``, the backend a launch runs on) parametrises the ``npu_backend`` fixture: one test per tier;
   a tier that is not installed (``ascendc-twin`` without its backend) is skipped.
 * ``npu_backend`` is a :class:`NPUBackend`; ``npu_backend(kernel)[grid](*args)`` launches
   on that tier (``scheduled`` = the simulator with NaN-poisoned buffers).
@@ -40,15 +40,15 @@ import traceback
 
 import pytest
 
-TIERS = ("reference", "numba", "scheduled", "ascendc-twin")
-DEFAULT_BACKEND = "numba"
+TIERS = ("reference", "llvm", "numba", "scheduled", "ascendc-twin")
+DEFAULT_BACKEND = "llvm"
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("npujit", "npujit compiled-kernel testing")
     group.addoption("--npujit-backend", default=DEFAULT_BACKEND, metavar="TIERS",
-                    help="tiers the npu_backend fixture runs on: reference, numba, scheduled, "
-                         "ascendc-twin, all, or a comma-separated list (default: numba)")
+                    help="tiers the npu_backend fixture runs on: reference, llvm, numba, scheduled, "
+                         "ascendc-twin, all, or a comma-separated list (default: llvm)")
     group.addoption("--npujit-simulate", action="store_true", default=False,
                     help="also run every kernel launch through the NPU simulator with its "
                          "race detector; a deadlock or a race fails the test")

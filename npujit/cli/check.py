@@ -1,5 +1,5 @@
 """``npujit check FILE::KERNEL``: run the kernel's example launch on every execution tier
-(reference, numba, scheduled with NaN-poisoned buffers, the Ascend C twin when installed)
+(reference, llvm, numba, scheduled with NaN-poisoned buffers, the Ascend C twin when installed)
 and compare each with the example's reference (``npujit.testing.check_kernel``).  Exits
 with 1 when a tier fails."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ def add_arguments(parser) -> None:
     add_target_arguments(parser)
     parser.add_argument("--backend", default="all",
                         help="tiers: all (default), or a comma-separated list of reference, "
-                             "numba, scheduled, ascendc-twin")
+                             "llvm, numba, scheduled, ascendc-twin")
     parser.add_argument("--rtol", type=float, default=None, help="relative tolerance")
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance")
     parser.add_argument("--spec", default=None, help="the NPU preset of the scheduled tier")

@@ -4,7 +4,8 @@
 tier               what runs the kernel
 =================  ===========================================================================
 ``reference``      the numpy interpreter of the IR: the semantics every other tier must match
-``numba``          the numba CPU backend (the default for launches)
+``llvm``           the llvm CPU backend, the default for launches (docs/llvm.md)
+``numba``          the numba CPU backend (``backend="numba"``)
 ``scheduled``      ``kernel.simulate`` with NaN-poisoned buffers and copies that land only at
                    their wait (``DebugOptions(uninitialized="nan", dma_execution_mode=
                    "on_wait")``): every tile lives in the buffer the schedule gave it, so a
@@ -34,7 +35,7 @@ import numpy as np
 
 from .compare import as_numpy, mismatch_report
 
-TIER_NAMES = ("reference", "numba", "scheduled", "ascendc-twin")
+TIER_NAMES = ("reference", "llvm", "numba", "scheduled", "ascendc-twin")
 TWIN = "ascendc-twin"
 
 

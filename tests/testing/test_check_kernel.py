@@ -39,8 +39,8 @@ def test_every_tier_agrees_with_numpy_and_inputs_are_untouched():
     res = check_kernel(axpy_kernel, (2,), args, lambda x, y, out, a, n: a * x + y,
                        backends="all", kwargs={"BLOCK": 128})
     assert res.ok
-    assert {"reference", "numba", "scheduled"} <= set(res)
-    for tier in ("reference", "numba", "scheduled"):
+    assert {"reference", "llvm", "numba", "scheduled"} <= set(res)
+    for tier in ("reference", "llvm", "numba", "scheduled"):
         np.testing.assert_allclose(res[tier].outputs["out_ptr"], 2 * before[0] + before[1],
                                    rtol=1e-6)
     for a, b in zip(args[:3], before):              # ran on copies

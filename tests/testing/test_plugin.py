@@ -54,23 +54,23 @@ def test_backend_option_parametrises_the_fixture(project):
                             "*test_without_the_fixture PASSED*"])
 
 
-def test_default_backend_is_numba_and_all_includes_every_tier(project):
+def test_default_backend_is_llvm_and_all_includes_every_tier(project):
     r = project.runpytest("-v")
     r.assert_outcomes(passed=2)
-    r.stdout.fnmatch_lines(["*test_add?numba? PASSED*"])
+    r.stdout.fnmatch_lines(["*test_add?llvm? PASSED*"])
     r = project.runpytest("-v", "-rs", "--npujit-backend=all")
     from npujit.testing import tier_unavailable
     if tier_unavailable("ascendc-twin"):
-        r.assert_outcomes(passed=4, skipped=1)
+        r.assert_outcomes(passed=5, skipped=1)
         r.stdout.fnmatch_lines(["*SKIPPED*ascendc-twin*"])
     else:
-        r.assert_outcomes(passed=5)
+        r.assert_outcomes(passed=6)
 
 
 def test_a_bad_backend_is_a_usage_error(project):
     r = project.runpytest("--npujit-backend=cuda")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
-    r.stderr.fnmatch_lines(["*--npujit-backend='cuda': choose from reference, numba, "
+    r.stderr.fnmatch_lines(["*--npujit-backend='cuda': choose from reference, llvm, numba, "
                             "scheduled, ascendc-twin, all*"])
 
 
