@@ -22,6 +22,7 @@ from __future__ import annotations
 from contextlib import ExitStack, contextmanager
 
 from npujit.ir import Kind
+from npujit.ir import types as T
 
 from . import affine, halfprec
 from .ir_text import compute_type, gm_type, literal
@@ -144,13 +145,17 @@ def _deferrable(op) -> bool:
     if len(uses) != 1:
         return False
     reader = uses[0][0]
-    if reader.parent is not op.parent or reader.kind not in LAZY_READERS:
+    return reader.kind in LAZY_READERS and _nothing_writes_between(op, reader)
+
+
+def _nothing_writes_between(op, reader) -> bool:
+    """``reader`` sits in ``op``'s block and nothing between the two can write GM (a
+    store, an atomic, or a loop or branch that may hold one)."""
+    if reader.parent is not op.parent:
         return False
     ops = op.parent.ops
-    for between in ops[ops.index(op) + 1:ops.index(reader)]:
-        if between.kind in _WRITES or (between.regions and between.kind is not Kind.FUSED):
-            return False
-    return True
+    return not any(b.kind in _WRITES or (b.regions and b.kind is not Kind.FUSED)
+                   for b in ops[ops.index(op) + 1:ops.index(reader)])
 
 
 _WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
@@ -404,13 +409,51 @@ def block_load(cg, op) -> None:
     stored = cg.new_tile(tuple(t.shape[d] for d in order), t.dtype)
     out = stored.permuted([order.index(d) for d in range(len(order))])
     box, whole = _valid_box(cg, op, arg, layout, checked, t.shape)
+    in_place = _read_in_place(op, arg, order)
+    if in_place and whole == "true":        # no axis checked: always the GM view
+        cg.bind(op.result, _gm_view(w, arg, layout, out))
+        return
     if whole != "true":
         with w.when(w.op("xor i1", whole, "true"), "padded"):
             with nest(w, stored.shape, [stored]) as index:
                 store_element(w, stored, index, pad)
+            if in_place:                    # the copy only when the box is not whole
+                with _box_nest(w, layout, box, order) as (index, off):
+                    store_element(w, out, index, gm_element(w, arg, off))
+    if in_place:        # the dot reads GM where the block is whole, else the padded copy
+        view = _gm_view(w, arg, layout, out)
+        ptr = w.op("select i1", whole, f"ptr {view.ptr}", f"ptr {out.ptr}")
+        stride = w.op("select i1", whole, f"i64 {view.strides[1]}", f"i64 {out.strides[1]}")
+        cg.bind(op.result, Tile(ptr, out.shape, (1, stride), out.dtype))
+        return
     with _box_nest(w, layout, box, order) as (index, off):
         store_element(w, out, index, gm_element(w, arg, off))
     cg.bind(op.result, out)
+
+
+def _read_in_place(op, arg, order) -> bool:
+    """May the dot that reads this block read it from GM where it lies, not from a copy
+    (the numba backend's ``cube_lib.dot_nt`` does the same)?  For an f32 tensor read
+    through a transposed view (``make_block_ptr(w, strides=(1, H))``: k contiguous in
+    GM, the MoE experts' and router's weights) whose one reader is a dot's ``b`` in the
+    same block, with nothing between them that can write GM (``_deferrable``'s rule).
+    lower_cube's ``_dot_blocks`` then loads its vectors along k from GM."""
+    uses = op.result.uses
+    if (arg.dtype != T.float32 or order != [1, 0] or len(uses) != 1
+            or uses[0][0].kind is not Kind.DOT or uses[0][1] != 1):
+        return False
+    return _nothing_writes_between(op, uses[0][0])
+
+
+def _gm_view(w, arg, layout, tile: Tile) -> Tile:
+    """The block ``tile`` stands for as a view of GM: its first element's address and
+    the GM strides (axis 0 contiguous: ``_read_in_place``)."""
+    _, strides, offsets = layout
+    base = "0"
+    for off, st in zip(offsets, strides):
+        base = w.op("add i64", base, w.op("mul i64", off, st))
+    return Tile(w.gep(gm_type(arg.dtype), arg.data, base), tile.shape, (1, strides[1]),
+                tile.dtype)
 
 
 def block_store(cg, op) -> None:

@@ -93,23 +93,24 @@ def default_block_m(num_tokens: int, top_k: int, num_experts: int, itemsize: int
 # 3 interleaved rounds (load 1.9): 64-row blocks 1463 ms (loaded), 16 rows 439 ms, and
 # with K tiles of 256: 383 ms, of 512 (and 64-wide I tiles): 364 ms.
 CPU_TILES = dict(block_m=16, block_k=512, block_i=64, num_stages=1)
+CPU_BACKENDS = ("llvm", "numba", "reference")     # the backends that run on this CPU
 
 
 def run_tiles(backend: str | None, tiles: dict) -> dict:
     """The expert kernels' tiles and form for a run on ``backend`` (None:
-    ``NPUJIT_BACKEND``): on the numba and reference backends, the workspace form with no
+    ``NPUJIT_BACKEND``): on the CPU backends (llvm, numba, the reference), the workspace form with no
     tile given takes ``CPU_TILES``; otherwise the caller's, the rest sized for the NPU
     (``default_block_m``, ``experts.workspace_tiles``: a caller who sets one tile gets
     the NPU's for the others, which fit together; the Ascend C twin keeps them too).
 
     Example::
 
-        >>> run_tiles("numba", {})["block_m"], run_tiles("numba", {"block_m": 64})
+        >>> run_tiles("llvm", {})["block_m"], run_tiles("numba", {"block_m": 64})
         (16, {'block_m': 64})
         >>> run_tiles("ascendc-twin", {}), run_tiles("numba", {"form": "onchip"})
         ({}, {'form': 'onchip'})
     """
-    if ((backend or knobs.backend()) in ("numba", "reference")
+    if ((backend or knobs.backend()) in CPU_BACKENDS
             and tiles.get("form", "workspace") == "workspace"
             and not any(k in tiles for k in CPU_TILES)):
         return {**tiles, **CPU_TILES}

@@ -5,6 +5,8 @@ corners.  Oracle: the reference backend on the same kernel and inputs.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -68,3 +70,67 @@ def test_an_unchecked_block_past_the_end_is_an_error_naming_the_argument():
                                                r"\[0, 32\) of argument 'x_ptr'"):
         _tile_copy.with_options(backend="llvm")[(1,)](
             x, out, 4, 8, 8, 1, 1, 0, BM=4, BN=8, CHECK=0, PAD="zero")
+
+
+@npu_kernel
+def _dot_nt(x_ptr, w_ptr, out_ptr, M, N, K, BM: nl.constexpr, BN: nl.constexpr,
+            BK: nl.constexpr, CHECK: nl.constexpr, OVERWRITE: nl.constexpr):
+    """out = x @ w.T with w [N, K] read through a transposed block pointer, as the MoE
+    experts read their weights; ``OVERWRITE`` stores into w between the block's load and
+    the dot that reads it."""
+    rows = nl.program_id(0) * BM + nl.arange(0, BM)
+    cols = nl.program_id(1) * BN + nl.arange(0, BN)
+    acc = nl.zeros((BM, BN), dtype=nl.float32)
+    blk = nl.make_block_ptr(w_ptr, shape=(K, N), strides=(1, K),
+                            offsets=(0, nl.program_id(1) * BN), block_shape=(BK, BN))
+    for k in nl.range(0, K, BK):
+        ks = k + nl.arange(0, BK)
+        xt = nl.load(x_ptr + rows[:, None] * K + ks[None, :],
+                     mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
+        if CHECK:
+            wt = nl.load(blk, boundary_check=(0, 1))
+        else:
+            wt = nl.load(blk)
+        if OVERWRITE:
+            nl.store(w_ptr + cols * K + k, nl.zeros((BN,), dtype=nl.float32) + 100.0,
+                     mask=cols < N)
+        acc = nl.dot(xt, wt, acc)
+        blk = nl.advance(blk, (BK, 0))
+    nl.store(out_ptr + rows[:, None] * N + cols[None, :], acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@pytest.mark.parametrize("n,k,check", [(32, 64, False), (40, 72, True), (16, 8, True)],
+                         ids=["whole", "ragged", "one-k-step"])
+def test_a_dot_reads_a_transposed_weight_block_where_it_lies(n, k, check):
+    """Whole blocks are read in GM by the dot (no copy: lower_memory._read_in_place), a
+    block that leaves the weight is padded and copied; both against numpy."""
+    rng = np.random.default_rng(n + k)
+    m = 12
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    out = np.full((m, n), np.nan, np.float32)
+    kern = _dot_nt.with_options(backend="llvm")
+    meta = dict(BM=8, BN=16, BK=8 if k == 8 else 32, CHECK=check, OVERWRITE=False)
+    kern[(2, -(-n // 16))](x, w, out, m, n, k, **meta)
+    np.testing.assert_allclose(out, x @ w.T, rtol=1e-5, atol=1e-5)
+    llir = kern.inspect(x, w, out, m, n, k, **meta)["backend"]     # the LLVM IR made
+    assert re.search(r"= select i1 %\S+, ptr %\S+, ptr %", llir) or not check, \
+        "a checked block picks GM or its padded copy at run time"
+
+
+@pytest.mark.parametrize("backend", ["reference", "llvm"])
+def test_a_store_between_a_block_load_and_its_dot_does_not_change_what_the_dot_reads(
+        backend):
+    """The block's values are those at its load: a store into the weight between the
+    load and the dot keeps the block from being read in place."""
+    rng = np.random.default_rng(5)
+    m, n, k = 8, 16, 32
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    want = x @ w.T
+    out = np.zeros((m, n), np.float32)
+    _dot_nt.with_options(backend=backend)[(1, 1)](
+        x, w, out, m, n, k, BM=8, BN=16, BK=32, CHECK=False, OVERWRITE=True)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    assert (w[:, 0] == 100.0).all()          # the store happened
