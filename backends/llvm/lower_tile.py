@@ -100,9 +100,31 @@ def _lazy_ok(op, ops) -> bool:
         uses = r.uses
         if not uses or any(u.kind not in LAZY_READERS for u, _ in uses):
             return False
-        if not cheap and (len(uses) > 1 or uses[0][0].parent is not op.parent):
+        if not cheap and (len(uses) > 1 or uses[0][0].parent is not op.parent
+                          or _read_broadcast(r)):
             return False
     return True
+
+
+def _read_broadcast(v) -> bool:
+    """Is ``v`` read (through reshapes and transposes) by an op over more elements than
+    it has -- a broadcast, whose every element would recompute it?  (The MoE down
+    kernel's panel offsets ``(c // P) * R * P + c % P``, [1, 512], read by a [16, 512]
+    load: 16 divisions per value.)"""
+    for reader, _ in v.uses:
+        if reader.kind in (Kind.RESHAPE, Kind.TRANS):
+            if _read_broadcast(reader.result):
+                return True
+        elif any(_numel(r) > _numel(v) for r in reader.results) or (
+                reader.kind in (Kind.STORE, Kind.LOAD)
+                and any(_numel(o) > _numel(v) for o in reader.operands)):
+            return True
+    return False
+
+
+def _numel(v) -> int:
+    """Elements of ``v`` (1 for a scalar)."""
+    return getattr(v.type, "numel", 1)
 
 
 def _lazy(cg, shape, ops, inputs: dict, value, dtype) -> Lazy:

@@ -134,3 +134,35 @@ def test_a_store_between_a_block_load_and_its_dot_does_not_change_what_the_dot_r
         x, w, out, m, n, k, BM=8, BN=16, BK=32, CHECK=False, OVERWRITE=True)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
     assert (w[:, 0] == 100.0).all()          # the store happened
+
+
+@npu_kernel
+def _panel_rows(src_ptr, out_ptr, R, PANEL: nl.constexpr, BM: nl.constexpr,
+                BK: nl.constexpr):
+    """Rows of a panel-major workspace (column c of row r at (c // P) * R * P + r * P +
+    c % P, as the MoE down kernel reads its activations)."""
+    rows = nl.arange(0, BM)
+    cols = nl.program_id(0) * BK + nl.arange(0, BK)
+    a = nl.load(src_ptr + ((cols // PANEL) * (R * PANEL) + cols % PANEL)[None, :]
+                + rows[:, None] * PANEL)
+    nl.store(out_ptr + rows[:, None] * (BK * 2) + cols[None, :], a)
+
+
+def test_a_costly_value_read_through_a_broadcast_is_computed_once_per_element():
+    """The panel offsets (a division and a remainder per column) are stored once, not
+    recomputed for every row that reads them through the broadcast
+    (lower_tile._read_broadcast); the gathered rows match numpy."""
+    from npujit.backends.llvm.lower_tile import _lazy_ok, _read_broadcast
+    R, P, BM, BK = 8, 4, 8, 16
+    src = np.arange(R * BK * 2, dtype=np.float32)
+    out = np.zeros((BM, BK * 2), np.float32)
+    k = _panel_rows.with_options(backend="llvm")
+    k[(2,)](src, out, R, PANEL=P, BM=BM, BK=BK)
+    c, r = np.arange(BK * 2)[None, :], np.arange(BM)[:, None]
+    np.testing.assert_array_equal(out, src[(c // P) * R * P + r * P + c % P])
+    fn = k.compile(src, out, R, PANEL=P, BM=BM, BK=BK).ir
+    costly = [op for op in fn.walk() if op.kind.value == "npu.fused"
+              and any(o.kind.value == "npu.idiv" for o in op.regions[0].ops)]
+    assert costly and all(_read_broadcast(op.results[1] if len(op.results) > 1
+                                          else op.result) for op in costly)
+    assert not any(_lazy_ok(op, list(op.regions[0].ops)) for op in costly)
