@@ -1,7 +1,7 @@
 """The MoE layer's bars (issue 12), measured in one run; each printed with ``met`` or
 ``NOT met``.
 
-CPU backend (numba): ``fused_moe`` on 512 tokens, H 1024, I 3584, 8 experts, top-2, fp32,
+CPU backends (llvm, the default, and numba): ``fused_moe`` on 512 tokens, H 1024, I 3584, 8 experts, top-2, fp32,
 against transformers' ``MixtralSparseMoeBlock`` in torch eager on the same weights when
 torch and transformers are installed (never test dependencies; skipped with a line when
 absent), and always against the numpy reference of the same layer
@@ -36,6 +36,9 @@ import numpy as np
 import moe_layer_row
 
 
+CPU_BACKENDS = ("llvm", "numba")
+
+
 def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
@@ -59,28 +62,32 @@ def cpu_bar(rounds: int, quick: bool) -> None:
         peers["transformers MixtralSparseMoeBlock (torch eager)"] = torch_moe
     except Exception as e:          # torch / transformers absent or a different version
         print(f"  torch / transformers peer skipped: {type(e).__name__}: {e}"[:160])
-    ours = lambda: moe.fused_moe(x, rw, gu, dn, k, backend="numba")   # noqa: E731
-    got = ours()                    # warm-up: compiles
-    times = {"npujit fused_moe (numba)": [], **{name: [] for name in peers}}
-    for name, fn in peers.items():
-        want = fn()
-        err = float(np.abs(got - want).max() / (np.abs(want).max() or 1.0))
-        print(f"  result vs {name}: max relative difference {err:.2e} "
-              f"({_verdict(err < 1e-4)} within fp32 tolerance 1e-4)")
+    ours = {f"npujit fused_moe ({b})": (lambda b=b: moe.fused_moe(x, rw, gu, dn, k, backend=b))
+            for b in CPU_BACKENDS}
+    times = {name: [] for name in [*ours, *peers]}
+    for mine, fn in ours.items():
+        got = fn()                  # warm-up: compiles
+        for name, peer in peers.items():
+            want = peer()
+            err = float(np.abs(got - want).max() / (np.abs(want).max() or 1.0))
+            print(f"  {mine} vs {name}: max relative difference {err:.2e} "
+                  f"({_verdict(err < 1e-4)} within fp32 tolerance 1e-4)")
     for _ in range(rounds):         # interleaved
-        for name, fn in [("npujit fused_moe (numba)", ours), *peers.items()]:
+        for name, fn in [*ours.items(), *peers.items()]:
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
     print(f"CPU, {T} tokens, H {H}, I {I}, {E} experts, top-{k}, fp32 "
           f"(median of {rounds} interleaved rounds, min-max):")
-    mine = statistics.median(times["npujit fused_moe (numba)"])
     for name, ts in times.items():
         med = statistics.median(ts)
-        line = f"  {name:<52} {med * 1e3:9.1f} ms ({min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f})"
-        if name != "npujit fused_moe (numba)":
-            line += f"   npujit is {med / mine:.2f}x its speed ({_verdict(med >= mine)})"
-        print(line)
+        print(f"  {name:<52} {med * 1e3:9.1f} ms ({min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f})")
+    for mine in ours:
+        m = statistics.median(times[mine])
+        for name in peers:
+            med = statistics.median(times[name])
+            print(f"  {mine} against {name}: {med / m:.2f}x its speed "
+                  f"({_verdict(med >= m)})")
 
 
 def sim_bars(tokens: tuple, quick: bool) -> None:

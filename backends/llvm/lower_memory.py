@@ -409,7 +409,7 @@ def block_load(cg, op) -> None:
     stored = cg.new_tile(tuple(t.shape[d] for d in order), t.dtype)
     out = stored.permuted([order.index(d) for d in range(len(order))])
     box, whole = _valid_box(cg, op, arg, layout, checked, t.shape)
-    in_place = _read_in_place(op, arg, order)
+    in_place = _read_in_place(op, arg, layout[1])
     if in_place and whole == "true":        # no axis checked: always the GM view
         cg.bind(op.result, _gm_view(w, arg, layout, out))
         return
@@ -423,37 +423,45 @@ def block_load(cg, op) -> None:
     if in_place:        # the dot reads GM where the block is whole, else the padded copy
         view = _gm_view(w, arg, layout, out)
         ptr = w.op("select i1", whole, f"ptr {view.ptr}", f"ptr {out.ptr}")
-        stride = w.op("select i1", whole, f"i64 {view.strides[1]}", f"i64 {out.strides[1]}")
-        cg.bind(op.result, Tile(ptr, out.shape, (1, stride), out.dtype))
+        strides = tuple(1 if v == o == 1 else w.op("select i1", whole, f"i64 {v}", f"i64 {o}")
+                        for v, o in zip(view.strides, out.strides))
+        cg.bind(op.result, Tile(ptr, out.shape, strides, out.dtype))
         return
     with _box_nest(w, layout, box, order) as (index, off):
         store_element(w, out, index, gm_element(w, arg, off))
     cg.bind(op.result, out)
 
 
-def _read_in_place(op, arg, order) -> bool:
+# The dot operand and the block axis contiguous in GM that let a dot read a block in
+# place: ``a`` (M x K) along k, ``b`` (K x N) along k (a transposed weight).
+_IN_PLACE = {0: 1, 1: 0}
+
+
+def _read_in_place(op, arg, strides) -> bool:
     """May the dot that reads this block read it from GM where it lies, not from a copy
-    (the numba backend's ``cube_lib.dot_nt`` does the same)?  For an f32 tensor read
-    through a transposed view (``make_block_ptr(w, strides=(1, H))``: k contiguous in
-    GM, the MoE experts' and router's weights) whose one reader is a dot's ``b`` in the
-    same block, with nothing between them that can write GM (``_deferrable``'s rule).
-    lower_cube's ``_dot_blocks`` then loads its vectors along k from GM."""
+    (the numba backend's ``cube_lib.dot_nt`` does the same)?  For an f32 tensor whose
+    block is contiguous along k in GM -- an activation block ``a`` read along its rows
+    (``make_block_ptr(x, strides=(H, 1))``), or a weight ``b`` read through a transposed
+    view (``make_block_ptr(w, strides=(1, H))``: the MoE experts' and router's) -- whose
+    one reader is that dot operand in the same block, with nothing between them that can
+    write GM (``_deferrable``'s rule).  lower_cube's dots then load along k from GM."""
     uses = op.result.uses
-    if (arg.dtype != T.float32 or order != [1, 0] or len(uses) != 1
-            or uses[0][0].kind is not Kind.DOT or uses[0][1] != 1):
+    if (arg.dtype != T.float32 or len(strides) != 2 or len(uses) != 1
+            or uses[0][0].kind is not Kind.DOT or uses[0][1] not in _IN_PLACE
+            or strides[_IN_PLACE[uses[0][1]]] != "1"):
         return False
     return _nothing_writes_between(op, uses[0][0])
 
 
 def _gm_view(w, arg, layout, tile: Tile) -> Tile:
     """The block ``tile`` stands for as a view of GM: its first element's address and
-    the GM strides (axis 0 contiguous: ``_read_in_place``)."""
+    the GM strides (the unit one as the int 1, which the dots test for)."""
     _, strides, offsets = layout
     base = "0"
     for off, st in zip(offsets, strides):
         base = w.op("add i64", base, w.op("mul i64", off, st))
-    return Tile(w.gep(gm_type(arg.dtype), arg.data, base), tile.shape, (1, strides[1]),
-                tile.dtype)
+    return Tile(w.gep(gm_type(arg.dtype), arg.data, base), tile.shape,
+                tuple(1 if st == "1" else st for st in strides), tile.dtype)
 
 
 def block_store(cg, op) -> None:
