@@ -16,9 +16,10 @@
                           ``ascendc-twin`` (the emitted Ascend C, built against the CPU twin)
 ``NPUJIT_DEBUG``          1 = bounds-check every GM access, run nl.device_assert, check int32
                           index arithmetic for wrap-around (both backends)
-``NPUJIT_BOUNDS_CHECK``   0 = skip the default range check of every GM access (numba
-                          backend; for benchmarks only: a bad offset then corrupts memory)
-``NPUJIT_NUM_THREADS``    threads for the numba backend's grid loop (0 = numba's default)
+``NPUJIT_BOUNDS_CHECK``   0 = skip the default range check of every GM access (the CPU
+                          backends; for benchmarks only: a bad offset then corrupts memory)
+``NPUJIT_NUM_THREADS``    threads the CPU backends (llvm, numba) run a grid's programs on
+                          (0 = the CPU count)
 ``NPUJIT_WIDE_VECTORS``   0 = leave numba's vector width alone (default: 512-bit vectors
                           on AVX-512 hosts; backends/numba/vector_width.py)
 ``NPUJIT_AUTOTUNE_PROGRESS`` 0 = no progress bar while an autotuning sweep runs (it shows
