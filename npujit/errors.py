@@ -65,6 +65,14 @@ class OutOfResources(CompilationError):
         super().__init__(message, loc, kernel)
 
 
+# The ends of every backend's out-of-bounds messages: what to do about one lane (the
+# reference interpreter and debug mode, which name the lane's offset), and about a range
+# of offsets (the default range check, which names the active lanes' extremes).
+OOB_FIX = "mask the lane off or fix its offset"
+OOB_RANGE_HINT = ("; mask the access or fix its offsets (rerun with NPUJIT_DEBUG=1 to find "
+                  "the exact lane)")
+
+
 class OutOfBoundsError(NPUJitError, IndexError):
     """An active lane accessed memory outside its array argument (both tiers; the numba
     backend checks in debug mode, ``NPUJIT_DEBUG=1``).  The message names the kernel, the

@@ -29,7 +29,7 @@ Example::
 """
 from __future__ import annotations
 
-from npujit.errors import CompilationError
+from npujit.errors import OOB_FIX, OOB_RANGE_HINT, CompilationError
 from npujit.ir import Kind
 from npujit.ir.ops import ELEMENTWISE
 from npujit.ir.core import Function, Value
@@ -48,9 +48,6 @@ LOWER = {**lower_tile.LOWERINGS, **lower_memory.LOWERINGS, **lower_select.LOWERI
 ALIGN = 64
 _OVERFLOW = {Kind.ADD: "sadd", Kind.SUB: "ssub", Kind.MUL: "smul"}
 _WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
-_HINT = ("; mask the access or fix its offsets (rerun with NPUJIT_DEBUG=1 to find the "
-         "exact lane)")
-_FIX = "mask the lane off or fix its offset"
 
 
 def _argument(op) -> str:
@@ -133,12 +130,13 @@ class Lowering:
 
     def oob_site(self, op, what: str) -> int:
         """The range check's error: ``what [lo, hi], outside [0, length)`` (three values)."""
-        return self.op_site(op, f"{what} [%d, %d], outside [0, %d) of {_argument(op)}{_HINT}")
+        return self.op_site(op, f"{what} [%d, %d], outside [0, %d) of {_argument(op)}"
+                                f"{OOB_RANGE_HINT}")
 
     def lane_site(self, op) -> int:
         """Debug mode's error for one offending offset: ``offset o, outside [0, length)``
         (two values), the numba backend's and the reference interpreter's wording."""
-        return self.op_site(op, f"offset %d, outside [0, %d) of {_argument(op)}; {_FIX}")
+        return self.op_site(op, f"offset %d, outside [0, %d) of {_argument(op)}; {OOB_FIX}")
 
     def op_site(self, op, body: str) -> int:
         """An ``OutOfBoundsError`` site of ``op``: the kernel, the op and its source line,

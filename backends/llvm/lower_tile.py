@@ -115,9 +115,7 @@ def _read_broadcast(v) -> bool:
         if reader.kind in (Kind.RESHAPE, Kind.TRANS):
             if _read_broadcast(reader.result):
                 return True
-        elif any(_numel(r) > _numel(v) for r in reader.results) or (
-                reader.kind in (Kind.STORE, Kind.LOAD)
-                and any(_numel(o) > _numel(v) for o in reader.operands)):
+        elif any(_numel(x) > _numel(v) for x in (*reader.results, *reader.operands)):
             return True
     return False
 

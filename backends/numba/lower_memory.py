@@ -35,6 +35,7 @@ Example (``x = load(x_ptr + offs, mask=offs < n)`` on 128 f16 lanes, with
 """
 from __future__ import annotations
 
+from npujit.errors import OOB_FIX
 from npujit.ir.ops import CONTROL, Kind
 from npujit.ir.passes.fold import constant_value
 
@@ -42,7 +43,7 @@ from . import deferred_load
 from . import lower_scalar as ls
 from . import range_check, row_gather
 from .affine import affine
-from .range_check import FIX, argument, checking, site
+from .range_check import argument, checking, site
 from .values import Nest, Val, linear, row_major
 
 
@@ -56,7 +57,7 @@ def _address(cg, op, ptr: str, index: str, guard: str | None = None) -> str:
         with cg.w.block(f"if {index} >= u64({ptr}.shape[0]):"):
             cg.w.line(f"raise OutOfBoundsError({site(cg, op)} + "
                       f'"offset " + str(i64({index})) + ", outside [0, " + '
-                      f'str({ptr}.shape[0]) + ") of {argument(op)}; {FIX}")')
+                      f'str({ptr}.shape[0]) + ") of {argument(op)}; {OOB_FIX}")')
     return f"{ptr}[{index}]"
 
 

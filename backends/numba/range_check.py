@@ -35,14 +35,10 @@ Example (a store of 128 affine lanes under a mask; site 3 of the kernel)::
 """
 from __future__ import annotations
 
+from npujit.errors import OOB_RANGE_HINT as _HINT
 from npujit.ir import Kind
 from npujit.ir.passes.index_checks import SYMBOL, overflow_template, scalar_address_ops
 from npujit.ir.slice import INT32_REACH, narrow_offsets, narrow_offsets_message
-
-# The debug mode's advice, the reference interpreter's text (backends/reference/memory.py).
-FIX = "mask the lane off or fix its offset"
-_HINT = ("; mask the access or fix its offsets (rerun with NPUJIT_DEBUG=1 to find the "
-         "exact lane)")
 
 
 def checking(cg) -> str | None:

@@ -30,11 +30,8 @@ import numpy as np
 # An active lane's access outside its GM argument (or, for a block pointer, outside the
 # declared shape on an axis without a boundary check): one error type for both tiers,
 # raised here always and by the numba backend in debug mode.
+from npujit.errors import OOB_FIX as FIX
 from npujit.errors import OutOfBoundsError  # noqa: F401  (re-exported)
-
-
-# What to do about an out-of-bounds lane, at the end of every such message.
-FIX = "mask the lane off or fix its offset"
 
 
 @dataclass(frozen=True)

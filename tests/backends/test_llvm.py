@@ -3,7 +3,7 @@ control flow, its safety checks, what it refuses, and a cached kernel in a fresh
 
 Oracles: the op table's numpy expectations and the reference backend (test_numba.py),
 numpy for the kernels; the conformance table runs on it too
-(tests/conformance/test_conformance.py ``test_conformance_on_llvm``).
+(tests/conformance/test_conformance.py ``test_conformance[llvm-...]``).
 """
 from __future__ import annotations
 

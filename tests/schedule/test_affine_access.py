@@ -9,7 +9,7 @@ from npujit import cdiv, npu_kernel
 from npujit.ir import Kind, parse_function
 from npujit.jit.simulate import lower
 from npujit.kernels.matmul import matmul_kernel
-from npujit.sim import ASCEND_910B_LIKE, simulate
+from npujit.sim import ASCEND_910B_LIKE, DebugOptions, simulate
 from npujit.testing import check_kernel
 
 from .kernels_for_tests import pointer_matmul_kernel
@@ -94,8 +94,8 @@ def test_pointer_matmul_streams_have_no_vector_work_and_match_the_block_pointer_
         return [[i._replace(tag=None, gm_region=None) for i in p.instrs]
                 for p in launch.programs]
     assert strip(launches["pointer"]) == strip(launches["block"])
-    rp = simulate(launches["pointer"], ASCEND_910B_LIKE)
-    rb = simulate(launches["block"], ASCEND_910B_LIKE)
+    rp = simulate(launches["pointer"], ASCEND_910B_LIKE, debug=DebugOptions.full())
+    rb = simulate(launches["block"], ASCEND_910B_LIKE, debug=DebugOptions.full())
     assert (rp.cycles, rp.bytes_by_path) == (rb.cycles, rb.bytes_by_path)
     assert rp.bytes_by_path["GM_to_L1"] == (GRID[1] * M * K + GRID[0] * K * N) * 2
 
@@ -119,7 +119,8 @@ def test_a_masked_2d_copy_becomes_block_copies_and_keeps_its_numbers():
                        backends="reference,scheduled")
     assert res.ok
     report = tile_copy_kernel.simulate(*args, grid=(cdiv(R, 8), cdiv(C, 16)),
-                                       backend="reference", **meta)
+                                       backend="reference", debug=DebugOptions.full(),
+                                       **meta)
     assert report.bytes_by_path["GM_to_UB"] == report.bytes_by_path["UB_to_GM"] == R * C * 4
 
 
