@@ -27,7 +27,8 @@ from npujit.ir import types as T
 from . import affine, halfprec
 from .ir_text import compute_type, gm_type, literal
 from .lower_tile import LAZY_READERS
-from .values import Index, Lazy, Scalar, Tile, element, nest, store_element, to_i64
+from .values import (Index, Lazy, Scalar, Tile, element, nest, on_factors, store_element,
+                     to_i64)
 
 
 def gm_element(w, arg, off: str) -> str:
@@ -211,32 +212,78 @@ def load(cg, op) -> None:
         return
     out = cg.new_tile(t.shape, t.dtype)
     tiles = inputs + [out]
-    if mask is None:
+
+    def unmasked():
         with nest(w, t.shape, tiles) as index:
             off = to_i64(w, element(w, offs, index), odt)
             store_element(w, out, index, gm_element(w, arg, off))
-        cg.bind(op.result, out)
-        return
-    fast, slow, done = w.label("allin"), w.label("masked"), w.label("loaded")
-    w.line(f"br i1 {_inside(w, arg, lo_all, hi_all)}, label %{fast}, label %{slow}")
-    w.start(fast)
-    with nest(w, t.shape, tiles) as index:
-        off = to_i64(w, element(w, offs, index), odt)
-        v = gm_element(w, arg, off)
-        on = element(w, mask, index)
-        store_element(w, out, index, w.op("select i1", on, f"{ct} {v}",
-                                          f"{ct} {fallback(index)}"))
-    w.line(f"br label %{done}")
-    w.start(slow)
-    with nest(w, t.shape, tiles) as index:
-        off = to_i64(w, element(w, offs, index), odt)
-        slot = w.alloca(ct, "lane")
-        w.store(ct, fallback(index), slot)
-        with w.when(element(w, mask, index), "active"):
-            w.store(ct, gm_element(w, arg, off), slot)
-        store_element(w, out, index, w.load(ct, slot))
-    w.block(done)
+
+    def masked():
+        if getattr(mask, "all_on", None) in w.assumed:
+            unmasked()
+            return
+        fast, slow, done = w.label("allin"), w.label("masked"), w.label("loaded")
+        w.line(f"br i1 {_inside(w, arg, lo_all, hi_all)}, label %{fast}, label %{slow}")
+        w.start(fast)
+        with nest(w, t.shape, tiles) as index:
+            off = to_i64(w, element(w, offs, index), odt)
+            v = gm_element(w, arg, off)
+            on = element(w, mask, index)
+            store_element(w, out, index, w.op("select i1", on, f"{ct} {v}",
+                                              f"{ct} {fallback(index)}"))
+        w.line(f"br label %{done}")
+        w.start(slow)
+        with nest(w, t.shape, tiles) as index:
+            off = to_i64(w, element(w, offs, index), odt)
+            slot = w.alloca(ct, "lane")
+            w.store(ct, fallback(index), slot)
+            with w.when(element(w, mask, index), "active"):
+                w.store(ct, gm_element(w, arg, off), slot)
+            store_element(w, out, index, w.load(ct, slot))
+        w.block(done)
+
+    if mask is None:
+        unmasked()
+    else:
+        versioned(w, mask, masked)
     cg.bind(op.result, out)
+
+
+def versioned(w, mask, emit) -> None:
+    """``emit()`` behind branches on the bool ``mask``'s known factors (``Factor``s,
+    lower_tile._all_on): once for when every factor holds, written under
+    ``Writer.assumed`` holding them and the whole mask's ``all_on`` (those factors read
+    true: the loop tests only the rest of the mask, or nothing); once, when some factors
+    vary along the last axis and others do not, for when the varying ones hold (a
+    ``[rows, cols]`` mask with a ragged row block tests each row once); and once as is.
+    A masked loop's conditional loads and stores vectorise to masked moves, microcoded
+    on some x86 parts (AMD Zen: several times slower), and a per-lane test a loop need
+    not make costs as much again.  No factor: ``emit()`` once."""
+    factors = on_factors(mask)
+    if not factors:
+        emit()
+        return
+    every = [f.on for f in factors]
+    inner = [f.on for f in factors if not f.varies or f.varies[-1]]
+    levels = [(every, every + [mask.all_on] if mask.all_on is not None else every)]
+    if 0 < len(inner) < len(factors):
+        levels.append((inner, inner))
+    done = w.label("versioned")
+    for held, known in levels:
+        test = held[0]
+        for f in held[1:]:
+            test = w.op("and i1", test, f)
+        dense, rest = w.label("dense"), w.label("sparse")
+        w.line(f"br i1 {test}, label %{dense}, label %{rest}")
+        w.start(dense)
+        added = [f for f in known if f not in w.assumed]
+        w.assumed.update(added)
+        emit()
+        w.assumed.difference_update(added)
+        w.line(f"br label %{done}")
+        w.start(rest)
+    emit()
+    w.block(done)
 
 
 def store(cg, op) -> None:
@@ -271,26 +318,11 @@ def store(cg, op) -> None:
     lo, hi, _, _ = _span(cg, shape, offs, odt, mask, arg)
     _check_span(cg, op, arg, lo, hi)
     tiles = [x for x in (offs, mask, value) if isinstance(x, (Tile, Lazy))]
-    every = mask.all_on if isinstance(mask, Lazy) else None
-    if every is None or every == "true":
+
+    def lanes():
         with nest(w, shape, tiles) as index:
             lane(index)
-        return
-    # when every lane is on (lower_tile._all_on: a tile inside the bounds its mask
-    # tests), a loop without the mask: the masked loop's conditional stores vectorise
-    # to masked stores, microcoded on some x86 parts (AMD Zen: several times slower)
-    dense, sparse, done = w.label("dense"), w.label("sparse"), w.label("stored")
-    w.line(f"br i1 {every}, label %{dense}, label %{sparse}")
-    w.start(dense)
-    w.assumed.add(every)
-    with nest(w, shape, tiles) as index:
-        lane(index)
-    w.assumed.discard(every)
-    w.line(f"br label %{done}")
-    w.start(sparse)
-    with nest(w, shape, tiles) as index:
-        lane(index)
-    w.block(done)
+    versioned(w, mask, lanes)
 
 
 def _block(cg, op):

@@ -25,18 +25,21 @@ from npujit.ir.types import float32
 from . import elementwise
 from .ir_text import compute_type, literal
 from . import affine
-from .values import (Index, Lazy, Scalar, Tile, element, load_element, nest, store_element,
-                     to_i64)
+from .values import (Factor, Index, Lazy, Scalar, Tile, element, load_element, nest,
+                     on_factors, store_element, to_i64)
 
 
 # --- elementwise -------------------------------------------------------------------------
 
-def evaluate(cg, shape, ops, inputs: dict, index, wanted: list) -> list:
+def evaluate(cg, shape, ops, inputs: dict, index, wanted: list, on=None) -> list:
     """Write ``ops`` for the element at ``index`` of ``shape``; the element values of
     ``wanted``.  ``inputs`` binds values from outside (``id(value) -> Scalar | Tile |
-    Lazy``), else the bound value of the value is read."""
+    Lazy``), else the bound value of the value is read.  ``on`` (``id(value) -> i1``,
+    ``_all_on``'s) names bool results whose every lane is on when their i1 is in
+    ``Writer.assumed``: there they are ``true``, not computed."""
     w = cg.w
     elem: dict = {}
+    on = on or {}
 
     def outside(v):
         got = inputs.get(id(v))
@@ -49,7 +52,9 @@ def evaluate(cg, shape, ops, inputs: dict, index, wanted: list) -> list:
         return r
 
     for op in ops:
-        if op.kind is Kind.SPLAT:
+        if on.get(id(op.results[0])) in w.assumed:
+            elem[id(op.result)] = "true"
+        elif op.kind is Kind.SPLAT:
             elem[id(op.result)] = get(op.operands[0])
         elif op.kind is Kind.BROADCAST:
             src = outside(op.operands[0])
@@ -95,15 +100,28 @@ def _lazy_ok(op, ops) -> bool:
     """May ``op``'s results (computed by ``ops`` per element) stay lazy?  When every
     reader can read them in place, and the work is cheap or done once: each result read
     once, in the block that computes it (not every iteration of a loop inside it)."""
+    return all(_result_lazy_ok(op, r, ops) for r in op.results)
+
+
+def _result_lazy_ok(op, r, ops) -> bool:
+    """``_lazy_ok`` for the one result ``r`` of ``op``, computed by ``ops``."""
     cheap = len(ops) <= 8 and all(o.kind in CHEAP for o in ops)
-    for r in op.results:
-        uses = r.uses
-        if not uses or any(u.kind not in LAZY_READERS for u, _ in uses):
-            return False
-        if not cheap and (len(uses) > 1 or uses[0][0].parent is not op.parent
-                          or _read_broadcast(r)):
-            return False
-    return True
+    uses = r.uses
+    if not uses or any(u.kind not in LAZY_READERS for u, _ in uses):
+        return False
+    return cheap or (len(uses) == 1 and uses[0][0].parent is op.parent
+                     and not _read_broadcast(r))
+
+
+def _needed(ops, values) -> list:
+    """The ops of ``ops`` (in order) that ``values`` depend on."""
+    wanted = {id(v) for v in values}
+    kept = []
+    for o in reversed(ops):
+        if any(id(r) in wanted for r in o.results):
+            kept.append(o)
+            wanted.update(id(v) for v in o.operands)
+    return kept[::-1]
 
 
 def _read_broadcast(v) -> bool:
@@ -128,10 +146,10 @@ def _numel(v) -> int:
 def _lazy(cg, shape, ops, inputs: dict, value, dtype) -> Lazy:
     flat = all(t.contiguous or t.uniform for t in _read(cg, shape, ops, inputs))
     form = _affine_form(cg, shape, ops, inputs, value) if dtype.is_int else None
-    on = _all_on(cg, shape, ops, inputs, value) if dtype.is_bool else None
+    known, factors = _all_on(cg, shape, ops, inputs, value) if dtype.is_bool else ({}, ())
     return Lazy(tuple(shape), dtype,
-                lambda w, index: evaluate(cg, shape, ops, inputs, index, [value])[0], flat,
-                form, on)
+                lambda w, index: evaluate(cg, shape, ops, inputs, index, [value], known)[0],
+                flat, form, known.get(id(value)), factors)
 
 
 def _affine_form(cg, shape, ops, inputs: dict, value):
@@ -147,16 +165,22 @@ _ALL_HOLD = {"lt": ("hi", "slt"), "le": ("hi", "sle"), "gt": ("lo", "sgt"),
 
 
 def _all_on(cg, shape, ops, inputs: dict, value):
-    """An i1 that is true only when every lane of the bool ``value`` is (a sufficient
-    test, written here, before the consumers' loops), or None.  From signed integer
-    compares of affine forms (``cols < n``: the largest ``cols`` against ``n``, two
-    corners, no pass over the lanes), ``&`` and ``|`` of such, splats of a bool scalar
-    and broadcasts.  A compare narrower than 64 bits counts only when both sides' exact
-    values fit its type (else the tile's wrapped values could differ).  The store of a
-    masked tile writes an unmasked loop for when it holds (lower_memory.store)."""
+    """``(known, factors)``: ``known`` maps the bool results of ``ops`` to an i1 that is
+    true only when every lane of the result is (a sufficient test, written here, before
+    the consumers' loops) or None; ``factors`` (``Factor``s, ``Lazy.factors``) are such
+    i1s for the ``&`` factors of ``value``, each with the axes it varies along.  From
+    signed integer compares of affine forms (``cols < n``: the largest ``cols`` against
+    ``n``, two corners, no pass over the lanes), ``&`` and ``|`` of such, splats of a
+    bool scalar and broadcasts.  A compare narrower than 64 bits counts only when both
+    sides' exact values fit its type (else the tile's wrapped values could differ).  A
+    masked load or store writes a loop for when every factor holds, and one for when
+    those varying along the last axis do (lower_memory.versioned): there
+    ``rows_ok[:, None] & (cols < n)[None, :]`` tests only the rows, once per row."""
     w = cg.w
     form_of = _affine_forms(cg, shape, ops, inputs)
     known: dict = {}
+    leaves: dict = {}       # id(compare result) -> the axes its affine sides vary along
+    rank = len(shape)
 
     def on_of(v):
         if id(v) in known:
@@ -178,20 +202,46 @@ def _all_on(cg, shape, ops, inputs: dict, value):
             elif op.kind is Kind.OR and (a is not None or b is not None):
                 got = a if b is None else b if a is None else w.op("or i1", a, b)
         elif op.kind is Kind.CMP and op.attrs["predicate"] in _ALL_HOLD:
-            got = _compare_holds(w, shape, op, form_of)
+            got, leaves[id(r)] = _compare_holds(w, shape, op, form_of)
         known[id(r)] = got
-    return on_of(value)
+    made = {id(op.results[0]): op for op in ops}
+
+    def factors_of(v) -> tuple:
+        op = made.get(id(v))
+        if op is None:                  # from outside: a scalar, or its own factors
+            src = _source(cg, inputs, v)
+            if isinstance(src, Scalar):
+                return (Factor(src.ref, (False,) * rank),) if src.dtype.is_bool else ()
+            return on_factors(src)
+        if op.kind is Kind.AND:
+            return factors_of(op.operands[0]) + factors_of(op.operands[1])
+        if op.kind is Kind.SPLAT:
+            return factors_of(op.operands[0])
+        if op.kind is Kind.BROADCAST:
+            src = op.operands[0]
+            stretched = _source(cg, inputs, src)
+            if isinstance(stretched, Lazy):
+                return stretched.broadcast_to(shape).factors
+            return factors_of(src)
+        got = known.get(id(v))
+        return () if got is None else (Factor(got, leaves.get(id(v), (True,) * rank)),)
+    kept = {}
+    for f in factors_of(value):
+        if f.on != "true":
+            kept[f.on] = f
+    return known, tuple(kept.values())
 
 
 def _compare_holds(w, shape, op, form_of):
-    """``_all_on`` of one compare (see there), or None."""
+    """``_all_on`` of one compare (see there) and the axes the compare varies along, or
+    ``(None, None)``."""
     d = op.operands[0].type.dtype
     if not d.is_int or d.is_unsigned or d.is_bool:
-        return None
+        return None, None
     a, b = form_of(op.operands[0]), form_of(op.operands[1])
     diff = affine.combine(w, Kind.SUB, a, b)
     if diff is None:
-        return None
+        return None, None
     side, pred = _ALL_HOLD[op.attrs["predicate"]]
     lo, hi = affine.extremes(w, diff, shape)
     test = w.op(f"icmp {pred} i64", hi if side == "hi" else lo, "0")
@@ -202,7 +252,7 @@ def _compare_holds(w, shape, op, form_of):
             fits = w.op("and i1", w.op("icmp sge i64", f_lo, least),
                         w.op("icmp sle i64", f_hi, most))
             test = w.op("and i1", test, fits)
-    return test
+    return test, tuple(s != "0" for s in diff[1])
 
 
 def _source(cg, inputs: dict, v):
@@ -274,10 +324,21 @@ def fused(cg, op) -> None:
         for r, v in zip(op.results, term.operands):
             cg.bind(r, _lazy(cg, shape, ops, inputs, v, r.type.dtype))
         return
-    outs = [(v, cg.result_tile(r)) for v, r in zip(term.operands, op.results)]
-    elements(cg, shape, ops, inputs, outs)
-    for r, (_, tile) in zip(op.results, outs):
+    # the results that may stay lazy on their own do (a region yielding ``cols`` and a
+    # costly ``cols // P * R * P + cols % P``: ``cols`` keeps its affine form, so
+    # ``cols < n`` is provably all-on); the rest are stored
+    lazy, stored = [], []
+    for r, v in zip(op.results, term.operands):
+        alone = _needed(ops, [v])
+        ok = id(r) not in cg.out_hint and _result_lazy_ok(op, r, alone)
+        (lazy if ok else stored).append((r, v, alone))
+    outs = [(v, cg.result_tile(r)) for r, v, _ in stored]
+    if outs:
+        elements(cg, shape, _needed(ops, [v for _, v, _ in stored]), inputs, outs)
+    for (r, _, _), (_, tile) in zip(stored, outs):
         cg.bind(r, tile)
+    for r, v, alone in lazy:
+        cg.bind(r, _lazy(cg, shape, alone, inputs, v, r.type.dtype))
 
 
 # --- shape -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from npujit.ir.types import DType, numel, row_major
 
@@ -75,6 +76,15 @@ class Tile:
                     tuple(self.strides[p] for p in perm), self.dtype)
 
 
+class Factor(NamedTuple):
+    """One ``&`` factor of a bool tile known all-on when ``on`` (an i1) holds;
+    ``varies``: per axis of the tile, whether the factor may differ along it (a
+    ``rows < m`` factor of a ``[rows, cols]`` mask does not along the columns)."""
+
+    on: str
+    varies: tuple
+
+
 @dataclass(frozen=True, eq=False)
 class Lazy:
     """A tile that is never stored: ``gen(w, index)`` writes the instructions of its
@@ -93,6 +103,10 @@ class Lazy:
     # a bool tile: an i1 operand that is true only when every lane is true (None: not
     # known); in a loop written under ``Writer.assumed`` holding it, the lanes read true
     all_on: str | None = None
+    # ``Factor``s: i1 operands each true only when one ``&`` factor of this bool tile is
+    # on in every lane; under ``Writer.assumed`` holding them, those factors read true
+    # and the rest of the mask stays per lane (lower_tile._all_on)
+    factors: tuple = ()
 
     @property
     def contiguous(self) -> bool:    # for ``nest``: a flat loop may run it
@@ -115,7 +129,10 @@ class Lazy:
             axes = index.axes[lead:]
             return self.gen(w, Index(axes=["0" if s else a for s, a in zip(stretched, axes)]))
         return Lazy(shape, self.dtype, gen, False,
-                    affine.broadcast(self.affine, self.shape, shape), self.all_on)
+                    affine.broadcast(self.affine, self.shape, shape), self.all_on,
+                    tuple(Factor(f.on, (False,) * lead + tuple(
+                        v and n != 1 for v, n in zip(f.varies, self.shape)))
+                          for f in self.factors))
 
     def reshaped(self, shape, w: Writer) -> "Lazy":
         """The same elements in another row-major shape (needs ``flat``)."""
@@ -130,7 +147,8 @@ class Lazy:
                 flat = term if flat is None else w.op("add nsw i64", flat, term)
             return self.gen(w, Index(flat=flat or "0"))
         return Lazy(tuple(shape), self.dtype, gen, True,
-                    affine.reshape(w, self.affine, self.shape, tuple(shape)), self.all_on)
+                    affine.reshape(w, self.affine, self.shape, tuple(shape)), self.all_on,
+                    tuple(Factor(f.on, tuple(n != 1 for n in shape)) for f in self.factors))
 
     def permuted(self, perm) -> "Lazy":
         inverse = [perm.index(k) for k in range(len(perm))]
@@ -138,7 +156,9 @@ class Lazy:
         def gen(w, index):
             return self.gen(w, Index(axes=[index.axes[inverse[k]] for k in range(len(perm))]))
         return Lazy(tuple(self.shape[p] for p in perm), self.dtype, gen, False,
-                    affine.permute(self.affine, perm), self.all_on)
+                    affine.permute(self.affine, perm), self.all_on,
+                    tuple(Factor(f.on, tuple(f.varies[p] for p in perm))
+                          for f in self.factors))
 
 
 class Index:
@@ -182,6 +202,16 @@ def element(w: Writer, val, index: Index) -> str:
             return "true"
         return val.gen(w, index)
     return load_element(w, val, index)
+
+
+def on_factors(val) -> tuple:
+    """The ``Factor``s of the bool ``val`` (``Lazy.factors``; its ``all_on`` when only
+    that is known; none for a stored tile or a scalar)."""
+    if not isinstance(val, Lazy):
+        return ()
+    if val.factors or val.all_on is None:
+        return val.factors
+    return (Factor(val.all_on, (True,) * len(val.shape)),)
 
 
 def store_element(w: Writer, tile: Tile, index: Index, value: str) -> None:
