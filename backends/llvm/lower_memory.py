@@ -27,8 +27,8 @@ from npujit.ir import types as T
 from . import affine, halfprec
 from .ir_text import compute_type, gm_type, literal
 from .lower_tile import LAZY_READERS
-from .values import (Index, Lazy, Scalar, Tile, element, nest, on_factors, store_element,
-                     to_i64)
+from .values import (Index, Lazy, Scalar, Tile, element, nest, on_factors, row_step,
+                     store_element, to_i64)
 
 
 def gm_element(w, arg, off: str) -> str:
@@ -67,14 +67,20 @@ def check_offset(cg, op, arg, off: str) -> None:
 def _span(cg, shape, offs, odt, mask, arg) -> tuple:
     """``(lo, hi, lo_all, hi_all)`` (i64) before an access: the smallest and largest
     offset of the active lanes (``lo > hi`` when none is) and of all lanes.  Affine
-    offsets (affine.py) give the all-lanes pair from two corners; when that range is
-    inside ``arg`` (every tile but a masked tail), it stands for the active lanes too
-    and no lane is looked at.  Else one pass over the lanes (``_lane_span``)."""
+    offsets (affine.py) give the all-lanes pair from two corners, offsets whose rows are
+    arithmetic progressions (gathered rows, ``tok[:, None] * stride + cols[None, :]``)
+    from each row's two ends (``_row_extremes``); when that range is inside ``arg``
+    (every tile but a masked tail or a block's pad rows), it stands for the active lanes
+    too and no lane is looked at.  Else one pass over the lanes (``_lane_span``)."""
     w = cg.w
     form = offs.affine if isinstance(offs, Lazy) else None
-    if form is None or len(form[1]) != len(shape):
-        return _lane_span(cg, shape, offs, odt, mask)
-    lo_all, hi_all = affine.extremes(w, form, shape)
+    if form is not None and len(form[1]) == len(shape):
+        lo_all, hi_all = affine.extremes(w, form, shape)
+    else:
+        step = row_step(offs)
+        if step is None or shape[-1] == 1:
+            return _lane_span(cg, shape, offs, odt, mask)
+        lo_all, hi_all = _row_extremes(cg, shape, offs, odt, step)
     if mask is None:
         return lo_all, hi_all, lo_all, hi_all
     slots = [w.alloca("i64", n) for n in ("lo", "hi")]
@@ -88,6 +94,30 @@ def _span(cg, shape, offs, odt, mask, arg) -> tuple:
     w.store("i64", hi, slots[1])
     w.block(done)
     return w.load("i64", slots[0]), w.load("i64", slots[1]), lo_all, hi_all
+
+
+def _row_extremes(cg, shape, offs, odt, step: str) -> tuple:
+    """The smallest and largest offset of all lanes of ``offs``, whose rows step by
+    ``step`` (``values.row_step``): one element per row (a loop over the leading axes),
+    plus the row's reach ``(n - 1) * step``.  Exact (i64) from each row's first offset
+    as the lanes hold it, so a row whose lanes wrap around in a narrow type reaches
+    past the argument and takes the lane pass (``_span``)."""
+    w = cg.w
+    reach = w.op("mul i64", step, str(shape[-1] - 1))
+    back = w.op("icmp slt i64", reach, "0")
+    down = w.op("select i1", back, f"i64 {reach}", "i64 0")
+    up = w.op("select i1", back, "i64 0", f"i64 {reach}")
+    slots = [w.alloca("i64", n) for n in ("lo_all", "hi_all")]
+    w.store("i64", str((1 << 63) - 1), slots[0])
+    w.store("i64", str(-(1 << 63)), slots[1])
+    with nest(w, shape[:-1], axes=True) as lead:
+        first = to_i64(w, element(w, offs, Index(axes=[*lead.axes, "0"])), odt)
+        for slot, edge, pred in ((slots[0], down, "slt"), (slots[1], up, "sgt")):
+            x = w.op("add i64", first, edge)
+            cur = w.load("i64", slot)
+            w.store("i64", w.op("select i1", w.op(f"icmp {pred} i64", x, cur), f"i64 {x}",
+                                f"i64 {cur}"), slot)
+    return w.load("i64", slots[0]), w.load("i64", slots[1])
 
 
 def _lane_span(cg, shape, offs, odt, mask) -> tuple:

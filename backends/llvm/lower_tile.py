@@ -26,7 +26,7 @@ from . import elementwise
 from .ir_text import compute_type, literal
 from . import affine
 from .values import (Factor, Index, Lazy, Scalar, Tile, element, load_element, nest,
-                     on_factors, store_element, to_i64)
+                     on_factors, row_step, store_element, to_i64)
 
 
 # --- elementwise -------------------------------------------------------------------------
@@ -147,9 +147,10 @@ def _lazy(cg, shape, ops, inputs: dict, value, dtype) -> Lazy:
     flat = all(t.contiguous or t.uniform for t in _read(cg, shape, ops, inputs))
     form = _affine_form(cg, shape, ops, inputs, value) if dtype.is_int else None
     known, factors = _all_on(cg, shape, ops, inputs, value) if dtype.is_bool else ({}, ())
+    step = _row_step(cg, ops, inputs, value) if form is None else None
     return Lazy(tuple(shape), dtype,
                 lambda w, index: evaluate(cg, shape, ops, inputs, index, [value], known)[0],
-                flat, form, known.get(id(value)), factors)
+                flat, form, known.get(id(value)), factors, step)
 
 
 def _affine_form(cg, shape, ops, inputs: dict, value):
@@ -253,6 +254,65 @@ def _compare_holds(w, shape, op, form_of):
                         w.op("icmp sle i64", f_hi, most))
             test = w.op("and i1", test, fits)
     return test, tuple(s != "0" for s in diff[1])
+
+
+def _row_step(cg, ops, inputs: dict, value):
+    """``Lazy.step`` of ``value`` (integer or bool) computed by ``ops``, or None: a value
+    constant along its rows (a splat, a broadcast of a column, any op of such: the
+    gathered rows' ``tok[:, None] * stride``) has step "0"; sums and differences add
+    their steps, a product with a uniform value scales its step (``cols`` has step 1,
+    ``tok[:, None] * stride + cols[None, :]`` too).  lower_memory._span takes an
+    access's offset range from one element per row with it."""
+    w = cg.w
+    steps: dict = {}
+    scales: dict = {}       # id(value) -> its i64 value, for uniform values
+
+    def step_of(v):
+        if id(v) in steps:
+            return steps[id(v)]
+        return row_step(_source(cg, inputs, v))
+
+    def scale_of(v):
+        if id(v) in scales:
+            return scales[id(v)]
+        src = _source(cg, inputs, v)
+        if isinstance(src, Scalar) and src.dtype.is_int:
+            return to_i64(w, src.ref, src.dtype)
+        if isinstance(src, Lazy) and src.affine is not None and affine.uniform(src.affine):
+            return src.affine[0]
+        return None
+
+    for op in ops:
+        r = op.results[0]
+        d = r.type.dtype
+        if not (d.is_int or d.is_bool) or len(op.results) != 1:
+            continue
+        ins = [step_of(v) for v in op.operands]
+        got = None
+        if op.kind is Kind.SPLAT:
+            got = "0"
+            scales[id(r)] = scale_of(op.operands[0])
+        elif op.kind is Kind.BROADCAST:
+            src = op.operands[0]
+            got = "0" if tuple(src.type.shape)[-1:] in ((), (1,)) else ins[0]
+        elif op.kind in ELEMENTWISE and ins and all(x == "0" for x in ins):
+            got = "0"
+        elif op.kind is Kind.CAST and d.is_int and op.operands[0].type.dtype.is_int and \
+                d.itemsize >= op.operands[0].type.dtype.itemsize:
+            got = ins[0]
+        elif op.kind in (Kind.ADD, Kind.SUB) and d.is_int and None not in ins:
+            a, b = ins
+            got = a if b == "0" else (b if op.kind is Kind.ADD and a == "0" else
+                                      w.op(f"{'add' if op.kind is Kind.ADD else 'sub'} i64",
+                                           a, b))
+        elif op.kind is Kind.MUL and d.is_int:
+            for mine, other in ((0, 1), (1, 0)):
+                k = scale_of(op.operands[other])
+                if ins[mine] is not None and k is not None:
+                    got = w.op("mul i64", ins[mine], k)
+                    break
+        steps[id(r)] = got
+    return step_of(value)
 
 
 def _source(cg, inputs: dict, v):

@@ -107,6 +107,9 @@ class Lazy:
     # on in every lane; under ``Writer.assumed`` holding them, those factors read true
     # and the rest of the mask stays per lane (lower_tile._all_on)
     factors: tuple = ()
+    # an integer or bool tile whose every row (last axis) is an arithmetic progression:
+    # the step (an i64 operand; "0" for a tile constant along its rows), else None
+    step: str | None = None
 
     @property
     def contiguous(self) -> bool:    # for ``nest``: a flat loop may run it
@@ -132,7 +135,8 @@ class Lazy:
                     affine.broadcast(self.affine, self.shape, shape), self.all_on,
                     tuple(Factor(f.on, (False,) * lead + tuple(
                         v and n != 1 for v, n in zip(f.varies, self.shape)))
-                          for f in self.factors))
+                          for f in self.factors),
+                    "0" if self.shape[-1:] in ((), (1,)) else self.step)
 
     def reshaped(self, shape, w: Writer) -> "Lazy":
         """The same elements in another row-major shape (needs ``flat``)."""
@@ -148,7 +152,9 @@ class Lazy:
             return self.gen(w, Index(flat=flat or "0"))
         return Lazy(tuple(shape), self.dtype, gen, True,
                     affine.reshape(w, self.affine, self.shape, tuple(shape)), self.all_on,
-                    tuple(Factor(f.on, tuple(n != 1 for n in shape)) for f in self.factors))
+                    tuple(Factor(f.on, tuple(n != 1 for n in shape)) for f in self.factors),
+                    "0" if shape[-1:] in ((), (1,)) else
+                    self.step if shape[-1:] == self.shape[-1:] else None)
 
     def permuted(self, perm) -> "Lazy":
         inverse = [perm.index(k) for k in range(len(perm))]
@@ -158,7 +164,8 @@ class Lazy:
         return Lazy(tuple(self.shape[p] for p in perm), self.dtype, gen, False,
                     affine.permute(self.affine, perm), self.all_on,
                     tuple(Factor(f.on, tuple(f.varies[p] for p in perm))
-                          for f in self.factors))
+                          for f in self.factors),
+                    self.step if perm[-1] == len(perm) - 1 else None)
 
 
 class Index:
@@ -212,6 +219,22 @@ def on_factors(val) -> tuple:
     if val.factors or val.all_on is None:
         return val.factors
     return (Factor(val.all_on, (True,) * len(val.shape)),)
+
+
+def row_step(val) -> str | None:
+    """The step along the last axis of an integer or bool value whose every row is an
+    arithmetic progression (an i64 operand; "0" when constant along its rows), else
+    None: a scalar's is "0", a lazy tile's its affine form's last stride or its
+    ``step``, a stored tile's "0" when it is broadcast along its rows."""
+    if isinstance(val, Scalar):
+        return "0"
+    if isinstance(val, Lazy):
+        if val.affine is not None and len(val.affine[1]) == len(val.shape):
+            return val.affine[1][-1]
+        return val.step
+    if isinstance(val, Tile) and (val.shape[-1:] in ((), (1,)) or val.strides[-1] == 0):
+        return "0"
+    return None
 
 
 def store_element(w: Writer, tile: Tile, index: Index, value: str) -> None:
