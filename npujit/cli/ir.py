@@ -2,7 +2,8 @@
 
 Stages: ``trace`` (as traced, with source locations), ``ir`` (after the pass pipeline),
 ``schedule`` (pipes, scopes, buffers and flags for the NPU spec), ``buffers`` (a table of
-the schedule's buffers) and, with ``--backend numba``, the generated Python.  ``--after
+the schedule's buffers) and, with ``--backend llvm`` or ``numba``, the generated source
+(LLVM IR, or Python for numba).  ``--after
 PASS`` prints the IR after one named step of the pipeline instead (the steps
 ``NPUJIT_DUMP_IR=after:PASS`` knows).
 """
@@ -27,8 +28,10 @@ def add_arguments(parser) -> None:
                         help="print only the IR after this pass (e.g. fold, cse, dce)")
     parser.add_argument("--stage", choices=STAGES, action="append", default=None,
                         help="print only this stage (repeatable); default: every stage")
-    parser.add_argument("--backend", choices=("reference", "numba"), default="reference",
-                        help="the backend to compile for (numba adds its generated source)")
+    parser.add_argument("--backend", choices=("reference", "llvm", "numba"),
+                        default="reference",
+                        help="the backend to compile for (llvm and numba add their generated "
+                             "source: LLVM IR, Python)")
     parser.add_argument("--spec", default=None, help="the NPU preset the schedule is for")
 
 
@@ -85,7 +88,8 @@ def run(args) -> int:
         if text is None:
             if args.stage:
                 raise UsageError(f"stage '{stage}' has no text for the {args.backend} "
-                                 "backend (use --backend numba for generated source)")
+                                 "backend (use --backend llvm or --backend numba for "
+                                 "generated source)")
             continue
         print(f"// ===== {stage} =====")
         print(text.rstrip())

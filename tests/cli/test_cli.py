@@ -66,6 +66,14 @@ def test_ir_prints_every_stage_of_a_shipped_kernel():
     assert '"npu.exp"' in r.stdout and "BLOCK = 128" in r.stdout
 
 
+def test_ir_prints_the_llvm_backends_generated_module():
+    r = run_cli("ir", "npujit.kernels.softmax::softmax_kernel", "--shape", "4x100",
+                "--backend", "llvm", "--stage", "backend")
+    assert r.returncode == 0, r.stderr
+    assert "// ===== backend =====" in r.stdout
+    assert "define " in r.stdout and "fdiv" in r.stdout       # the module, with its divide
+
+
 def test_simulate_checks_and_writes_a_trace(tmp_path):
     trace = tmp_path / "add.json"
     r = run_cli("simulate", "kernels/elementwise.py::add_stream_kernel", "--check",
