@@ -73,9 +73,8 @@ def _span(cg, shape, offs, odt, mask, arg) -> tuple:
     (every tile but a masked tail or a block's pad rows), it stands for the active lanes
     too and no lane is looked at.  Else one pass over the lanes (``_lane_span``)."""
     w = cg.w
-    form = offs.affine if isinstance(offs, Lazy) else None
-    if form is not None and len(form[1]) == len(shape):
-        lo_all, hi_all = affine.extremes(w, form, shape)
+    if _affine(offs, shape):
+        lo_all, hi_all = affine.extremes(w, offs.affine, shape)
     else:
         step = row_step(offs)
         if step is None or shape[-1] == 1:
@@ -94,6 +93,12 @@ def _span(cg, shape, offs, odt, mask, arg) -> tuple:
     w.store("i64", hi, slots[1])
     w.block(done)
     return w.load("i64", slots[0]), w.load("i64", slots[1]), lo_all, hi_all
+
+
+def _affine(offs, shape) -> bool:
+    """Are the offsets of an access over ``shape`` affine (affine.py)?"""
+    return isinstance(offs, Lazy) and offs.affine is not None and \
+        len(offs.affine[1]) == len(shape)
 
 
 def _row_extremes(cg, shape, offs, odt, step: str) -> tuple:
@@ -242,6 +247,7 @@ def load(cg, op) -> None:
         return
     out = cg.new_tile(t.shape, t.dtype)
     tiles = inputs + [out]
+    affine_offsets = _affine(offs, t.shape)
 
     def unmasked():
         with nest(w, t.shape, tiles) as index:
@@ -274,21 +280,27 @@ def load(cg, op) -> None:
 
     if mask is None:
         unmasked()
+    elif affine_offsets:    # the lanes' select (``masked``) costs little: one copy
+        masked()
     else:
-        versioned(w, mask, masked)
+        versioned(w, mask, masked, gather=True)
     cg.bind(op.result, out)
 
 
-def versioned(w, mask, emit) -> None:
+def versioned(w, mask, emit, gather: bool) -> None:
     """``emit()`` behind branches on the bool ``mask``'s known factors (``Factor``s,
     lower_tile._all_on): once for when every factor holds, written under
     ``Writer.assumed`` holding them and the whole mask's ``all_on`` (those factors read
-    true: the loop tests only the rest of the mask, or nothing); once, when some factors
-    vary along the last axis and others do not, for when the varying ones hold (a
-    ``[rows, cols]`` mask with a ragged row block tests each row once); and once as is.
-    A masked loop's conditional loads and stores vectorise to masked moves, microcoded
-    on some x86 parts (AMD Zen: several times slower), and a per-lane test a loop need
-    not make costs as much again.  No factor: ``emit()`` once."""
+    true: the loop tests only the rest of the mask, or nothing); for a ``gather`` (lanes
+    at offsets not affine, each read behind its own test where the mask is not known),
+    also when some factors vary along the last axis and others do not, once for when the
+    varying ones hold (a ``[rows, cols]`` mask with a ragged row block tests each row
+    once); and once as is.  A masked loop's conditional loads and stores vectorise to
+    masked moves, microcoded on some x86 parts (AMD Zen: several times slower), and a
+    per-lane test a loop need not make costs as much again.  Each copy is code LLVM
+    compiles, so an affine access has at most two (the gallery's matmul compiled in 209
+    ms with three copies of each masked load, 193 with one).  No factor: ``emit()``
+    once."""
     factors = on_factors(mask)
     if not factors:
         emit()
@@ -296,7 +308,7 @@ def versioned(w, mask, emit) -> None:
     every = [f.on for f in factors]
     inner = [f.on for f in factors if not f.varies or f.varies[-1]]
     levels = [(every, every + [mask.all_on] if mask.all_on is not None else every)]
-    if 0 < len(inner) < len(factors):
+    if gather and 0 < len(inner) < len(factors):
         levels.append((inner, inner))
     done = w.label("versioned")
     for held, known in levels:
@@ -352,7 +364,7 @@ def store(cg, op) -> None:
     def lanes():
         with nest(w, shape, tiles) as index:
             lane(index)
-    versioned(w, mask, lanes)
+    versioned(w, mask, lanes, gather=not _affine(offs, shape))
 
 
 def _block(cg, op):
@@ -443,6 +455,31 @@ def _box_nest(w, layout, box, order=None):
         yield Index(axes=axes), off
 
 
+def _copy_box(w, layout, box, order, copy) -> None:
+    """``copy(index, off)`` for each element of the valid box (``_box_nest``), twice
+    when the innermost loop's GM stride is a run-time value (a stride passed as an
+    argument, as Triton kernels do): once for a stride of 1, a contiguous copy LLVM
+    vectorises (an f16 block: vector loads and conversions, where a variable stride
+    gathers element by element: the 512^3 f16 matmul 5.2 -> 3.5 ms at 1 thread), and
+    once for any other."""
+    shape, strides, offsets = layout
+    inner = (range(len(box)) if order is None else order)[-1]
+    stride = strides[inner]
+    if stride.lstrip("-").isdigit():
+        with _box_nest(w, layout, box, order) as (index, off):
+            copy(index, off)
+        return
+    unit = (shape, tuple("1" if d == inner else s for d, s in enumerate(strides)), offsets)
+    one, other, done = w.label("unit"), w.label("strided"), w.label("copied")
+    w.line(f"br i1 {w.op('icmp eq i64', stride, '1')}, label %{one}, label %{other}")
+    for lay, label in ((unit, one), (layout, other)):
+        w.start(label)
+        with _box_nest(w, lay, box, order) as (index, off):
+            copy(index, off)
+        w.line(f"br label %{done}")
+    w.start(done)
+
+
 def _tile_order(strides) -> list:
     """The block's axes from the outermost copy loop to the innermost: in order, but the
     axis whose GM stride is the constant 1 innermost when it is not the last one (a
@@ -480,8 +517,8 @@ def block_load(cg, op) -> None:
             with nest(w, stored.shape, [stored]) as index:
                 store_element(w, stored, index, pad)
             if in_place:                    # the copy only when the box is not whole
-                with _box_nest(w, layout, box, order) as (index, off):
-                    store_element(w, out, index, gm_element(w, arg, off))
+                _copy_box(w, layout, box, order, lambda index, off: store_element(
+                    w, out, index, gm_element(w, arg, off)))
     if in_place:        # the dot reads GM where the block is whole, else the padded copy
         view = _gm_view(w, arg, layout, out)
         ptr = w.op("select i1", whole, f"ptr {view.ptr}", f"ptr {out.ptr}")
@@ -489,8 +526,8 @@ def block_load(cg, op) -> None:
                         for v, o in zip(view.strides, out.strides))
         cg.bind(op.result, Tile(ptr, out.shape, strides, out.dtype))
         return
-    with _box_nest(w, layout, box, order) as (index, off):
-        store_element(w, out, index, gm_element(w, arg, off))
+    _copy_box(w, layout, box, order, lambda index, off: store_element(
+        w, out, index, gm_element(w, arg, off)))
     cg.bind(op.result, out)
 
 
@@ -535,8 +572,8 @@ def block_store(cg, op) -> None:
     checked = set(op.attrs.get("boundary_check", ()))
     shape = op.operands[-1].type.shape
     box, _ = _valid_box(cg, op, arg, layout, checked, shape)
-    with _box_nest(w, layout, box) as (index, off):
-        gm_store(w, arg, off, element(w, value, index))
+    _copy_box(w, layout, box, None, lambda index, off: gm_store(
+        w, arg, off, element(w, value, index)))
 
 
 LOWERINGS = {

@@ -1,4 +1,4 @@
-"""Masked loads and stores on the llvm backend: a mask, or an ``&`` factor of one, the
+"""Masked stores and gathers on the llvm backend: a mask, or an ``&`` factor of one, the
 compiler can prove all-on from its compare's affine sides (backends/llvm/lower_tile.py
 ``_all_on``) gets a copy of the access loop without that test (backends/llvm/
 lower_memory.py ``versioned``); the lanes it reads and writes must be exactly the
@@ -106,32 +106,36 @@ def test_the_unmasked_loop_is_written_only_for_a_provable_mask():
 
 
 @npu_kernel
-def _rows_by_flags(x_ptr, flags_ptr, out_ptr, m, n, BM: nl.constexpr, BN: nl.constexpr):
-    """A load read twice (so it is a stored tile, not read in place) and a store, both
-    masked by loaded row flags ``&`` an affine column test: only the column factor can
-    be proven all-on."""
+def _rows_by_flags(x_ptr, src_ptr, flags_ptr, out_ptr, m, n, BM: nl.constexpr,
+                   BN: nl.constexpr):
+    """Gathered rows (``src``) read twice (so the load is a stored tile, not read in
+    place) and stored in place, both masked by loaded row flags ``&`` an affine column
+    test: only the column factor can be proven all-on."""
     rows = nl.program_id(0) * BM + nl.arange(0, BM)
     cols = nl.program_id(1) * BN + nl.arange(0, BN)
     keep = (nl.load(flags_ptr + rows, mask=rows < m, other=0) != 0)[:, None]
+    src = nl.load(src_ptr + rows, mask=rows < m, other=0)
     mask = keep & (cols[None, :] < n)
-    offs = rows[:, None] * n + cols[None, :]
-    x = nl.load(x_ptr + offs, mask=mask, other=-1.0)
-    nl.store(out_ptr + offs, x * x + x, mask=mask)
+    x = nl.load(x_ptr + src[:, None] * n + cols[None, :], mask=mask, other=-1.0)
+    nl.store(out_ptr + rows[:, None] * n + cols[None, :], x * x + x, mask=mask)
 
 
 @pytest.mark.parametrize("m,n", [(8, 16), (8, 13), (5, 16), (3, 5)])
 def test_a_mask_with_one_provable_factor_reads_and_writes_exactly_its_lanes(m, n):
-    """Column tiles inside ``n`` take the loop that tests the row flags only; the tail
-    tile (n 13, 5) the fully masked one."""
+    """Column tiles inside ``n`` take the loops that test the row flags only (the
+    gather's second copy; the store's is the copy for a whole mask, as the rows are not
+    known); the tail tile (n 13, 5) the fully masked ones."""
     rng = np.random.default_rng(m * 10 + n)
     x = rng.standard_normal(m * n).astype(np.float32)
+    src = rng.permutation(m).astype(np.int32)
     flags = (rng.random(m) < 0.6).astype(np.int32)
     flags[0] = 1
     out = np.full(m * n + 8, SENTINEL, np.float32)
     run = _rows_by_flags.with_options(backend="llvm")
-    run[(-(-m // 4), -(-n // 8))](x, flags, out, m, n, BM=4, BN=8)
+    run[(-(-m // 4), -(-n // 8))](x, src, flags, out, m, n, BM=4, BN=8)
+    rows = x.reshape(m, n)[src].reshape(-1)
     on = np.repeat(flags != 0, n)
-    np.testing.assert_array_equal(out[:m * n], np.where(on, x * x + x, SENTINEL))
+    np.testing.assert_array_equal(out[:m * n], np.where(on, rows * rows + rows, SENTINEL))
     assert (out[m * n:] == SENTINEL).all()
-    source = run.compile(x, flags, out, m, n, BM=4, BN=8).runnable().source
-    assert source.count("dense") >= 2        # the load's and the store's second loops
+    source = run.compile(x, src, flags, out, m, n, BM=4, BN=8).runnable().source
+    assert source.count("dense") >= 2        # the gather's copy and the store's
