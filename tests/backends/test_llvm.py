@@ -145,6 +145,35 @@ def test_out_of_bounds_is_an_error_that_names_the_argument():
     assert (dst == -1.0).all()
 
 
+@pytest.mark.parametrize("n,limit", [(1000, 1000), (1000, 1003), (1000, 0)])
+def test_a_tail_block_checks_its_active_lanes_in_a_scalar_pass(n, limit):
+    """The last program's lanes reach past the arrays: only its active ones are checked
+    (the one-pass fallback of lower_memory._span, left scalar for LLVM: it runs in a
+    tail program only).  A mask inside the arrays runs; one letting a lane past them
+    (``limit`` 1003) is the error, with the active lanes' range; nothing is written."""
+    rng = np.random.default_rng(n)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    out = np.full(n, -1.0, np.float32)
+    run = _masked_add.with_options(backend="llvm")
+    if limit > n:
+        with pytest.raises(OutOfBoundsError, match=r"active lanes have offsets \[768, 1002\]"):
+            run[(-(-n // 256),)](x, y, out, limit, BLOCK=256)
+        assert (out[768:] == -1.0).all()        # the failing program wrote nothing
+        return
+    run[(-(-n // 256),)](x, y, out, limit, BLOCK=256)
+    np.testing.assert_array_equal(out, np.where(np.arange(n) < limit, x + y, -1.0))
+    source = run.compile(x, y, out, limit, BLOCK=256).runnable().source
+    assert '"llvm.loop.vectorize.width", i32 1' in source
+
+
+@npu_kernel
+def _masked_add(x_ptr, y_ptr, out_ptr, limit, BLOCK: nl.constexpr):
+    offs = nl.program_id(0) * BLOCK + nl.arange(0, BLOCK)
+    keep = offs < limit
+    nl.store(out_ptr + offs, nl.load(x_ptr + offs, mask=keep) + nl.load(y_ptr + offs, mask=keep),
+             mask=keep)
+
+
 @npu_kernel
 def _far(x_ptr, out_ptr, STEP: nl.constexpr):
     pid = nl.program_id(0)
