@@ -276,7 +276,9 @@ def load(cg, op) -> None:
                                               f"{ct} {fallback(index)}"))
         w.line(f"br label %{done}")
         w.start(slow)
-        with nest(w, t.shape, tiles) as index:
+        # some lane leaves the argument: affine offsets do so in a tail program only,
+        # where a scalar loop will do (``Writer.loop``: less to compile)
+        with nest(w, t.shape, tiles, scalar=affine_offsets) as index:
             off = to_i64(w, element(w, offs, index), odt)
             slot = w.alloca(ct, "lane")
             w.store(ct, fallback(index), slot)
