@@ -230,3 +230,52 @@ def test_a_dot_reads_both_operand_blocks_where_they_lie(m, n, k):
     np.testing.assert_allclose(out, x @ w.T, rtol=1e-5, atol=1e-5)
     ir = kern.inspect(x, w, out, m, n, k, **meta)["backend"]
     assert len(re.findall(r"= select i1 %\S+, ptr %\S+, ptr %", ir)) >= 2
+
+
+@npu_kernel
+def _scores(x_ptr, w_ptr, out_ptr, M, N, K, BM: nl.constexpr, BN: nl.constexpr,
+            BK: nl.constexpr):
+    """out[:, :BN] = x @ w.T with w [N, K] in a BN-wide block (N <= BN: the MoE router's
+    experts), every column of the block stored, the padding's too."""
+    rows = nl.program_id(0) * BM + nl.arange(0, BM)
+    acc = nl.zeros((BM, BN), dtype=nl.float32)
+    xb = nl.make_block_ptr(x_ptr, shape=(M, K), strides=(K, 1), offsets=(nl.program_id(0) * BM, 0),
+                           block_shape=(BM, BK))
+    wb = nl.make_block_ptr(w_ptr, shape=(K, N), strides=(1, K), offsets=(0, 0),
+                           block_shape=(BK, BN))
+    for k in nl.range(0, K, BK):
+        acc = nl.dot(nl.load(xb, boundary_check=(0, 1)), nl.load(wb, boundary_check=(0, 1)),
+                     acc)
+        xb = nl.advance(xb, (0, BK))
+        wb = nl.advance(wb, (BK, 0))
+    nl.store(out_ptr + rows[:, None] * BN + nl.arange(0, BN)[None, :], acc,
+             mask=rows[:, None] < M)
+
+
+@pytest.mark.parametrize("n,k", [(8, 64), (5, 64), (16, 64), (8, 40)],
+                         ids=["router", "odd", "whole", "ragged-k"])
+def test_a_dots_zero_padding_columns_are_the_padded_product(n, k):
+    """A 16-wide weight block over ``n`` rows, read in place where whole and padded
+    where not (lower_memory._read_in_place): each padding column of the product is the
+    row's ``sum(a * 0)``, 0, or NaN in a row with an inf or a NaN.  The padding columns
+    bit for bit against the reference interpreter, the rest within f32 summation order
+    (docs/semantics.md: a dot sums in no fixed order) and against numpy."""
+    rng = np.random.default_rng(n * 100 + k)
+    m, bn = 10, 16
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    x[3, 5], x[7, 0] = np.inf, np.nan
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    outs = {}
+    for backend in ("reference", "llvm"):
+        out = np.full((m, bn), -1.0, np.float32)
+        _scores.with_options(backend=backend)[(-(-m // 4),)](x, w, out, m, n, k, BM=4, BN=bn,
+                                                            BK=8)
+        outs[backend] = out
+    np.testing.assert_array_equal(outs["llvm"][:, n:], outs["reference"][:, n:])
+    np.testing.assert_allclose(outs["llvm"], outs["reference"], rtol=1e-5, atol=1e-5)
+    good = np.isfinite(x).all(axis=1)
+    want = np.zeros((m, bn), np.float32)
+    want[:, :n] = x @ w.T
+    np.testing.assert_allclose(outs["llvm"][good], want[good], rtol=1e-5, atol=1e-5)
+    assert np.isnan(outs["llvm"][~good][:, n:]).all()          # inf * 0, nan * 0
+    assert not np.isfinite(outs["llvm"][~good][:, :n]).any()
