@@ -82,7 +82,6 @@ class Writer:
         self._names: dict[str, int] = {}
         # i1 operands known true where the code being written runs (values.element)
         self.assumed: set[str] = set()
-        self._scalar_loops = 0      # loops LLVM is told not to vectorise (``loop``)
 
     def fresh(self, hint: str = "v") -> str:
         n = self._names.get(hint, 0) + 1
@@ -140,11 +139,9 @@ class Writer:
         return self.assign(f"getelementptr inbounds {ty}, ptr {base}, i64 {index}", hint)
 
     @contextmanager
-    def loop(self, count: str, hint: str = "i", scalar: bool = False):
+    def loop(self, count: str, hint: str = "i"):
         """``for i in range(count)`` (``count``: a typed operand such as ``i64 %n``); yields
-        ``i`` (an i64 SSA value valid in the body).  ``scalar``: LLVM leaves the loop
-        unvectorised (loop metadata, ``metadata``): for code that rarely runs, whose
-        vector form would be compile time for nothing."""
+        ``i`` (an i64 SSA value valid in the body)."""
         slot = self.alloca("i64", hint)
         self.line(f"store i64 0, ptr {slot}")
         head, body, done = self.label("head"), self.label("body"), self.label("done")
@@ -156,23 +153,8 @@ class Writer:
         yield i
         nxt = self.assign(f"add nuw nsw i64 {i}, 1", hint)
         self.store("i64", nxt, slot)
-        tag = ""
-        if scalar:
-            self._scalar_loops += 1
-            tag = f", !llvm.loop !{self._scalar_loops}"
-        self.line(f"br label %{head}{tag}")
+        self.line(f"br label %{head}")
         self.start(done)
-
-    def metadata(self) -> str:
-        """The module-level metadata the function's ``scalar`` loops refer to: one
-        distinct loop id each, all asking for vector width 1 and no interleaving."""
-        n = self._scalar_loops
-        if not n:
-            return ""
-        lines = [f"!{k} = distinct !{{!{k}, !{n + 1}, !{n + 2}}}" for k in range(1, n + 1)]
-        lines.append(f'!{n + 1} = !{{!"llvm.loop.vectorize.width", i32 1}}')
-        lines.append(f'!{n + 2} = !{{!"llvm.loop.interleave.count", i32 1}}')
-        return "\n".join(lines)
 
     @contextmanager
     def when(self, cond: str, hint: str = "then"):

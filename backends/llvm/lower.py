@@ -417,7 +417,7 @@ def generate(fn: Function, options: dict) -> LlvmSource:
         f"define i32 @{ENTRY}(ptr noalias %ctx) {{", "entry:", *_CONTEXT, w.entry_text(), "  br label %start", "start:", w.body_text(), "}", "",
         elementwise.DECLARATIONS,
         *[f"declare {{i32, i1}} @llvm.{k}.with.overflow.i32(i32, i32)"
-          for k in ("sadd", "ssub", "smul")], w.metadata(), ""])
+          for k in ("sadd", "ssub", "smul")], ""])
     narrow = {}
     for i, loc in narrow_offsets(fn).items():
         narrow[i] = narrow_offsets_message(fn.name, fn.args[i].name, loc, "\0")

@@ -88,10 +88,10 @@ def _span(cg, shape, offs, odt, mask, arg) -> tuple:
     scan, done = w.label("scan"), w.label("spanned")
     w.line(f"br i1 {_inside(w, arg, lo_all, hi_all)}, label %{done}, label %{scan}")
     w.start(scan)
-    # affine offsets leave the argument in a tail program or two: a scalar pass there
-    # (vectorised, this fallback was 40 % of a vector add's compile time)
-    lo, hi = _lane_span(cg, shape, offs, odt, mask, every=False,
-                        scalar=_affine(offs, shape))
+    # vectorised: a tail is not always one program (``w_ptr + cols`` with ``cols <
+    # n_cols`` over a wider block leaves ``w`` in every program: a layernorm of 777
+    # columns took 4x as long with this pass scalar)
+    lo, hi = _lane_span(cg, shape, offs, odt, mask, every=False)
     w.store("i64", lo, slots[0])
     w.store("i64", hi, slots[1])
     w.block(done)
@@ -128,8 +128,7 @@ def _row_extremes(cg, shape, offs, odt, step: str) -> tuple:
     return w.load("i64", slots[0]), w.load("i64", slots[1])
 
 
-def _lane_span(cg, shape, offs, odt, mask, every: bool = True,
-               scalar: bool = False) -> tuple:
+def _lane_span(cg, shape, offs, odt, mask, every: bool = True) -> tuple:
     """``_span`` by one pass over the lanes: a loop of selects in the offsets' own type,
     which LLVM vectorises (64-bit minimum and maximum have no AVX2 instruction: an i64
     loop stays scalar).  Without ``every`` only ``(lo, hi)`` of the active lanes (the
@@ -147,7 +146,7 @@ def _lane_span(cg, shape, offs, odt, mask, every: bool = True,
         w.store(t, init, slot)
     tiles = [x for x in (offs, mask) if isinstance(x, (Tile, Lazy))]
     sign = "u" if unsigned else "s"
-    with nest(w, shape, tiles, scalar=scalar) as index:
+    with nest(w, shape, tiles) as index:
         off = element(w, offs, index)
         on = element(w, mask, index) if mask is not None else "true"
         for slot, smaller, gated in zip(slots, (True, False, True, False),
@@ -276,9 +275,7 @@ def load(cg, op) -> None:
                                               f"{ct} {fallback(index)}"))
         w.line(f"br label %{done}")
         w.start(slow)
-        # some lane leaves the argument: affine offsets do so in a tail program only,
-        # where a scalar loop will do (``Writer.loop``: less to compile)
-        with nest(w, t.shape, tiles, scalar=affine_offsets) as index:
+        with nest(w, t.shape, tiles) as index:
             off = to_i64(w, element(w, offs, index), odt)
             slot = w.alloca(ct, "lane")
             w.store(ct, fallback(index), slot)

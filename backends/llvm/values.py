@@ -245,16 +245,16 @@ def store_element(w: Writer, tile: Tile, index: Index, value: str) -> None:
 
 
 @contextmanager
-def nest(w: Writer, shape, tiles=(), axes: bool = False, scalar: bool = False):
+def nest(w: Writer, shape, tiles=(), axes: bool = False):
     """The loop nest over ``shape`` (row-major), yielding an ``Index``: one flat loop
     when every tile in ``tiles`` is contiguous or uniform (and ``axes`` is not asked
-    for), else one loop per axis.  ``scalar``: not vectorised (``Writer.loop``)."""
+    for), else one loop per axis."""
     if not axes and all(t.contiguous or t.uniform for t in tiles):
-        with w.loop(f"i64 {numel(shape)}", "e", scalar) as i:
+        with w.loop(f"i64 {numel(shape)}", "e") as i:
             yield Index(flat=i)
         return
     with ExitStack() as stack:
-        yield Index(axes=[stack.enter_context(w.loop(f"i64 {n}", f"a{d}", scalar))
+        yield Index(axes=[stack.enter_context(w.loop(f"i64 {n}", f"a{d}"))
                           for d, n in enumerate(shape)])
 
 
