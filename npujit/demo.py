@@ -15,7 +15,13 @@ import numpy as np
 
 
 def _timeit(fn, repeat: int = 5) -> float:
-    fn()
+    """The best of ``repeat`` calls of ``fn`` after the warm-up calls a CPU launch takes
+    to settle on serial or threaded programs (backends/threads.py: two serial launches,
+    then a probe of alternating ones); timed before that, a launch could be a probe's
+    first threaded one, with the pool's start-up in it."""
+    from npujit.backends.threads import PROBE_ROUNDS
+    for _ in range(2 + 2 * PROBE_ROUNDS):
+        fn()
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
