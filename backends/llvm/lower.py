@@ -69,6 +69,9 @@ class Lowering:
         self.options = options
         self.w = Writer()
         self.env: dict = {}
+        # id(access op) -> the span an earlier access with its lanes found for it
+        # (lower_memory._span); dropped when the op's block is lowered again
+        self.spans: dict = {}
         self.scratch = 0
         self.sites: list = []
         self.prints: list = []        # device_print's sites (lower_print.py)
@@ -192,6 +195,8 @@ class Lowering:
         """Lower ``block`` with its arguments bound to ``args``; the terminator's values."""
         for a, v in zip(block.args, args):
             self.bind(a, v)
+        for op in block.ops:
+            self.spans.pop(id(op), None)
         for op in block.ops:
             if op.kind in (Kind.YIELD, Kind.RETURN):
                 return [self.val(v) for v in op.operands]

@@ -64,21 +64,30 @@ def check_offset(cg, op, arg, off: str) -> None:
                    [off, off, arg.length])
 
 
-def _span(cg, shape, offs, odt, mask, arg) -> tuple:
-    """``(lo, hi, lo_all, hi_all)`` (i64) before an access: the smallest and largest
-    offset of the active lanes (``lo > hi`` when none is) and of all lanes.  Affine
-    offsets (affine.py) give the all-lanes pair from two corners, offsets whose rows are
-    arithmetic progressions (gathered rows, ``tok[:, None] * stride + cols[None, :]``)
-    from each row's two ends (``_row_extremes``); when that range is inside ``arg``
-    (every tile but a masked tail or a block's pad rows), it stands for the active lanes
-    too and no lane is looked at.  Else one pass over the lanes (``_lane_span``)."""
+def _span(cg, op, shape, offs, odt, mask, arg) -> tuple:
+    """``(lo, hi, lo_all, hi_all)`` (i64) before the access ``op``: the smallest and
+    largest offset of the active lanes (``lo > hi`` when none is) and of all lanes.
+    Affine offsets (affine.py) give the all-lanes pair from two corners, offsets whose
+    rows are arithmetic progressions (gathered rows, ``tok[:, None] * stride + cols[None,
+    :]``) from each row's two ends (``_row_extremes``); when that range is inside the
+    argument (every tile but a masked tail or a block's pad rows), it stands for the
+    active lanes too and no lane is looked at.  Else one pass over the lanes
+    (``_lane_span``), shared by the later accesses of the block with the same offsets
+    and mask (``_same_lanes``: a vector add's two loads and its store make one pass, run
+    when any of their arguments needs it)."""
+    got = cg.spans.pop(id(op), None)
+    if got is not None:
+        return got
     w = cg.w
+    group = _same_lanes(op)
     if _affine(offs, shape):
         lo_all, hi_all = affine.extremes(w, offs.affine, shape)
     else:
         step = row_step(offs)
         if step is None or shape[-1] == 1:
-            return _lane_span(cg, shape, offs, odt, mask)
+            span = _lane_span(cg, shape, offs, odt, mask)
+            cg.spans.update((id(g), span) for g in group)
+            return span
         lo_all, hi_all = _row_extremes(cg, shape, offs, odt, step)
     if mask is None:
         return lo_all, hi_all, lo_all, hi_all
@@ -86,7 +95,10 @@ def _span(cg, shape, offs, odt, mask, arg) -> tuple:
     w.store("i64", lo_all, slots[0])
     w.store("i64", hi_all, slots[1])
     scan, done = w.label("scan"), w.label("spanned")
-    w.line(f"br i1 {_inside(w, arg, lo_all, hi_all)}, label %{done}, label %{scan}")
+    inside = _inside(w, arg, lo_all, hi_all)
+    for g in group:
+        inside = w.op("and i1", inside, _inside(w, cg.val(g.operands[0]), lo_all, hi_all))
+    w.line(f"br i1 {inside}, label %{done}, label %{scan}")
     w.start(scan)
     # vectorised: a tail is not always one program (``w_ptr + cols`` with ``cols <
     # n_cols`` over a wider block leaves ``w`` in every program: a layernorm of 777
@@ -95,7 +107,24 @@ def _span(cg, shape, offs, odt, mask, arg) -> tuple:
     w.store("i64", lo, slots[0])
     w.store("i64", hi, slots[1])
     w.block(done)
-    return w.load("i64", slots[0]), w.load("i64", slots[1]), lo_all, hi_all
+    span = w.load("i64", slots[0]), w.load("i64", slots[1]), lo_all, hi_all
+    cg.spans.update((id(g), span) for g in group)
+    return span
+
+
+def _same_lanes(op) -> list:
+    """The pointer loads and stores after ``op`` in its block with the same offsets and
+    mask values (so the same lanes and offsets): they reuse ``op``'s span (``_span``)."""
+    ops = op.parent.ops
+    at = ops.index(op)
+    offs, mask = op.operand("offsets"), op.operand("mask")
+
+    def known(v) -> bool:       # defined before ``op``: a block argument or an op there
+        return not isinstance(v.owner, type(op)) or v.owner in ops[:at]
+
+    return [o for o in ops[at + 1:]
+            if o.kind in (Kind.LOAD, Kind.STORE) and o.operand("offsets") is offs
+            and o.operand("mask") is mask and known(o.operands[0])]
 
 
 def _affine(offs, shape) -> bool:
@@ -234,7 +263,7 @@ def load(cg, op) -> None:
             w.store(ct, gm_element(w, arg, off), slot)
         cg.bind(op.result, Scalar(w.load(ct, slot), t.dtype))
         return
-    lo, hi, lo_all, hi_all = _span(cg, t.shape, offs, odt, mask, arg)
+    lo, hi, lo_all, hi_all = _span(cg, op, t.shape, offs, odt, mask, arg)
     _check_span(cg, op, arg, lo, hi)
     inputs = [x for x in (offs, mask, other) if isinstance(x, (Tile, Lazy))]
     if _deferrable(op):
@@ -363,7 +392,7 @@ def store(cg, op) -> None:
                 check_offset(cg, op, arg, off)
         lane(None)
         return
-    lo, hi, _, _ = _span(cg, shape, offs, odt, mask, arg)
+    lo, hi, _, _ = _span(cg, op, shape, offs, odt, mask, arg)
     _check_span(cg, op, arg, lo, hi)
     tiles = [x for x in (offs, mask, value) if isinstance(x, (Tile, Lazy))]
 

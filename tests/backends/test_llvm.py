@@ -164,6 +164,25 @@ def test_a_tail_block_checks_its_active_lanes_only(n, limit):
     np.testing.assert_array_equal(out, np.where(np.arange(n) < limit, x + y, -1.0))
 
 
+@pytest.mark.parametrize("limit", [100, 101])
+def test_accesses_sharing_lanes_check_each_argument(limit):
+    """The two loads and the store share one lane pass (lower_memory._span,
+    ``_same_lanes``); it must run when any of their arguments needs it: here x is long
+    enough for every lane and y is not, so the pass runs for y's sake; an active lane
+    past y (``limit`` 101) is y's error, not x's."""
+    x = np.arange(1024, dtype=np.float32)
+    y = np.arange(100, dtype=np.float32) * 2
+    out = np.full(1024, -1.0, np.float32)
+    run = _masked_add.with_options(backend="llvm")
+    if limit > y.size:
+        with pytest.raises(OutOfBoundsError, match=r"argument 'y_ptr'"):
+            run[(1,)](x, y, out, limit, BLOCK=128)
+        return
+    run[(1,)](x, y, out, limit, BLOCK=128)
+    np.testing.assert_array_equal(out[:100], x[:100] + y)
+    assert (out[100:] == -1.0).all()
+
+
 @npu_kernel
 def _masked_add(x_ptr, y_ptr, out_ptr, limit, BLOCK: nl.constexpr):
     offs = nl.program_id(0) * BLOCK + nl.arange(0, BLOCK)
