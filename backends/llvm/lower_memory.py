@@ -79,18 +79,18 @@ def _span(cg, op, shape, offs, odt, mask, arg) -> tuple:
     if got is not None:
         return got
     w = cg.w
-    group = _same_lanes(op)
     if _affine(offs, shape):
         lo_all, hi_all = affine.extremes(w, offs.affine, shape)
     else:
         step = row_step(offs)
         if step is None or shape[-1] == 1:
             span = _lane_span(cg, shape, offs, odt, mask)
-            cg.spans.update((id(g), span) for g in group)
+            cg.spans.update((id(g), span) for g in _same_lanes(op))
             return span
         lo_all, hi_all = _row_extremes(cg, shape, offs, odt, step)
     if mask is None:
         return lo_all, hi_all, lo_all, hi_all
+    group = _same_lanes(op)
     slots = [w.alloca("i64", n) for n in ("lo", "hi")]
     w.store("i64", lo_all, slots[0])
     w.store("i64", hi_all, slots[1])

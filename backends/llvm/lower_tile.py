@@ -144,19 +144,20 @@ def _numel(v) -> int:
 
 
 def _lazy(cg, shape, ops, inputs: dict, value, dtype) -> Lazy:
+    """``value`` (computed by ``ops``) as a ``Lazy``, with what is known of an integer
+    or bool one: its affine form, else its row step (``_row_step``), and a bool's
+    all-on tests (``_all_on``); one pass of ``_affine_forms`` serves all three."""
     flat = all(t.contiguous or t.uniform for t in _read(cg, shape, ops, inputs))
-    form = _affine_form(cg, shape, ops, inputs, value) if dtype.is_int else None
-    known, factors = _all_on(cg, shape, ops, inputs, value) if dtype.is_bool else ({}, ())
-    step = _row_step(cg, ops, inputs, value) if form is None else None
+    form, step, known, factors = None, None, {}, ()
+    if dtype.is_int or dtype.is_bool:
+        form_of = _affine_forms(cg, shape, ops, inputs)
+        form = form_of(value) if dtype.is_int else None
+        step = _row_step(cg, ops, inputs, value, form_of) if form is None else None
+        if dtype.is_bool:
+            known, factors = _all_on(cg, shape, ops, inputs, value, form_of)
     return Lazy(tuple(shape), dtype,
                 lambda w, index: evaluate(cg, shape, ops, inputs, index, [value], known)[0],
                 flat, form, known.get(id(value)), factors, step)
-
-
-def _affine_form(cg, shape, ops, inputs: dict, value):
-    """``value``'s affine form (affine.py) when ``ops`` build it from scalars, affine
-    lazy values, splats, broadcasts, +, - and products with a uniform value; else None."""
-    return _affine_forms(cg, shape, ops, inputs)(value)
 
 
 # an integer compare of exact (i64) forms whose every lane holds: the difference's
@@ -165,7 +166,7 @@ _ALL_HOLD = {"lt": ("hi", "slt"), "le": ("hi", "sle"), "gt": ("lo", "sgt"),
              "ge": ("lo", "sge")}
 
 
-def _all_on(cg, shape, ops, inputs: dict, value):
+def _all_on(cg, shape, ops, inputs: dict, value, form_of):
     """``(known, factors)``: ``known`` maps the bool results of ``ops`` to an i1 that is
     true only when every lane of the result is (a sufficient test, written here, before
     the consumers' loops) or None; ``factors`` (``Factor``s, ``Lazy.factors``) are such
@@ -176,9 +177,9 @@ def _all_on(cg, shape, ops, inputs: dict, value):
     sides' exact values fit its type (else the tile's wrapped values could differ).  A
     masked load or store writes a loop for when every factor holds, and one for when
     those varying along the last axis do (lower_memory.versioned): there
-    ``rows_ok[:, None] & (cols < n)[None, :]`` tests only the rows, once per row."""
+    ``rows_ok[:, None] & (cols < n)[None, :]`` tests only the rows, once per row.
+    ``form_of``: ``_affine_forms``'s."""
     w = cg.w
-    form_of = _affine_forms(cg, shape, ops, inputs)
     known: dict = {}
     leaves: dict = {}       # id(compare result) -> the axes its affine sides vary along
     rank = len(shape)
@@ -256,16 +257,16 @@ def _compare_holds(w, shape, op, form_of):
     return test, tuple(s != "0" for s in diff[1])
 
 
-def _row_step(cg, ops, inputs: dict, value):
+def _row_step(cg, ops, inputs: dict, value, form_of):
     """``Lazy.step`` of ``value`` (integer or bool) computed by ``ops``, or None: a value
     constant along its rows (a splat, a broadcast of a column, any op of such: the
     gathered rows' ``tok[:, None] * stride``) has step "0"; sums and differences add
-    their steps, a product with a uniform value scales its step (``cols`` has step 1,
-    ``tok[:, None] * stride + cols[None, :]`` too).  lower_memory._span takes an
-    access's offset range from one element per row with it."""
+    their steps, a product with a uniform value (its affine form, ``form_of``, has no
+    strides) scales its step (``cols`` has step 1, ``tok[:, None] * stride + cols[None,
+    :]`` too).  lower_memory._span takes an access's offset range from one element per
+    row with it."""
     w = cg.w
     steps: dict = {}
-    scales: dict = {}       # id(value) -> its i64 value, for uniform values
 
     def step_of(v):
         if id(v) in steps:
@@ -273,14 +274,8 @@ def _row_step(cg, ops, inputs: dict, value):
         return row_step(_source(cg, inputs, v))
 
     def scale_of(v):
-        if id(v) in scales:
-            return scales[id(v)]
-        src = _source(cg, inputs, v)
-        if isinstance(src, Scalar) and src.dtype.is_int:
-            return to_i64(w, src.ref, src.dtype)
-        if isinstance(src, Lazy) and src.affine is not None and affine.uniform(src.affine):
-            return src.affine[0]
-        return None
+        form = form_of(v)
+        return form[0] if form is not None and affine.uniform(form) else None
 
     for op in ops:
         r = op.results[0]
@@ -291,7 +286,6 @@ def _row_step(cg, ops, inputs: dict, value):
         got = None
         if op.kind is Kind.SPLAT:
             got = "0"
-            scales[id(r)] = scale_of(op.operands[0])
         elif op.kind is Kind.BROADCAST:
             src = op.operands[0]
             got = "0" if tuple(src.type.shape)[-1:] in ((), (1,)) else ins[0]
@@ -321,8 +315,9 @@ def _source(cg, inputs: dict, v):
 
 
 def _affine_forms(cg, shape, ops, inputs: dict):
-    """``form_of(value)``: the affine form of a value ``ops`` compute (or of an input),
-    or None (see ``_affine_form``)."""
+    """``form_of(value)``: the affine form (affine.py) of a value ``ops`` compute (or of
+    an input) when they build it from scalars, affine lazy values, splats, broadcasts,
+    +, - and products with a uniform value; else None."""
     w = cg.w
     rank = len(shape)
     forms: dict = {}
