@@ -80,9 +80,11 @@ class ThreadChoice:
     ``run(threaded)``, timing it while it is deciding; ``fixed``: always that way;
     ``threads``: how many a threaded launch uses."""
 
-    def __init__(self, fixed: bool | None = None, threads: int = 1):
+    def __init__(self, fixed: bool | None = None, threads: int = 1,
+                 parallel_after: float = PARALLEL_AFTER_S):
         self.fixed = fixed
         self.threads = threads
+        self.parallel_after = parallel_after
         self.serial_best = float("inf")
         self.serial_runs = 0
         self.probe: list = []
@@ -91,16 +93,17 @@ class ThreadChoice:
         self.until_probe = 0
 
     @classmethod
-    def for_options(cls, options: dict, allowed: bool = True) -> "ThreadChoice":
+    def for_options(cls, options: dict, allowed: bool = True,
+                    parallel_after: float = PARALLEL_AFTER_S) -> "ThreadChoice":
         """A launcher's choice from its options: ``num_threads`` (else
         ``NPUJIT_NUM_THREADS``, else the CPU count) threads; always serial with
         ``parallel=False``, one thread, or a kernel that may not run on threads
         (``allowed`` False: atomics); always threaded with ``parallel=True``; else
-        probed."""
+        probed once a serial launch takes longer than ``parallel_after`` seconds."""
         par = options.get("parallel")
         threads = int(options.get("num_threads") or knobs.num_threads() or os.cpu_count() or 1)
         can = (par is None or bool(par)) and allowed and threads > 1
-        return cls((True if par else None) if can else False, threads)
+        return cls((True if par else None) if can else False, threads, parallel_after)
 
     def launch(self, run) -> None:
         if self.fixed is not None:
@@ -124,7 +127,7 @@ class ThreadChoice:
         run(False)
         self.serial_best = min(self.serial_best, time.perf_counter() - t0)
         self.serial_runs += 1
-        if self.serial_runs >= 2 and self.serial_best > PARALLEL_AFTER_S:
+        if self.serial_runs >= 2 and self.serial_best > self.parallel_after:
             self._start_probe()
 
     def _start_probe(self) -> None:

@@ -15,8 +15,10 @@ as its object (``id``: the kernel reads the data pointer and length from numpy's
 struct, whose layout ``_check_array_layout`` verifies once) and calls the entry with
 per-thread buffers.  Programs run on the calling thread, or -- when a kernel's launches
 take long enough and threads prove faster (backends/threads.py ``ThreadChoice``, the
-numba backend's rule) -- in chunks on a thread pool (ctypes releases the GIL for each
-call).  Kernels with atomics run one program at a time.
+numba backend's rule) -- in pieces on the team of spinning worker threads, which call the
+entry from native code (backends/llvm/team.py; a launch from another thread while the
+team is busy uses the thread pool, ctypes releasing the GIL for each call).  Kernels
+with atomics run one program at a time.
 
 Example::
 
@@ -33,9 +35,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from npujit import cache_dir, errors, knobs
-from npujit.backends.threads import ThreadChoice, on_threads
+from npujit.backends.threads import (CHUNKS_PER_THREAD, PARALLEL_AFTER_S, ThreadChoice,
+                                     on_threads)
 from npujit.ir.types import PtrType
 
+from . import team
 from .abi import ARRAY_DATA, ARRAY_DIMS, ENTRY, LlvmSource
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -226,6 +230,8 @@ class Launcher:
             self._engine.finalize_object()
             addr = self._engine.get_function_address(ENTRY)
         self._entry = _SIGNATURE(addr)
+        self._entry_address = addr
+        self._team_buffers: list = []
         self._n = len(src.arg_types)
         # per argument: (index, name, numpy dtype, written, narrow message) for arrays,
         # (index, name, dtype) for scalars
@@ -244,7 +250,9 @@ class Launcher:
         self._printer_address = ctypes.cast(self._printer, ctypes.c_void_p).value \
             if self._printer is not None else 0
         self.has_atomics = src.has_atomics
-        self._choice = ThreadChoice.for_options(options, not src.has_atomics)
+        self._choice = ThreadChoice.for_options(
+            options, not src.has_atomics,
+            team.PARALLEL_AFTER_S if team.available() else PARALLEL_AFTER_S)
         self.threads = self._choice.threads
 
     def stage(self, name: str) -> str:
@@ -252,6 +260,17 @@ class Launcher:
         CPU), made again from the generated text when read."""
         mod = _optimised(self.source)
         return str(mod) if name == "llir" else _target_machine().emit_assembly(mod)
+
+    def _slots(self, n: int) -> list:
+        """The buffers of the team's first ``n`` workers for this kernel (written
+        only while a launch holds the team, backends/llvm/team.py)."""
+        slots = self._team_buffers
+        if len(slots) < n:
+            with _lock:
+                while len(slots) < n:
+                    slots.append(_Buffers(self._n, self.artifact.source.scratch_bytes,
+                                          self._printer_address))
+        return slots[:n]
 
     def _buffers(self) -> _Buffers:
         b = getattr(self._local, "b", None)
@@ -318,6 +337,24 @@ class Launcher:
             return
         failed: dict = {}
         size = ctypes.sizeof(b.objs)
+        n = min(self.threads, total)
+        if team.available():
+            slots = self._slots(n - 1)
+
+            def contexts():                 # the workers' buffers: filled only while
+                for mine in slots:          # this launch holds the team
+                    ctypes.memmove(mine.objs, b.objs, size)
+                    ctypes.memmove(mine.scalars, b.scalars, size)
+                    mine.ctx[0], mine.ctx[1], mine.ctx[2] = g0, g1, g2
+                b.set_grid(g0, g1, g2)
+                return [b.ctx_address] + [m.ctx_address for m in slots]
+            bad = team.team(self.threads - 1).run(self._entry_address, contexts, total,
+                                                  min(total, n * CHUNKS_PER_THREAD))
+            b.grid = None                   # the pieces left their ranges in the context
+            if bad is not None:
+                if bad >= 0:
+                    raise self._error((b if bad == 0 else slots[bad - 1]).err)
+                return
 
         def piece(c, lo, hi) -> bool:
             if failed:
@@ -333,7 +370,7 @@ class Launcher:
                 failed[c] = self._error(mine.err)
                 return False
             return True
-        on_threads(min(self.threads, total), total, piece)
+        on_threads(n, total, piece)
         if failed:
             raise failed[min(failed)]
 
