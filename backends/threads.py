@@ -3,9 +3,11 @@ compiled entries run a range of programs and release the GIL, so chunks of the g
 side by side on a shared thread pool.
 
 ``ThreadChoice`` is when to do it: serially until the best of two serial launches of a
-kernel took longer than ``PARALLEL_AFTER_S`` (handing chunks to threads costs 20-40 us),
-then a probe of alternating threaded and serial launches (``PROBE_ROUNDS`` of each)
-keeps the faster way for ``REPROBE_AFTER`` launches, when it probes again.  Why a probe
+kernel took longer than ``PARALLEL_AFTER_S`` (handing chunks to the pool's threads costs
+20-40 us; the llvm backend's team, backends/llvm/team.py, about 5 us and a lower
+threshold), then a probe of alternating threaded and serial launches (``PROBE_ROUNDS``
+of each) keeps the faster way for ``REPROBE_FIRST`` launches after the first probe and
+``REPROBE_AFTER`` after the others, when it probes again.  Why a probe
 and not a size rule: the first launches of a kernel are slow (page faults, cold caches,
 thread start-up) and this 2-core machine's other load comes and goes, so one comparison
 could settle on the wrong way for good (the numba backend's launcher, which this
@@ -31,8 +33,12 @@ from npujit import knobs
 CHUNKS_PER_THREAD = 8
 # A launch that took longer than this serially runs its later launches on threads.
 PARALLEL_AFTER_S = 5e-4
-# Launches of each way (serial, threaded) in a probe, and launches between probes.
+# Launches of each way (serial, threaded) in a probe, and launches between probes: the
+# first probe's answer holds for fewer launches, since a kernel's first launches often
+# write fresh memory (a new output's page faults, which threads take in turn: a 1 M-element
+# add's first launches took 0.46 ms serial and 1.6 ms on two threads, then 0.17 and 0.10).
 PROBE_ROUNDS = 3
+REPROBE_FIRST = 16
 REPROBE_AFTER = 200
 
 _pool = None          # a concurrent.futures.ThreadPoolExecutor, made on first use
@@ -81,20 +87,21 @@ class ThreadChoice:
     ``threads``: how many a threaded launch uses."""
 
     def __init__(self, fixed: bool | None = None, threads: int = 1,
-                 parallel_after: float = PARALLEL_AFTER_S):
+                 parallel_after: float | None = None):
         self.fixed = fixed
         self.threads = threads
-        self.parallel_after = parallel_after
+        self.parallel_after = PARALLEL_AFTER_S if parallel_after is None else parallel_after
         self.serial_best = float("inf")
         self.serial_runs = 0
         self.probe: list = []
         self.best = {True: float("inf"), False: float("inf")}
         self.way: bool | None = None        # decided: True threaded, False serial
         self.until_probe = 0
+        self.probes = 0
 
     @classmethod
     def for_options(cls, options: dict, allowed: bool = True,
-                    parallel_after: float = PARALLEL_AFTER_S) -> "ThreadChoice":
+                    parallel_after: float | None = None) -> "ThreadChoice":
         """A launcher's choice from its options: ``num_threads`` (else
         ``NPUJIT_NUM_THREADS``, else the CPU count) threads; always serial with
         ``parallel=False``, one thread, or a kernel that may not run on threads
@@ -122,7 +129,8 @@ class ThreadChoice:
             self.best[way] = min(self.best[way], time.perf_counter() - t0)
             if not self.probe:
                 self.way = self.best[True] < self.best[False]
-                self.until_probe = REPROBE_AFTER
+                self.probes += 1
+                self.until_probe = REPROBE_FIRST if self.probes == 1 else REPROBE_AFTER
             return
         run(False)
         self.serial_best = min(self.serial_best, time.perf_counter() - t0)

@@ -35,8 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npujit import cache_dir, errors, knobs
-from npujit.backends.threads import (CHUNKS_PER_THREAD, PARALLEL_AFTER_S, ThreadChoice,
-                                     on_threads)
+from npujit.backends.threads import CHUNKS_PER_THREAD, ThreadChoice, on_threads
 from npujit.ir.types import PtrType
 
 from . import team
@@ -252,7 +251,7 @@ class Launcher:
         self.has_atomics = src.has_atomics
         self._choice = ThreadChoice.for_options(
             options, not src.has_atomics,
-            team.PARALLEL_AFTER_S if team.available() else PARALLEL_AFTER_S)
+            team.PARALLEL_AFTER_S if team.available() else None)
         self.threads = self._choice.threads
 
     def stage(self, name: str) -> str:

@@ -7,11 +7,14 @@ VM an idle virtual CPU takes 12-50 us to wake for either; a threaded launch of t
 (backends/threads.py ``on_threads``) cost 15-40 us above its programs, which kept
 launches under ``PARALLEL_AFTER_S`` serial.  Here the launching thread writes the launch
 into the team's words (the entry, the context of each thread, the grid cut into pieces),
-bumps the launch number, runs pieces itself and spins until every worker has finished;
-the workers, spinning on the launch number with the GIL released, take pieces from a
-shared counter and call the entry directly.  A worker that has seen no launch for
-``SPIN_S`` goes back to the interpreter and sleeps on a condition variable (a launch
-then wakes it the slow way; the pieces it misses, the others take).
+bumps the launch number and runs pieces itself; the workers, spinning on the launch
+number with the GIL released, check in and take pieces from a shared counter, calling
+the entry directly.  When the launching thread has no piece left it withdraws the
+launch from each worker that has not checked in (a compare-and-swap on the worker's
+slot: a worker that is asleep, or that the OS is not running, is not waited for and
+never touches that launch) and waits for the others to finish.  A worker that has seen
+no launch for ``SPIN_S`` goes back to the interpreter and sleeps on a condition
+variable (a launch then wakes it the slow way).
 
 The native part (``_IR``: ``npujit_team_work``, ``npujit_team_lead``,
 ``npujit_team_publish``) is compiled once per process with llvmlite (~5 ms).  One launch
@@ -25,9 +28,10 @@ Words of a team (int64; each thread's slot on its own 64-byte line)::
     0 launch number   1 entry address   2 pieces   3 programs   4 next piece
     6 a piece failed   7 stop
     8 * (1 + s) + 0: slot s's context address, + 1: the last launch it finished,
-      + 2: the piece that failed on it (-1 none), + 3: the launch it takes part in
-      (slot 0 the launcher; a worker takes part in a launch only when its slot names
-      it, so one that wakes late never reads a later launch's words half written)
+      + 2: the piece that failed on it (-1 none), + 3: the launch it may take part in,
+      -launch once it has checked in, 0 when withdrawn (slot 0 the launcher; a worker
+      takes part only when it checks in, so one that wakes late never reads a later
+      launch's words half written)
 """
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ import threading
 import time
 
 # How long a worker spins for the next launch before it sleeps.
-SPIN_S = 1e-3
+SPIN_S = 5e-4
 # A kernel whose serial launches take longer than this probes threaded ones (the pool's
 # threshold, backends/threads.py PARALLEL_AFTER_S, is ten times this): a launch on the
 # team costs about 5 us above its programs (16 rows of a layernorm: 9 us serial, 14
@@ -119,9 +123,10 @@ done:
   ret void
 }
 
-; a worker: waits for a launch after %seen, runs its pieces, marks it finished, and
-; waits again; returns the last launch it saw after %budget ns without a new one, or
-; -1 when told to stop
+; a worker: waits for a launch after %seen; checks in (its slot's launch %g -> -%g)
+; if the launcher has not withdrawn it, runs pieces and marks it finished; waits
+; again; returns the last launch it saw after %budget ns without a new one, or -1 when
+; told to stop
 define i64 @npujit_team_work(ptr %team, i64 %s, i64 %seen0, i64 %budget, i32 %clock) {
 entry:
   %stopp = call ptr @word(ptr %team, i64 7)
@@ -159,14 +164,15 @@ got:
   %stopping = icmp ne i64 %stop, 0
   br i1 %stopping, label %quit, label %take
 take:
-  %a = load i64, ptr %assignedp, align 8
-  %part = icmp eq i64 %a, %g
-  br i1 %part, label %work, label %finish
+  %running = sub i64 0, %g
+  %pair = cmpxchg ptr %assignedp, i64 %g, i64 %running acq_rel acquire
+  %in = extractvalue { i64, i1 } %pair, 1
+  br i1 %in, label %work, label %finish
 work:
   call void @pieces(ptr %team, i64 %s)
+  store atomic i64 %g, ptr %donep release, align 8
   br label %finish
 finish:
-  store atomic i64 %g, ptr %donep release, align 8
   br label %wait
 quit:
   ret i64 -1
@@ -178,7 +184,9 @@ define void @npujit_team_publish(ptr %team, i64 %g) {
   ret void
 }
 
-; the launcher: runs pieces as slot 0, then waits for workers 1 .. %n to finish %g
+; the launcher: runs pieces as slot 0, then for each worker 1 .. %n: withdraws the launch
+; from a worker that has not checked in for it (it will not touch it), else waits until
+; it has finished
 define void @npujit_team_lead(ptr %team, i64 %n, i64 %g) {
 entry:
   call void @pieces(ptr %team, i64 0)
@@ -191,7 +199,11 @@ look:
   %slot = shl i64 %s, 3
   %sb = add i64 %slot, 9
   %donep = call ptr @word(ptr %team, i64 %sb)
-  br label %spin
+  %sa = add i64 %slot, 11
+  %assignedp = call ptr @word(ptr %team, i64 %sa)
+  %pair = cmpxchg ptr %assignedp, i64 %g, i64 0 acq_rel acquire
+  %absent = extractvalue { i64, i1 } %pair, 1
+  br i1 %absent, label %seen, label %spin
 spin:
   %i = phi i64 [0, %look], [%i1, %tick], [0, %yield]
   %d = load atomic i64, ptr %donep acquire, align 8

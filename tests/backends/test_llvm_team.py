@@ -1,7 +1,8 @@
 """Threaded llvm launches on the spinning team (backends/llvm/team.py): every program
 runs once on any grid, the first failure in grid order is raised whichever thread met
 it, sleeping workers wake, launches from several threads at once (one on the team, the
-others on the pool) are all right, and a forked child makes its own team."""
+others on the pool) are all right, a forked child makes its own team, and a worker that
+never checks in is not waited for."""
 from __future__ import annotations
 
 import multiprocessing
@@ -124,3 +125,45 @@ def test_a_forked_child_makes_its_own_team():
     assert q.get(timeout=120) is True
     p.join(60)
     assert p.exitcode == 0
+
+
+def test_a_worker_that_never_checks_in_is_not_waited_for():
+    # A team whose worker is held in the interpreter: the launching thread runs every
+    # piece, withdraws the launch from the worker and returns; the worker, let go, does
+    # not touch that launch and takes part in the next.
+    import ctypes
+    team_mod.team(1)                                 # the native part compiled
+    gate = threading.Event()
+
+    class Held(team_mod.Team):
+        def _work(self, s):
+            gate.wait()
+            super()._work(s)
+
+    seen = []
+
+    @ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+    def entry(ctx):
+        c = (ctypes.c_int64 * 10).from_address(ctx)
+        seen.append((c[3], c[4]))
+        return 0
+    contexts = [(ctypes.c_int64 * 10)() for _ in range(2)]
+    team = Held(1)
+    try:
+        for launch in range(2):
+            seen.clear()
+            result, done = [], threading.Event()
+
+            def run():
+                result.append(team.run(ctypes.cast(entry, ctypes.c_void_p).value,
+                                       lambda: [ctypes.addressof(c) for c in contexts],
+                                       100, 10))
+                done.set()
+            threading.Thread(target=run, daemon=True).start()
+            assert done.wait(60), "the launch waited for a worker that never came"
+            assert result == [-1]
+            assert sorted(seen) == [(10 * k, 10 * (k + 1)) for k in range(10)]
+            gate.set()
+    finally:
+        gate.set()
+        team.retire()

@@ -40,6 +40,7 @@ def test_the_default_launch_probes_both_ways_keeps_the_faster_and_probes_again(m
     from npujit.backends import threads as policy
     monkeypatch.setattr(policy, "PARALLEL_AFTER_S", 0.0)      # every launch is "slow"
     monkeypatch.setattr(policy, "PROBE_ROUNDS", 2)
+    monkeypatch.setattr(policy, "REPROBE_FIRST", 3)
     monkeypatch.setattr(policy, "REPROBE_AFTER", 3)
     n = 5000
     x = np.arange(n, dtype=F16) % 64
