@@ -6,9 +6,11 @@ turned back into ``import triton`` / ``import triton.language as tl`` and import
 ``TRITON_INTERPRET=1`` (set here before triton is imported), so Triton runs the very same
 kernel body in its CPU interpreter; the host function is the gallery's, with a launcher
 that hands the numpy arrays to Triton as torch tensors over the same memory
-(``torch.from_numpy``: no copies).  npujit runs the gallery module as it is, on the numba
-backend.  Both results are checked against each other before timing; rounds are
-interleaved (npujit best of 3 calls, Triton's interpreter one call: it takes seconds).
+(``torch.from_numpy``: no copies).  npujit runs the gallery module as it is, on its
+default backend (llvm; ``NPUJIT_BACKEND`` picks another).  Both results are checked
+against each other before timing; rounds are interleaved (npujit best of 5 calls, its
+first launches being the thread probe's, Triton's interpreter one call: it takes
+seconds).
 
 Needs triton and torch (never test dependencies); ``python -m benchmarks`` runs it in a
 child process when both are installed.
@@ -104,7 +106,7 @@ def measure(quick: bool, rounds: int) -> list[dict]:
         for row, problem, name, host, args, kname in _problems(quick):
             ours_mod = importlib.import_module(f"npujit.kernels.triton_gallery.{name}")
             theirs_mod = _triton_copy(name, tmp)
-            ours_k = getattr(ours_mod, kname).with_options(backend="numba")
+            ours_k = getattr(ours_mod, kname)
             theirs_k = _OnTorch(getattr(theirs_mod, kname))
             impls = {"npujit": lambda: getattr(ours_mod, host)(*args, kernel=ours_k),
                      "triton interpreter": lambda: getattr(theirs_mod, host)(*args,
@@ -120,7 +122,7 @@ def measure(quick: bool, rounds: int) -> list[dict]:
             for _ in range(rounds):
                 for impl, fn in impls.items():
                     best = float("inf")
-                    for _ in range(3 if impl == "npujit" else 1):
+                    for _ in range(5 if impl == "npujit" else 1):
                         t0 = time.perf_counter()
                         fn()
                         best = min(best, time.perf_counter() - t0)
