@@ -35,6 +35,7 @@ Words of a team (int64; each thread's slot on its own 64-byte line)::
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import threading
@@ -304,13 +305,17 @@ class Team:
         finally:
             self.busy.release()
 
-    def retire(self) -> None:
-        """Stop the workers (after the launch that holds the team, if any)."""
+    def retire(self, wait: float = 0.0) -> None:
+        """Stop the workers (after the launch that holds the team, if any), waiting up
+        to ``wait`` seconds for each to leave."""
         with self.busy:
             self.words[7] = 1
             _native[2](self.base, self.words[0] + 1)
             with self.wake:
                 self.wake.notify_all()
+        for t in self.threads:
+            if wait and t is not threading.current_thread():
+                t.join(wait)
 
     def _work(self, s: int) -> None:
         work = _native[1]
@@ -337,7 +342,16 @@ def team(workers: int) -> Team:
             old, _team = _team, Team(workers)
             if old is not None:
                 old.retire()
+            else:
+                atexit.register(_at_exit)
         return _team
+
+
+def _at_exit() -> None:
+    """At interpreter exit the workers leave their native loop before the interpreter
+    tears down the team's words and the compiled code they read."""
+    if _team is not None:
+        _team.retire(wait=0.5)
 
 
 def _forget() -> None:
