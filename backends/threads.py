@@ -6,8 +6,9 @@ side by side on a shared thread pool.
 kernel took longer than ``PARALLEL_AFTER_S`` (handing chunks to the pool's threads costs
 20-40 us; the llvm backend's team, backends/llvm/team.py, about 5 us and a lower
 threshold), then a probe of alternating threaded and serial launches (``PROBE_ROUNDS``
-of each) keeps the faster way for ``REPROBE_FIRST`` launches after the first probe and
-``REPROBE_AFTER`` after the others, when it probes again.  Why a probe
+of each) keeps the faster way until the next probe: ``REPROBE_FIRST`` launches after a
+probe that changed the answer, twice as many as last time after one that kept it, up
+to ``REPROBE_AFTER``.  Why a probe
 and not a size rule: the first launches of a kernel are slow (page faults, cold caches,
 thread start-up) and this 2-core machine's other load comes and goes, so one comparison
 could settle on the wrong way for good (the numba backend's launcher, which this
@@ -33,10 +34,13 @@ from npujit import knobs
 CHUNKS_PER_THREAD = 8
 # A launch that took longer than this serially runs its later launches on threads.
 PARALLEL_AFTER_S = 5e-4
-# Launches of each way (serial, threaded) in a probe, and launches between probes: the
-# first probe's answer holds for fewer launches, since a kernel's first launches often
-# write fresh memory (a new output's page faults, which threads take in turn: a 1 M-element
-# add's first launches took 0.46 ms serial and 1.6 ms on two threads, then 0.17 and 0.10).
+# Launches of each way (serial, threaded) in a probe, and launches between probes: from
+# ``REPROBE_FIRST``, doubled each time a probe gives the answer the last one gave, up to
+# ``REPROBE_AFTER``, and back to ``REPROBE_FIRST`` when the answer changes.  A first
+# answer is often wrong: a kernel's first launches write fresh memory (a new output's page
+# faults, which threads take in turn: a 1 M-element add's first launches took 0.46 ms
+# serial and 1.6 ms on two threads, then 0.17 and 0.10), and on a shared machine the
+# other core comes and goes; a steady answer costs a probe every 200 launches.
 PROBE_ROUNDS = 3
 REPROBE_FIRST = 16
 REPROBE_AFTER = 200
@@ -97,7 +101,8 @@ class ThreadChoice:
         self.best = {True: float("inf"), False: float("inf")}
         self.way: bool | None = None        # decided: True threaded, False serial
         self.until_probe = 0
-        self.probes = 0
+        self.last_way: bool | None = None   # the last probe's answer
+        self.interval = REPROBE_FIRST
 
     @classmethod
     def for_options(cls, options: dict, allowed: bool = True,
@@ -129,8 +134,10 @@ class ThreadChoice:
             self.best[way] = min(self.best[way], time.perf_counter() - t0)
             if not self.probe:
                 self.way = self.best[True] < self.best[False]
-                self.probes += 1
-                self.until_probe = REPROBE_FIRST if self.probes == 1 else REPROBE_AFTER
+                self.interval = (min(2 * self.interval, REPROBE_AFTER)
+                                 if self.way == self.last_way else REPROBE_FIRST)
+                self.last_way = self.way
+                self.until_probe = self.interval
             return
         run(False)
         self.serial_best = min(self.serial_best, time.perf_counter() - t0)

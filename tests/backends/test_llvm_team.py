@@ -71,8 +71,11 @@ def test_sleeping_workers_wake_for_the_next_launch():
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     out = np.zeros_like(x)
     _scale[(n // 64 + 1,)](x, out, n, BLOCK=64)
-    time.sleep(50 * team_mod.SPIN_S)              # past the spin: the workers sleep
-    assert team_mod.team(1).sleeping >= 1
+    team = team_mod.team(1)
+    deadline = time.monotonic() + 10              # past the spin the workers sleep
+    while team.sleeping < 1 and time.monotonic() < deadline:
+        time.sleep(20 * team_mod.SPIN_S)
+    assert team.sleeping >= 1
     out[:] = 0
     _scale[(n // 64 + 1,)](x, out, n, BLOCK=64)
     np.testing.assert_allclose(out, x * 3 + 1, rtol=1e-6)
