@@ -42,6 +42,10 @@ PARALLEL_AFTER_S = 5e-4
 # serial and 1.6 ms on two threads, then 0.17 and 0.10), and on a shared machine the
 # other core comes and goes; a steady answer costs a probe every 200 launches.
 PROBE_ROUNDS = 3
+# A threaded probe launch that no other thread took part in (``run`` returned False: the
+# llvm team's workers were asleep, and waking an idle virtual CPU here can take longer
+# than the launch) is not timed but run again, up to this many times per probe.
+PROBE_RETRIES = 8
 REPROBE_FIRST = 16
 REPROBE_AFTER = 200
 
@@ -87,7 +91,8 @@ def on_threads(n: int, total: int, piece) -> None:
 
 class ThreadChoice:
     """Serial or threaded, per kernel (see the module doc).  ``launch(run)`` calls
-    ``run(threaded)``, timing it while it is deciding; ``fixed``: always that way;
+    ``run(threaded)``, timing it while it is deciding (a threaded ``run`` returning False
+    ran without help, and a probe does not count it); ``fixed``: always that way;
     ``threads``: how many a threaded launch uses."""
 
     def __init__(self, fixed: bool | None = None, threads: int = 1,
@@ -102,6 +107,7 @@ class ThreadChoice:
         self.way: bool | None = None        # decided: True threaded, False serial
         self.until_probe = 0
         self.last_way: bool | None = None   # the last probe's answer
+        self.retries = 0
         self.interval = REPROBE_FIRST
 
     @classmethod
@@ -130,7 +136,10 @@ class ThreadChoice:
         t0 = time.perf_counter()
         if self.probe:
             way = self.probe.pop()
-            run(way)
+            if run(way) is False and self.retries < PROBE_RETRIES:
+                self.retries += 1             # no worker took part: time it again
+                self.probe.append(way)
+                return
             self.best[way] = min(self.best[way], time.perf_counter() - t0)
             if not self.probe:
                 self.way = self.best[True] < self.best[False]
@@ -147,5 +156,6 @@ class ThreadChoice:
 
     def _start_probe(self) -> None:
         self.way = None
+        self.retries = 0
         self.best = {True: float("inf"), False: float("inf")}
         self.probe = [False, True] * PROBE_ROUNDS          # popped from the end

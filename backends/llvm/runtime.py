@@ -323,10 +323,11 @@ class Launcher:
             return
         self._choice.launch(lambda threaded: self._run(b, grid, total, threaded))
 
-    def _run(self, b: _Buffers, grid, total: int, threaded: bool) -> None:
+    def _run(self, b: _Buffers, grid, total: int, threaded: bool) -> bool | None:
         """All programs, serially with the caller's buffers ``b`` or on threads (each
         with its own buffers, the arguments copied from ``b``); a failing piece's
-        error is raised, the first in grid order when several fail."""
+        error is raised, the first in grid order when several fail.  False when a
+        threaded launch ran on this thread alone (the team's workers did not come)."""
         g0, g1, g2 = grid
         if not threaded:
             if b.grid != grid:
@@ -347,13 +348,14 @@ class Launcher:
                     mine.ctx[0], mine.ctx[1], mine.ctx[2] = g0, g1, g2
                 b.set_grid(g0, g1, g2)
                 return [b.ctx_address] + [m.ctx_address for m in slots]
-            bad = team.team(self.threads - 1).run(self._entry_address, contexts, total,
-                                                  min(total, n * CHUNKS_PER_THREAD))
+            done = team.team(self.threads - 1).run(self._entry_address, contexts, total,
+                                                   min(total, n * CHUNKS_PER_THREAD))
             b.grid = None                   # the pieces left their ranges in the context
-            if bad is not None:
+            if done is not None:
+                bad, helpers = done
                 if bad >= 0:
                     raise self._error((b if bad == 0 else slots[bad - 1]).err)
-                return
+                return helpers > 0          # False: no worker came (ThreadChoice)
 
         def piece(c, lo, hi) -> bool:
             if failed:

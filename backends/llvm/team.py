@@ -279,8 +279,9 @@ class Team:
         """Programs ``[0, total)`` cut into ``pieces``, on this thread and workers:
         ``contexts()``, called once the launch holds the team, gives the context
         addresses, this thread's first and then one per worker taking part.  Returns
-        the slot of the lowest failed piece (its context's error record says what),
-        else -1; None when another launch holds the team (nothing run)."""
+        ``(slot, helpers)``: the slot of the lowest failed piece (its context's error
+        record says what), else -1, and how many workers took part; None when another
+        launch holds the team (nothing run)."""
         if not self.busy.acquire(blocking=False):
             return None
         try:
@@ -301,7 +302,8 @@ class Team:
             lead(self.base, n, launch)
             failed = [(w[8 * (1 + s) + 2], s) for s in range(n + 1)
                       if w[8 * (1 + s) + 2] >= 0]
-            return min(failed)[1] if failed else -1
+            helpers = sum(w[8 * (1 + s) + 3] == -launch for s in range(1, n + 1))
+            return (min(failed)[1] if failed else -1), helpers
         finally:
             self.busy.release()
 

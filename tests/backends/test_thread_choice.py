@@ -61,3 +61,25 @@ def test_a_changed_answer_probes_again_soon(monkeypatch):
     first = next(s for s in starts if s >= flip[0])
     assert not any(ways[first + 6:first + 10])        # serial now, for REPROBE_FIRST
     assert first + 10 in starts                       # and probed again right after
+
+
+def test_a_probe_does_not_time_threaded_launches_that_ran_alone(monkeypatch):
+    # The first threaded launches of each probe "ran alone" (the workers asleep) and
+    # were slow; the probe runs them again and times the ones with help.
+    monkeypatch.setattr(threads, "REPROBE_FIRST", 4)
+    choice = threads.ThreadChoice(None, 2, parallel_after=0.0)
+    alone = [2]                      # the next this many threaded launches run alone
+    timed = []
+
+    def run(threaded):
+        if threaded and alone[0] > 0:
+            alone[0] -= 1
+            time.sleep(0.01)
+            return False
+        time.sleep(0.0005 if threaded else 0.004)
+        timed.append(threaded)
+        return True if threaded else None
+    for _ in range(2 + 6 + 2):
+        choice.launch(run)
+    assert choice.way is True and choice.best[True] < 0.004
+    assert choice.retries == 2
