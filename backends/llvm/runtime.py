@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -166,6 +167,17 @@ def _check_array_layout() -> None:
     if data != a.ctypes.data or not dims or ctypes.c_int64.from_address(dims).value != 4:
         raise RuntimeError("the llvm backend does not know this numpy's array layout; use "
                            "backend='numba'")
+
+
+_print_lock = threading.Lock()
+
+
+def _print_line(line: str) -> None:
+    """One ``device_print`` line, whole: programs on several threads print side by side,
+    and ``print`` writes the text and its newline separately."""
+    with _print_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def _scalar_plan(d) -> tuple:
@@ -392,7 +404,7 @@ class Launcher:
         prefix, dt, shape = self.artifact.source.prints[site]
         head = f"[pid ({p0}, {p1}, {p2})]" + (f" {prefix}" if prefix else "")
         if dt is None:
-            print(head, flush=True)
+            _print_line(head)
             return
         mem = np.dtype(np.uint8 if dt.is_bool else np.float32 if dt.is_narrow_float
                        else dt.np)
@@ -400,7 +412,7 @@ class Launcher:
         raw = (ctypes.c_char * (count * mem.itemsize)).from_address(data)
         value = np.frombuffer(raw, mem).reshape(shape).astype(dt.np)
         text = str(value) if value.ndim == 0 else np.array2string(value)
-        print(f"{head} {text}", flush=True)
+        _print_line(f"{head} {text}")
 
     def _error(self, err) -> Exception:
         cls, template = self.artifact.source.sites[int(err[0])]

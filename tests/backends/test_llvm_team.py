@@ -172,3 +172,19 @@ def test_a_worker_that_never_checks_in_is_not_waited_for():
     finally:
         gate.set()
         team.retire()
+
+
+@npu_kernel(backend="llvm", parallel=True)
+def _shout(x_ptr, BLOCK: nl.constexpr):
+    v = nl.load(x_ptr + nl.program_id(0) * BLOCK + nl.arange(0, BLOCK))
+    nl.device_print("sum", nl.sum(v, axis=0))
+
+
+def test_device_print_from_threads_writes_whole_lines(capfd):
+    x = np.arange(256, dtype=np.float32)
+    for _ in range(3):
+        _shout[(64,)](x, BLOCK=4)
+    lines = capfd.readouterr().out.splitlines()
+    assert len(lines) == 3 * 64
+    want = {f"[pid ({p}, 0, 0)] sum {float(x[4 * p:4 * p + 4].sum())}" for p in range(64)}
+    assert set(lines) == want
