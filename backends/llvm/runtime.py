@@ -214,6 +214,15 @@ class _Buffers:
         ctx[0], ctx[1], ctx[2], ctx[3], ctx[4] = g0, g1, g2, 0, g0 * g1 * g2
         self.grid = (g0, g1, g2)
 
+    def take_args(self, src: "_Buffers", g0: int, g1: int, g2: int) -> None:
+        """``src``'s arguments and grid, for another thread's part of its launch (the
+        program range is the part's own, so ``grid`` is left unset)."""
+        size = ctypes.sizeof(self.objs)
+        ctypes.memmove(self.objs, src.objs, size)
+        ctypes.memmove(self.scalars, src.scalars, size)
+        self.ctx[0], self.ctx[1], self.ctx[2] = g0, g1, g2
+        self.grid = None
+
 
 class Launcher:
     """``run(grid, args)`` for one built kernel (see the module doc)."""
@@ -347,17 +356,13 @@ class Launcher:
             if self._entry(b.ctx_address):
                 raise self._error(b.err)
             return
-        failed: dict = {}
-        size = ctypes.sizeof(b.objs)
         n = min(self.threads, total)
         if team.available():
             slots = self._slots(n - 1)
 
             def contexts():                 # the workers' buffers: filled only while
                 for mine in slots:          # this launch holds the team
-                    ctypes.memmove(mine.objs, b.objs, size)
-                    ctypes.memmove(mine.scalars, b.scalars, size)
-                    mine.ctx[0], mine.ctx[1], mine.ctx[2] = g0, g1, g2
+                    mine.take_args(b, g0, g1, g2)
                 b.set_grid(g0, g1, g2)
                 return [b.ctx_address] + [m.ctx_address for m in slots]
             done = team.team(self.threads - 1).run(self._entry_address, contexts, total,
@@ -369,13 +374,14 @@ class Launcher:
                     raise self._error((b if bad == 0 else slots[bad - 1]).err)
                 return helpers > 0          # False: no worker came (ThreadChoice)
 
+        failed: dict = {}
+
         def piece(c, lo, hi) -> bool:
             if failed:
                 return False
             mine = self._buffers()
             if mine is not b:
-                ctypes.memmove(mine.objs, b.objs, size)
-                ctypes.memmove(mine.scalars, b.scalars, size)
+                mine.take_args(b, g0, g1, g2)
             ctx = mine.ctx
             ctx[0], ctx[1], ctx[2], ctx[3], ctx[4] = g0, g1, g2, lo, hi
             mine.grid = None

@@ -75,6 +75,15 @@ define internal ptr @word(ptr %team, i64 %i) {
   ret ptr %p
 }
 
+; word %k of slot %s (8 (1 + s) + k)
+define internal ptr @slot_word(ptr %team, i64 %s, i64 %k) {
+  %s1 = add i64 %s, 1
+  %base = shl i64 %s1, 3
+  %i = add i64 %base, %k
+  %p = getelementptr i64, ptr %team, i64 %i
+  ret ptr %p
+}
+
 ; slot %s runs pieces from the shared counter until none is left or one failed
 define internal void @pieces(ptr %team, i64 %s) {
 entry:
@@ -87,13 +96,10 @@ entry:
   %total = load i64, ptr %tp, align 8
   %cp = call ptr @word(ptr %team, i64 4)
   %failp = call ptr @word(ptr %team, i64 6)
-  %slot = shl i64 %s, 3
-  %sb = add i64 %slot, 8
-  %ctxp = call ptr @word(ptr %team, i64 %sb)
+  %ctxp = call ptr @slot_word(ptr %team, i64 %s, i64 0)
   %ctxw = load i64, ptr %ctxp, align 8
   %ctx = inttoptr i64 %ctxw to ptr
-  %sf = add i64 %sb, 2
-  %mine = call ptr @word(ptr %team, i64 %sf)
+  %mine = call ptr @slot_word(ptr %team, i64 %s, i64 2)
   %lop = getelementptr i64, ptr %ctx, i64 3
   %hip = getelementptr i64, ptr %ctx, i64 4
   br label %next
@@ -131,14 +137,11 @@ done:
 define i64 @npujit_team_work(ptr %team, i64 %s, i64 %seen0, i64 %budget, i32 %clock) {
 entry:
   %stopp = call ptr @word(ptr %team, i64 7)
-  %slot = shl i64 %s, 3
-  %sb = add i64 %slot, 9
-  %donep = call ptr @word(ptr %team, i64 %sb)
-  %sa = add i64 %slot, 11
-  %assignedp = call ptr @word(ptr %team, i64 %sa)
+  %donep = call ptr @slot_word(ptr %team, i64 %s, i64 1)
+  %assignedp = call ptr @slot_word(ptr %team, i64 %s, i64 3)
   br label %wait
 wait:
-  %seen = phi i64 [%seen0, %entry], [%g, %finish]
+  %seen = phi i64 [%seen0, %entry], [%g, %take], [%g, %work]
   %t0 = call i64 @now(i32 %clock)
   br label %spin
 spin:
@@ -168,12 +171,10 @@ take:
   %running = sub i64 0, %g
   %pair = cmpxchg ptr %assignedp, i64 %g, i64 %running acq_rel acquire
   %in = extractvalue { i64, i1 } %pair, 1
-  br i1 %in, label %work, label %finish
+  br i1 %in, label %work, label %wait
 work:
   call void @pieces(ptr %team, i64 %s)
   store atomic i64 %g, ptr %donep release, align 8
-  br label %finish
-finish:
   br label %wait
 quit:
   ret i64 -1
@@ -197,11 +198,8 @@ each:
   %more = icmp sle i64 %s, %n
   br i1 %more, label %look, label %out
 look:
-  %slot = shl i64 %s, 3
-  %sb = add i64 %slot, 9
-  %donep = call ptr @word(ptr %team, i64 %sb)
-  %sa = add i64 %slot, 11
-  %assignedp = call ptr @word(ptr %team, i64 %sa)
+  %donep = call ptr @slot_word(ptr %team, i64 %s, i64 1)
+  %assignedp = call ptr @slot_word(ptr %team, i64 %s, i64 3)
   %pair = cmpxchg ptr %assignedp, i64 %g, i64 0 acq_rel acquire
   %absent = extractvalue { i64, i1 } %pair, 1
   br i1 %absent, label %seen, label %spin
@@ -259,12 +257,17 @@ def _compile():
     _native = (engine, work, publish, lead)
 
 
+def _slot(s: int, k: int = 0) -> int:
+    """The index of word ``k`` of slot ``s`` (the module doc's table; ``@slot_word``)."""
+    return 8 * (1 + s) + k
+
+
 class Team:
     """``workers`` threads spinning for launches; ``run`` is a threaded launch."""
 
     def __init__(self, workers: int):
         self.workers = workers
-        self.words = (ctypes.c_int64 * (8 * (2 + workers)))()
+        self.words = (ctypes.c_int64 * _slot(workers + 1))()
         self.base = ctypes.addressof(self.words)
         self.busy = threading.Lock()
         self.wake = threading.Condition()
@@ -275,7 +278,7 @@ class Team:
         for t in self.threads:
             t.start()
 
-    def run(self, entry: int, contexts, total: int, pieces: int) -> int | None:
+    def run(self, entry: int, contexts, total: int, pieces: int) -> tuple | None:
         """Programs ``[0, total)`` cut into ``pieces``, on this thread and workers:
         ``contexts()``, called once the launch holds the team, gives the context
         addresses, this thread's first and then one per worker taking part.  Returns
@@ -292,17 +295,14 @@ class Team:
             launch = w[0] + 1
             w[1], w[2], w[3], w[4], w[6] = entry, pieces, total, 0, 0
             for s, ctx in enumerate(contexts):
-                w[8 * (1 + s)] = ctx
-                w[8 * (1 + s) + 2] = -1
-                w[8 * (1 + s) + 3] = launch
+                w[_slot(s)], w[_slot(s, 2)], w[_slot(s, 3)] = ctx, -1, launch
             publish(self.base, launch)
             if self.sleeping:
                 with self.wake:
                     self.wake.notify_all()
             lead(self.base, n, launch)
-            failed = [(w[8 * (1 + s) + 2], s) for s in range(n + 1)
-                      if w[8 * (1 + s) + 2] >= 0]
-            helpers = sum(w[8 * (1 + s) + 3] == -launch for s in range(1, n + 1))
+            failed = [(w[_slot(s, 2)], s) for s in range(n + 1) if w[_slot(s, 2)] >= 0]
+            helpers = sum(w[_slot(s, 3)] == -launch for s in range(1, n + 1))
             return (min(failed)[1] if failed else -1), helpers
         finally:
             self.busy.release()
@@ -337,6 +337,9 @@ class Team:
 def team(workers: int) -> Team:
     """The process's team, with at least ``workers`` worker threads."""
     global _team
+    t = _team
+    if t is not None and t.workers >= workers:      # every threaded launch asks
+        return t
     with _lock:
         if _native is None:
             _compile()
