@@ -43,7 +43,7 @@ def check_x(x: np.ndarray) -> tuple[int, int]:
     if x.ndim != 2:
         raise ValueError(f"x must be 2-D [tokens, hidden], got shape {x.shape}")
     check_float(x, "x")
-    if x.strides[1] != x.itemsize:
+    if x.size and x.strides[1] != x.itemsize:     # an empty batch's strides mean nothing
         raise ValueError(f"x must have contiguous rows (stride 1 along hidden), got strides "
                          f"{x.strides}; pass np.ascontiguousarray(x)")
     return x.shape

@@ -116,6 +116,21 @@ def test_one_token_and_empty_experts():
           ref.moe_from_topk(x, w, ids, gate_up, down), np.float32)
 
 
+
+def test_an_empty_batch_gives_an_empty_output():
+    """No tokens (an expert-parallel rank that received none): every form returns
+    ``[0, H]`` (and the router ``[0, k]``) instead of failing on the empty array's
+    strides, which numpy leaves as zeros when the array is made from a zero-size product."""
+    _, router, gate_up, down, _ = problem(T=4, E=8, seed=3)
+    x = np.random.default_rng(0).standard_normal((0, router.shape[1])).astype(np.float32)
+    assert x.strides[1] != x.itemsize              # what the stride check used to reject
+    for y in (fused_moe(x, router, gate_up, down, 2, backend="reference"),
+              unfused_moe(x, router, gate_up, down, 2, backend="reference"),
+              fused_experts(x, np.zeros((0, 2), np.float32), np.zeros((0, 2), np.int32),
+                            gate_up, down, backend="reference")):
+        assert y.shape == (0, router.shape[1]) and y.dtype == x.dtype
+        np.testing.assert_array_equal(y, ref.moe(x, router, gate_up, down, 2))
+
 BAD = [
     (dict(top_k=9), ValueError, "top_k must be an int between 1 and the number of experts"),
     (dict(gate_up="transposed"), ValueError, "gate_up_proj must be"),
