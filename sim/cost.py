@@ -132,7 +132,8 @@ def mmad_cycles(m: int, n: int, k: int, dtype: str, spec: NPUSpec) -> int:
         raise SpecError(f"{spec.name}: the Cube has no rate for dtype {dtype!r}; "
                         f"known: {sorted(spec.cube_rate)}: the NPU's Cube does not multiply "
                         f"{dtype} tiles; cast them to one it does (e.g. a.to(nl.float32)), "
-                        "or run the kernel on the 'numba' or 'reference' backend")
+                        "or run the kernel on a CPU backend ('llvm', the default, or "
+                        "'numba') or on 'reference'")
     f = spec.cube_fractal
     steps = -(-m // f) * -(-n // f) * -(-k // f)
     return spec.cube_startup_cycles + math.ceil(steps / spec.cube_rate[dtype])

@@ -108,7 +108,8 @@ def not_lowered(op, why: str | None = None) -> NotImplementedError:
     reason = why or NOT_LOWERED.get(op.kind, "not supported by the emitter")
     return NotImplementedError(
         f"the Ascend C emitter cannot lower {op.kind.value} at {where(op)}: {reason}. "
-        "Run this kernel on the 'numba' or 'reference' backend, or see docs/ascendc.md "
+        "Run this kernel on a CPU backend ('llvm', the default, or 'numba') or on "
+        "'reference', or see docs/ascendc.md "
         "for what the emitter supports")
 
 
