@@ -113,6 +113,8 @@ class CompiledKernel:
             r = load(self._backend_artifact, self.options)
         if r is None:
             r = backend.compile(self.ir, self.options)
+        elif getattr(r, "rebuild", False) is None:     # a loaded build: its IR is here
+            r.rebuild = lambda options: backend.compile(self.ir, options)
         self._backend_artifact = getattr(r, "artifact", None)
         return r
 

@@ -31,7 +31,9 @@ class LlvmBackend:
         from .lower import generate
         from .runtime import Launcher, build
         opts = _defaults(options)
-        return Launcher(build(generate(fn, opts)), opts)
+        launcher = Launcher(build(generate(fn, opts)), opts)
+        launcher.rebuild = lambda other: self.compile(fn, other)
+        return launcher
 
     def load(self, artifact, options: dict | None = None):
         """The launcher of an artifact built before (kept by the kernel cache), or None

@@ -37,8 +37,8 @@ from npujit.ir.passes.index_checks import overflow_template, scalar_address_ops
 from npujit.ir.types import PtrType, row_major
 
 from .abi import ARRAY_DATA, ARRAY_DIMS, ENTRY, LlvmSource
-from . import (elementwise, lower_atomic, lower_cube, lower_memory, lower_print, lower_select,
-               lower_tile)
+from . import (deferred, elementwise, lower_atomic, lower_cube, lower_memory, lower_print,
+               lower_select, lower_tile)
 from .ir_text import Writer, compute_type, literal, tile_bytes
 from .values import (Arg, Index, Lazy, Scalar, Tile, element, load_element, nest, numel,
                      store_element)
@@ -80,6 +80,8 @@ class Lowering:
                       and not options.get("debug") else set())
         self.pids = ("%pid0", "%pid1", "%pid2")
         self.out_hint: dict = {}    # id(value) -> the loop holder it is computed into
+        self.gm_reads: dict = {}    # id(value) -> value: lazy values that read GM (deferred.py)
+        self.assumed_apart: set = set()   # (stored, loaded) argument numbers (deferred.py)
 
     # --- values ---------------------------------------------------------------------------
     def val(self, v: Value):
@@ -100,6 +102,7 @@ class Lowering:
         if isinstance(val, (Tile, Lazy)) and not val.shape:    # rank 0 is a scalar
             val = Scalar(element(self.w, val, Index(flat="0")), val.dtype)
         self.env[id(v)] = val
+        deferred.note(self, v, val)
 
     def new_tile(self, shape, dtype) -> Tile:
         """A scratch slot for a tile of ``shape`` (row-major)."""
@@ -184,6 +187,8 @@ class Lowering:
         return r
 
     def lower(self, op) -> None:
+        if self.gm_reads and deferred.writes_gm(op):
+            deferred.settle(self, op)
         f = LOWER.get(op.kind) or _STRUCTURE.get(op.kind)
         if f is None:
             raise Unsupported(f"the llvm backend does not lower {op.kind.value} yet; "
@@ -418,8 +423,13 @@ def generate(fn: Function, options: dict) -> LlvmSource:
             w.line(f"%pid{axis}.32 = trunc i64 %pid{axis} to i32")
         cg.run_block(fn.body, [cg.val(a) for a in fn.args])
     w.line("ret i32 0")
+    apart = deferred.entry_check(cg)
+    enter = ["  br label %start"] if apart is None else [
+        f"  br i1 {apart}, label %start, label %aliased", "aliased:",
+        f"  store i64 {cg.site('Aliased', '')}, ptr %err", "  ret i32 1"]
     text = "\n".join([
-        f"define i32 @{ENTRY}(ptr noalias %ctx) {{", "entry:", *_CONTEXT, w.entry_text(), "  br label %start", "start:", w.body_text(), "}", "",
+        f"define i32 @{ENTRY}(ptr noalias %ctx) {{", "entry:", *_CONTEXT, w.entry_text(), *enter,
+        "start:", w.body_text(), "}", "",
         elementwise.DECLARATIONS,
         *[f"declare {{i32, i1}} @llvm.{k}.with.overflow.i32(i32, i32)"
           for k in ("sadd", "ssub", "smul")], ""])

@@ -24,7 +24,7 @@ from contextlib import ExitStack, contextmanager
 from npujit.ir import Kind
 from npujit.ir import types as T
 
-from . import affine, halfprec
+from . import affine, deferred, halfprec
 from .ir_text import compute_type, gm_type, literal
 from .lower_tile import LAZY_READERS
 from .values import (Index, Lazy, Scalar, Tile, element, nest, on_factors, row_step,
@@ -365,16 +365,18 @@ def versioned(w, mask, emit, gather: bool) -> None:
 
 def store(cg, op) -> None:
     """A pointer store: a tile's lanes checked in one pass, then each active lane
-    written (behind its mask)."""
+    written (behind its mask).  Operands that would load from GM as the lanes are
+    written (deferred loads) are copied into tiles first unless ``deferred.assume_apart``
+    allows it."""
     arg = cg.val(op.operands[0])
-    offs, value, mask = (cg.lazy(v) if v is not None else None
-                         for v in (op.operand("offsets"), op.operand("value"),
-                                   op.operand("mask")))
+    names = ("offsets", "value", "mask")
+    offs, value, mask = (cg.lazy(op.operand(n)) if op.operand(n) is not None else None
+                         for n in names)
     w = cg.w
     odt = op.operand("offsets").type.dtype
     shape = op.operand("value").type.shape or op.operand("offsets").type.shape
 
-    def lane(index) -> None:
+    def lane(index, offs, value, mask) -> None:
         off = to_i64(w, element(w, offs, index), odt)
         on = "true" if mask is None else element(w, mask, index)
         if on == "true":
@@ -390,16 +392,22 @@ def store(cg, op) -> None:
         else:
             with w.when(mask.ref, "active"):
                 check_offset(cg, op, arg, off)
-        lane(None)
+        lane(None, offs, value, mask)
         return
     lo, hi, _, _ = _span(cg, op, shape, offs, odt, mask, arg)
     _check_span(cg, op, arg, lo, hi)
-    tiles = [x for x in (offs, mask, value) if isinstance(x, (Tile, Lazy))]
 
-    def lanes():
+    def lanes(offs, value, mask):
+        tiles = [x for x in (offs, mask, value) if isinstance(x, (Tile, Lazy))]
         with nest(w, shape, tiles) as index:
-            lane(index)
-    versioned(w, mask, lanes, gather=not _affine(offs, shape))
+            lane(index, offs, value, mask)
+
+    loads = deferred.store_reads(cg, [op.operand(n) for n in names])
+    if not loads or deferred.assume_apart(cg, op, loads):
+        versioned(w, mask, lambda: lanes(offs, value, mask), gather=not _affine(offs, shape))
+        return
+    lanes(*[cg.materialise(x) if isinstance(x, Lazy) and deferred.store_reads(cg, [v]) else x
+            for x, v in zip((offs, value, mask), (op.operand(n) for n in names))])
 
 
 def _block(cg, op):

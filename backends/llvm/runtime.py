@@ -172,6 +172,13 @@ def _check_array_layout() -> None:
 _print_lock = threading.Lock()
 
 
+_rebuild_lock = threading.Lock()
+
+
+class _Aliased(Exception):
+    """The entry found arrays that its build assumed apart overlapping (nothing ran)."""
+
+
 def _print_line(line: str) -> None:
     """One ``device_print`` line, whole: programs on several threads print side by side,
     and ``print`` writes the text and its newline separately."""
@@ -270,6 +277,12 @@ class Launcher:
         self._printer_address = ctypes.cast(self._printer, ctypes.c_void_p).value \
             if self._printer is not None else 0
         self.has_atomics = src.has_atomics
+        self._options = dict(options)
+        # ``rebuild(options)``: a Launcher of the same IR built with other options (set
+        # by whoever holds the IR: LlvmBackend.compile, jit/compiled.py); ``_safe`` the
+        # alias-safe build, once made
+        self.rebuild = None
+        self._safe = None
         self._choice = ThreadChoice.for_options(
             options, not src.has_atomics,
             team.PARALLEL_AFTER_S if team.available() else None)
@@ -298,6 +311,21 @@ class Launcher:
             b = self._local.b = _Buffers(self._n, self.artifact.source.scratch_bytes,
                                          self._printer_address)
         return b
+
+    def _alias_safe(self):
+        """The kernel built for overlapping arrays (option ``alias_safe``,
+        backends/llvm/deferred.py), made on the first launch that needs it; the entry
+        found the overlap before any program ran."""
+        safe = self._safe
+        if safe is None:
+            if self.rebuild is None:
+                raise errors.LaunchError(
+                    f"kernel '{self.name}' was given arrays that overlap in memory, and "
+                    "this build of it cannot rebuild itself for them; pass copies")
+            with _rebuild_lock:          # not _lock: a Launcher's making takes that
+                safe = self._safe = self._safe or self.rebuild(
+                    {**self._options, "alias_safe": True})
+        return safe
 
     def __call__(self, grid, args) -> None:
         if type(grid) is not tuple or len(grid) != 3:
@@ -340,9 +368,15 @@ class Launcher:
             if b.grid != grid:                           # warm launch's path (~0.1 us)
                 b.set_grid(g0, g1, g2)
             if self._entry(b.ctx_address):
-                raise self._error(b.err)
+                err = self._error(b.err)
+                if type(err) is _Aliased:
+                    return self._alias_safe()(grid, args)
+                raise err
             return
-        self._choice.launch(lambda threaded: self._run(b, grid, total, threaded))
+        try:
+            self._choice.launch(lambda threaded: self._run(b, grid, total, threaded))
+        except _Aliased:
+            self._alias_safe()(grid, args)
 
     def _run(self, b: _Buffers, grid, total: int, threaded: bool) -> bool | None:
         """All programs, serially with the caller's buffers ``b`` or on threads (each
@@ -422,6 +456,8 @@ class Launcher:
 
     def _error(self, err) -> Exception:
         cls, template = self.artifact.source.sites[int(err[0])]
+        if cls == "Aliased":
+            return _Aliased()
         pid = tuple(int(x) for x in err[1:4])
         values = [int(x) for x in err[4:]]
         if cls == "OutOfBoundsError":
