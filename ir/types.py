@@ -262,6 +262,13 @@ class TensorType:
     def nbytes(self) -> int:
         return self.numel * self.dtype.itemsize
 
+    @property
+    def element_ty(self) -> DType:
+        """The element dtype, under Triton's name (``x.type.element_ty``)."""
+        return self.dtype
+
+    scalar = element_ty         # Triton's other name for it (``x.type.scalar``)
+
     def with_dtype(self, dtype: DType) -> "TensorType":
         return TensorType(self.shape, dtype)
 

@@ -417,6 +417,8 @@ class pointer:
     def dtype(self) -> pointer_type:
         return pointer_type(self.element_ty)
 
+    type = dtype        # Triton's ``ptr.type.element_ty`` (its tutorials' spelling)
+
     @property
     def shape(self) -> tuple:
         return () if self.offset is None else self.offset.shape
@@ -494,6 +496,14 @@ class block_ptr:
     @property
     def element_ty(self) -> T.DType:
         return self.base.type.dtype
+
+    @property
+    def dtype(self) -> pointer_type:
+        """``blk.dtype.element_ty`` (and Triton's ``blk.type.element_ty``): the element
+        dtype."""
+        return pointer_type(self.element_ty)
+
+    type = dtype
 
     def __repr__(self) -> str:
         return f"nl.block_ptr<{self.element_ty}, block={list(self.block_shape)}>"

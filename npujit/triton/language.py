@@ -26,6 +26,33 @@ def _fdiv(x, y, ieee_rounding=False):
     return _nl.semantic.to_tensor(x) / y
 
 
+def _const(v):
+    return v.value if isinstance(v, _nl.constexpr) else v
+
+
+@_nl.core.builtin
+def sort(x, dim=None, descending=False):
+    """Triton's ``tl.sort(x, dim=None, descending=False)``: ``nl.sort`` with ``dim`` for
+    its ``axis`` (None: the last)."""
+    dim = _const(dim)
+    return _nl.sort(x, axis=-1 if dim is None else dim, descending=bool(_const(descending)))
+
+
+@_nl.core.builtin
+def topk(x, k, dim=None, descending=True):
+    """Triton's ``tl.topk(x, k, dim=None, descending=True)``: the ``k`` largest values along
+    ``dim`` (the smallest with ``descending=False``), sorted, the values alone
+    (``nl.topk`` returns their indices too)."""
+    dim = _const(dim)
+    axis = -1 if dim is None else dim
+    x = _nl.semantic.to_tensor(x)
+    if bool(_const(descending)):
+        return _nl.topk(x, k, axis=axis)[0]
+    if x.dtype.is_float:                        # the largest of -x, negated back: exact
+        return -(_nl.topk(-x, k, axis=axis)[0])
+    return ~(_nl.topk(~x, k, axis=axis)[0])     # ~ reverses the order of every int type
+
+
 # tl.math.X: the elementwise math functions under Triton's second spelling; the *_rn
 # variants are the plain ones, whose f32 results are already correctly rounded
 math = _types.SimpleNamespace(
@@ -34,7 +61,7 @@ math = _types.SimpleNamespace(
                                     "minimum", "tanh", "umulhi")},
     div_rn=_nl.core.builtin(_div_rn), fdiv=_nl.core.builtin(_fdiv), sqrt_rn=_nl.sqrt)
 
-__all__ = list(_nl_all) + ["math"]
+__all__ = list(_nl_all) + ["math"]     # sort and topk are in it: these ones replace them
 
 
 def __getattr__(name):

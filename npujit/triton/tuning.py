@@ -11,7 +11,8 @@ names.
   ``prune_configs_by={"early_config_prune": f}`` is npujit's ``prune=``; ``perf_model`` /
   ``top_k`` are accepted and ignored (the simulator is the model).
 * ``heuristics(values)``: ``{name: f(named_args)}`` meta-parameters computed at each launch
-  from the other arguments, as in Triton.
+  from the other arguments, as in Triton; under ``@triton.autotune`` too, where they also
+  see each config's meta-parameters (``TunedHeuristics``).
 
 Example::
 
@@ -50,9 +51,17 @@ def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_va
         if early is not None:
             prune = lambda cfgs, named_args: early(cfgs, named_args)   # noqa: E731
     extra = {k: v for k, v in (("warmup", warmup), ("rep", rep)) if v is not None}
-    return _autotune(configs, key=list(key), prune=prune,
-                     reset_to_zero=list(reset_to_zero or ()),
-                     restore_value=list(restore_value or ()), **extra)
+
+    def tuner(cfgs):
+        return _autotune(cfgs, key=list(key), prune=prune,
+                         reset_to_zero=list(reset_to_zero or ()),
+                         restore_value=list(restore_value or ()), **extra)
+
+    def wrap(kernel):
+        if isinstance(kernel, Heuristics) and isinstance(kernel.kernel, NPUKernel):
+            return TunedHeuristics(tuner, kernel, configs)
+        return tuner(configs)(kernel)
+    return wrap
 
 
 def heuristics(values: dict):
@@ -63,7 +72,7 @@ def heuristics(values: dict):
                         "the named arguments}")
 
     def wrap(kernel):
-        if not isinstance(kernel, (NPUKernel, Autotuner, Heuristics)):
+        if not isinstance(kernel, (NPUKernel, Autotuner, Heuristics, TunedHeuristics)):
             raise TypeError("@triton.heuristics decorates a @triton.jit kernel (or an "
                             f"autotuned one), got {type(kernel).__name__}")
         return Heuristics(kernel, values)
@@ -103,6 +112,61 @@ class Heuristics:
         named = self._named(args, kwargs)
         extra = {n: named[n] for n in self.values if n not in kwargs}
         return self.kernel.simulate(*args, grid=grid, **kwargs, **extra)
+
+
+class TunedHeuristics:
+    """``@triton.autotune`` above ``@triton.heuristics``, in Triton's order: each config
+    is swept with the heuristics' values computed from it and the launch's arguments, and
+    every launch runs the best config for its key with the heuristics computed again from
+    its own arguments (a ``key`` that leaves out an argument a heuristic reads does not
+    keep a value computed for another launch)."""
+
+    def __init__(self, tuner, heuristics: Heuristics, configs):
+        self.heuristics = heuristics
+        self.configs = list(configs)
+        self.tuner = tuner(lambda named: [self._derived(c, named) for c in self.configs])(
+            heuristics.kernel)
+        self.__name__ = heuristics.__name__
+        self.__doc__ = heuristics.__doc__
+
+    def _derived(self, cfg, named: dict):
+        """``cfg`` with the heuristics' values for ``named`` (the launch's arguments)."""
+        given = {**named, **cfg.kwargs}
+        values = self.heuristics._named((), given)
+        return _Config({**cfg.kwargs, **{n: values[n] for n in self.heuristics.values
+                                         if n not in given}},
+                       num_stages=cfg.num_stages, num_warps=cfg.num_warps)
+
+    def _launch(self, grid, args, kwargs):
+        """``(kernel, meta-parameters)`` of a launch: the best config's, plus the
+        heuristics' values for these arguments."""
+        best = self.tuner.tune(*args, grid=grid, **kwargs)
+        cfg = next(c for c in self.configs if c.num_stages == best.num_stages and all(
+            k in best.kwargs and best.kwargs[k] == v for k, v in c.kwargs.items()))
+        named = self.heuristics._named(args, {**kwargs, **cfg.kwargs})
+        meta = {**cfg.kwargs, **{n: named[n] for n in self.heuristics.values
+                                 if n not in kwargs and n not in cfg.kwargs}}
+        kernel = self.heuristics.kernel
+        return (kernel.with_options(**cfg.options()) if cfg.options() else kernel), meta
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            kernel, meta = self._launch(grid, args, kwargs)
+            return kernel[grid](*args, **kwargs, **meta)
+        return launch
+
+    def __call__(self, *args, **kwargs):
+        return self.heuristics.kernel(*args, **kwargs)
+
+    def simulate(self, *args, grid, **kwargs):
+        """``kernel.simulate`` with the best config and the heuristics' values."""
+        kernel, meta = self._launch(grid, args, kwargs)
+        return kernel.simulate(*args, grid=grid, **kwargs, **meta)
+
+    def __getattr__(self, name):
+        if name == "tuner":
+            raise AttributeError(name)
+        return getattr(self.tuner, name)       # best_config, tuning_table(), ...
 
 
 def _params(kernel) -> list:

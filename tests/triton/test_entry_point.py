@@ -95,6 +95,33 @@ def test_triton_autotune_picks_by_simulated_cycles(monkeypatch, tmp_path):
     assert tuned.best_config.text == min(ran, key=ran.get)     # the fewest simulated cycles
 
 
+
+def test_autotune_above_heuristics_computes_them_per_config_and_per_launch(monkeypatch,
+                                                                          tmp_path):
+    """Triton's usual stack, ``@autotune`` / ``@heuristics`` / ``@jit``: the heuristic
+    reads the config's BLOCK, and is computed again at every launch (``key`` leaves out
+    ``n``, so the second launch reuses the tuned config but not the first one's EVEN)."""
+    monkeypatch.setenv("NPUJIT_AUTOTUNE_WORKERS", "0")
+    monkeypatch.setenv("NPUJIT_CACHE_DIR", str(tmp_path))
+    seen = []
+
+    def even(args):
+        seen.append((args["n"], args["BLOCK"]))
+        return args["n"] % args["BLOCK"] == 0
+
+    heur = triton.heuristics({"EVEN": even})(_copy_even.kernel.with_options(backend="reference"))
+    tuned = triton.autotune([triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})],
+                            key=[])(heur)
+    for n, add in ((64, 1.0), (30, 2.0)):
+        x = np.arange(n, dtype=np.float32)
+        out = np.zeros(n, np.float32)
+        tuned[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, out, n)
+        np.testing.assert_array_equal(out, x + add)
+    assert {(64, 16), (64, 32)} <= set(seen)             # the sweep: once per config
+    assert seen[-1] == (30, tuned.best_config.kwargs["BLOCK"])   # the second launch's own
+    assert tuned.simulate(np.zeros(30, np.float32), np.zeros(30, np.float32), 30,
+                          grid=(2,)).cycles > 0
+
 def test_do_bench_measures_cpu_milliseconds():
     calls = []
     ms = triton.testing.do_bench(lambda: calls.append(1), warmup=1, rep=3)

@@ -248,3 +248,29 @@ def test_gather_says_what_shape_the_index_must_have():
                                                       r"on every axis but 0"):
         _gather_rows.with_options(backend="reference")[(1,)](
             np.zeros((2, 16), np.float32), np.zeros((2, 8), np.int32), np.zeros((2, 8), np.float32))
+
+
+@triton.jit
+def _sorted_and_top(x_ptr, i_ptr, out_ptr, iout_ptr, N: tl.constexpr, K: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    i = tl.load(i_ptr + tl.arange(0, N))
+    tl.store(out_ptr + tl.arange(0, N), tl.sort(x, dim=0, descending=True))
+    tl.store(out_ptr + N + tl.arange(0, K), tl.topk(x, K))                  # values only
+    tl.store(out_ptr + N + K + tl.arange(0, K), tl.topk(x, K, dim=0, descending=False))
+    tl.store(iout_ptr + tl.arange(0, K), tl.topk(i, K, descending=False))
+    tl.store(iout_ptr + K + tl.arange(0, N), tl.sort(i))
+
+
+def test_sort_and_topk_take_triton_arguments_and_topk_returns_the_values(backend):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(32).astype(np.float32)
+    i = rng.integers(-2**31, 2**31 - 1, 32).astype(np.int32)
+    i[:2] = [-2**31, 2**31 - 1]                      # the extremes ~ maps onto each other
+    out = np.zeros(32 + 16, np.float32)
+    iout = np.zeros(8 + 32, np.int32)
+    _sorted_and_top.with_options(backend=backend)[(1,)](x, i, out, iout, N=32, K=8)
+    np.testing.assert_array_equal(out[:32], np.sort(x)[::-1])
+    np.testing.assert_array_equal(out[32:40], np.sort(x)[::-1][:8])
+    np.testing.assert_array_equal(out[40:], np.sort(x)[:8])
+    np.testing.assert_array_equal(iout[:8], np.sort(i)[:8])
+    np.testing.assert_array_equal(iout[8:], np.sort(i))
