@@ -60,6 +60,23 @@ def test_dtype_introspection():
     assert tl.int64.is_int_signed() and not tl.int64.is_int_unsigned()
 
 
+
+@triton.jit
+def _element_types(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    blk = tl.make_block_ptr(out_ptr, (N,), (1,), (0,), (N,), (0,))
+    acc = tl.zeros((N,), dtype=x.type.element_ty) + x.type.scalar.primitive_bitwidth
+    tl.store(out_ptr + tl.arange(0, N), acc.to(out_ptr.type.element_ty) + x)
+    tl.static_assert(blk.type.element_ty == out_ptr.dtype.element_ty)
+
+
+def test_element_types_under_their_triton_spellings(backend):
+    """Triton's flash-attention tutorial stores ``acc.to(Out.type.element_ty)``."""
+    x = np.arange(8, dtype=np.float16)
+    out = np.zeros(8, np.float32)
+    _element_types.with_options(backend=backend)[(1,)](x, out, N=8)
+    np.testing.assert_array_equal(out, x.astype(np.float32) + 16)
+
 @triton.jit
 def _numpy_exp(x_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N))
