@@ -23,6 +23,8 @@ from .memory import advance, load, make_block_ptr, store
 from .descriptor import (load_tensor_descriptor, make_tensor_descriptor, store_tensor_descriptor,
                          tensor_descriptor)
 from .combine import associative_scan, cumprod, map_elementwise, reduce, reduce_or, xor_sum
+from .random import (pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn,
+                     randn4x, uint_to_uniform_float)
 from .reduction import (argmax, argmin, cumsum, gather, histogram, max, min, prod, softmax, sort,
                         sum, topk)
 from .shape import (broadcast, broadcast_to, cat, expand_dims, interleave, join, permute, ravel,
@@ -45,6 +47,9 @@ __all__ = [
     "abs", "cast", "ceil", "clamp", "cos", "erf", "exp", "exp2", "floor", "fma", "gelu", "log",
     "log2", "maximum", "minimum", "PropagateNan", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "umulhi",
     "where",
+    # random numbers (Philox, as Triton's)
+    "rand", "rand4x", "randint", "randint4x", "randn", "randn4x", "philox",
+    "uint_to_uniform_float", "pair_uniform_to_normal",
     # reductions and selection
     "sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "sort", "topk", "softmax",
     "histogram", "gather", "reduce", "associative_scan", "cumprod", "map_elementwise",
