@@ -37,7 +37,7 @@ TritonError = NPUJitError
 IGNORED_LAUNCH_OPTIONS = frozenset({"num_warps", "num_ctas", "num_stages", "maxnreg"})
 # Decorator options of triton.jit that only steer Triton's GPU compiler
 _IGNORED_JIT_OPTIONS = frozenset({"do_not_specialize", "do_not_specialize_on_alignment",
-                                  "noinline", "launch_metadata", "debug"})
+                                  "noinline", "launch_metadata"})
 
 
 class JITFunction(NPUKernel):
@@ -101,9 +101,11 @@ class JITFunction(NPUKernel):
 def jit(fn=None, **options):
     """Triton's decorator: a kernel (``k[grid](...)``) that is also a device function.
 
-    Triton's GPU-only options (``do_not_specialize``, ``noinline``, ``debug``...) are
-    accepted and ignored; ``repr=fn`` names the compiled kernels (``fn`` gets a
-    ``Specialization``); npujit's own (``backend=``, ``spec=``...) pass through.
+    Triton's GPU-only options (``do_not_specialize``, ``noinline``...) are accepted and
+    ignored; ``debug=True`` is npujit's debug mode (``device_assert`` runs, as Triton's
+    ``debug=True`` makes it; every lane's offset is checked too), ``debug=False`` or None
+    leaves the default (``NPUJIT_DEBUG``); ``repr=fn`` names the compiled kernels (``fn``
+    gets a ``Specialization``); npujit's own (``backend=``, ``spec=``...) pass through.
 
     Example::
 
@@ -112,6 +114,8 @@ def jit(fn=None, **options):
             return x * 2
     """
     ours = {k: v for k, v in options.items() if k not in _IGNORED_JIT_OPTIONS}
+    if not ours.get("debug"):
+        ours.pop("debug", None)
     if fn is None:
         return lambda f: JITFunction(f, **ours)
     return JITFunction(fn, **ours)

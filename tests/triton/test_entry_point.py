@@ -128,3 +128,18 @@ def test_do_bench_measures_cpu_milliseconds():
     assert ms >= 0 and len(calls) >= 3
     lo, mid = triton.testing.do_bench(lambda: None, warmup=0, rep=1, quantiles=[0.0, 0.5])
     assert 0 <= lo <= mid
+
+
+def _positive(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.device_assert(tl.load(x_ptr + offs, mask=offs < n, other=0) >= 0, "negative input")
+
+
+def test_jit_debug_true_runs_device_assert_as_triton_does(backend, monkeypatch):
+    monkeypatch.delenv("NPUJIT_DEBUG", raising=False)
+    x = np.array([1, 2, -3, 4], np.int32)
+    triton.jit(_positive).with_options(backend=backend)[(1,)](x, 4, BLOCK=4)   # not checked
+    checked = triton.jit(debug=True)(_positive).with_options(backend=backend)
+    with pytest.raises(triton.TritonError, match=r"lane \(2,\): negative input"):
+        checked[(1,)](x, 4, BLOCK=4)
+    checked[(1,)](np.abs(x), 4, BLOCK=4)
