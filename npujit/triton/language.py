@@ -14,6 +14,8 @@ from npujit.language import *  # noqa: F401,F403 - the whole language, re-export
 from npujit.language import __all__ as _nl_all
 from npujit import language as _nl
 
+from .libdevice import extra  # noqa: F401 - tl.extra.libdevice, tl.extra.cuda.libdevice
+
 
 
 def _div_rn(x, y):
@@ -61,7 +63,7 @@ math = _types.SimpleNamespace(
                                     "minimum", "tanh", "umulhi")},
     div_rn=_nl.core.builtin(_div_rn), fdiv=_nl.core.builtin(_fdiv), sqrt_rn=_nl.sqrt)
 
-__all__ = list(_nl_all) + ["math"]     # sort and topk are in it: these ones replace them
+__all__ = list(_nl_all) + ["math", "extra"]     # sort and topk are in it: these ones replace them
 
 
 def __getattr__(name):
