@@ -143,3 +143,25 @@ def test_jit_debug_true_runs_device_assert_as_triton_does(backend, monkeypatch):
     with pytest.raises(triton.TritonError, match=r"lane \(2,\): negative input"):
         checked[(1,)](x, 4, BLOCK=4)
     checked[(1,)](np.abs(x), 4, BLOCK=4)
+
+
+def test_perf_report_sweeps_prints_and_saves_the_table(tmp_path, capsys):
+    @triton.testing.perf_report([
+        triton.testing.Benchmark(x_names=["n"], x_vals=[2, 3], line_arg="impl",
+                                 line_vals=["a", "b"], line_names=["A", "B"],
+                                 plot_name="plain", args={"scale": 10}),
+        triton.testing.Benchmark(x_names=["n", "m"], x_vals=[4], line_arg="impl",
+                                 line_vals=["a"], line_names=["A"], plot_name="ranged",
+                                 args={"scale": 1})])
+    def bench(n, impl, scale, m=None):
+        value = n * scale + (impl == "b")
+        return value if m is None else (value, value - 1, value + 1)
+
+    tables = bench.run(print_data=True, save_path=str(tmp_path), return_df=True)
+    out = capsys.readouterr().out
+    assert "plain:" in out and "ranged:" in out
+    plain, ranged = [t if isinstance(t, tuple) else (list(t.columns), t.values.tolist())
+                     for t in tables]
+    assert plain == (["n", "A", "B"], [[2, 20, 21], [3, 30, 31]])
+    assert ranged == (["n", "m", "A", "A-min", "A-max"], [[4, 4, 4, 3, 5]])
+    assert (tmp_path / "plain.csv").read_text().splitlines() == ["n,A,B", "2,20,21", "3,30,31"]
