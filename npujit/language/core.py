@@ -355,14 +355,21 @@ class tensor:
 
     def to(self, dtype: T.DType, fp_downcast_rounding=None, bitcast: bool = False) -> "tensor":
         """Cast to ``dtype`` (round to nearest even for floats, truncation float->int);
-        with ``bitcast=True`` the same bits read as ``dtype`` (of the same bit width)."""
+        with ``bitcast=True`` the same bits read as ``dtype`` (of the same bit width);
+        ``fp_downcast_rounding="rtz"`` rounds an f32/f64 -> f16/bf16 cast toward zero."""
         if isinstance(dtype, constexpr):
             dtype = dtype.value
         if not isinstance(dtype, T.DType):
             raise _sem().error(f".to() needs an nl dtype such as nl.float16, got {dtype!r}")
-        if fp_downcast_rounding not in (None, "rtne"):
+        if isinstance(fp_downcast_rounding, constexpr):
+            fp_downcast_rounding = fp_downcast_rounding.value
+        if fp_downcast_rounding not in (None, "rtne", "rtz"):
             raise _sem().error(f".to(): fp_downcast_rounding={fp_downcast_rounding!r} is not "
-                               "supported; float casts round to nearest even (None or 'rtne')")
+                               "supported; float casts round to nearest even (None or 'rtne') "
+                               "or toward zero ('rtz')")
+        if fp_downcast_rounding == "rtz" and not bitcast and dtype != self.dtype:
+            from .math import toward_zero
+            return toward_zero(self, dtype)
         return _sem().bitcast(self, dtype) if bitcast else _sem().cast(self, dtype)
 
     def cast(self, dtype: T.DType, fp_downcast_rounding=None, bitcast: bool = False) -> "tensor":

@@ -142,16 +142,28 @@ def where(cond, a, b) -> tensor:
 @builtin
 def cast(x, dtype, bitcast: bool = False, fp_downcast_rounding=None) -> tensor:
     """``x.to(dtype)``; ``bitcast=True`` reads the same bits as ``dtype`` (one bit width).
-    ``fp_downcast_rounding`` may be None or "rtne" (every float cast rounds to nearest even).
+    ``fp_downcast_rounding``: None or "rtne" (round to nearest even, every float cast's
+    default), or "rtz" (toward zero) for an f32 or f64 tile cast to f16 or bf16, as Triton.
 
     Example::
 
-        h = nl.cast(acc, nl.float16)
+        h = nl.cast(acc, nl.float16, fp_downcast_rounding="rtz")
     """
-    if fp_downcast_rounding not in (None, "rtne"):
-        raise sem.error(f"cast: fp_downcast_rounding={fp_downcast_rounding!r} is not supported; "
-                        "float casts round to nearest even (None or 'rtne')")
-    return sem.to_tensor(x).to(dtype, bitcast=bitcast)
+    return sem.to_tensor(x).to(dtype, fp_downcast_rounding, bitcast)
+
+
+def toward_zero(x: tensor, dtype: T.DType) -> tensor:
+    """``x`` (f32 or f64) cast to f16 or bf16 rounding toward zero: the nearest-even result,
+    one step nearer zero where it landed farther from zero than ``x`` (its bits as an
+    int16 less one: a finite magnitude's next below, an overflow's infinity the largest
+    finite value).  NaN stays NaN."""
+    if not (x.dtype in (T.float32, T.float64) and dtype in (T.float16, T.bfloat16)):
+        raise sem.error(f"fp_downcast_rounding='rtz' casts an f32 or f64 tile to float16 or "
+                        f"bfloat16 (as Triton's), not {x.dtype} to {dtype}")
+    r = sem.cast(x, dtype)
+    far = abs(sem.cast(r, x.dtype)) > abs(x)
+    stepped = sem.bitcast(sem.bitcast(r, T.int16) - 1, dtype)
+    return where(far, stepped, r)
 
 
 @builtin

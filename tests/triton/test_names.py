@@ -291,3 +291,31 @@ def test_sort_and_topk_take_triton_arguments_and_topk_returns_the_values(backend
     np.testing.assert_array_equal(out[40:], np.sort(x)[:8])
     np.testing.assert_array_equal(iout[:8], np.sort(i)[:8])
     np.testing.assert_array_equal(iout[8:], np.sort(i))
+
+
+@triton.jit
+def _toward_zero(x_ptr, h_ptr, b_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(h_ptr + tl.arange(0, N), x.to(tl.float16, fp_downcast_rounding="rtz"))
+    tl.store(b_ptr + tl.arange(0, N), tl.cast(x, tl.bfloat16, fp_downcast_rounding="rtz"))
+
+
+def test_fp_downcast_rounding_rtz_rounds_toward_zero(backend):
+    import ml_dtypes
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.standard_normal(36) * 10, [
+        1e5, -1e5, 65519, 65520, 1e-8, -1e-8, 0.0, -0.0, np.inf, -np.inf, 3.0e38, 1.0000001,
+        -1.0000001, 6e-8, 2049.0, 2051.0, -2051.0, 1e-40, 2.5, -1e-45, 0.1, -0.1, 7.0, 1.5e-5,
+        np.nan, 1.0, 1024.7, -33.3]]).astype(np.float32)
+    h = np.zeros(64, np.float16)
+    b = np.zeros(64, ml_dtypes.bfloat16)
+    _toward_zero.with_options(backend=backend)[(1,)](x, h, b, N=64)
+    with np.errstate(over="ignore"):
+        near = x.astype(np.float16)                    # nearest even, then one step in
+    want_h = np.where(np.abs(near.astype(np.float64)) > np.abs(x.astype(np.float64)),
+                      np.nextafter(near, np.float16(0)), near)
+    want_b = (x.view(np.uint32) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16)  # truncated
+    num = ~np.isnan(x)
+    np.testing.assert_array_equal(h.view(np.uint16)[num], want_h.view(np.uint16)[num])
+    np.testing.assert_array_equal(b.view(np.uint16)[num], want_b.view(np.uint16)[num])
+    assert np.isnan(h[~num]).all() and np.isnan(b[~num].astype(np.float32)).all()
