@@ -278,7 +278,8 @@ def load(cg, op) -> None:
                 w.store(ct, gm_element(w, arg, off), slot)
             return w.load(ct, slot)
         cg.bind(op.result, Lazy(tuple(t.shape), t.dtype, gen,
-                                all(x.contiguous or x.uniform for x in inputs)))
+                                all(x.contiguous or x.uniform for x in inputs),
+                                cost=1 + sum(x.cost for x in inputs if isinstance(x, Lazy))))
         return
     out = cg.new_tile(t.shape, t.dtype)
     tiles = inputs + [out]

@@ -96,21 +96,51 @@ CHEAP = frozenset({Kind.ADD, Kind.SUB, Kind.MUL, Kind.CMP, Kind.AND, Kind.OR, Ki
                    Kind.MAXIMUM, Kind.MINIMUM, Kind.NEG, Kind.ABS})
 
 
-def _lazy_ok(op, ops) -> bool:
+# A lazy value's element is recomputed by each of its readers, and a reader that reads
+# two lazy values built on the same ones computes those twice.  So a value stays lazy
+# only while one element's work, its lazy inputs' included (``_cost``, which counts
+# shared work once per path to it, as the generated code does), is under these many
+# ops: ``RECOMPUTE_LIMIT`` for one read more than once, ``LAZY_LIMIT`` for one read once.
+# Without them an unrolled binary search (``lo`` and ``hi`` each built from the last
+# step's two) doubled its code every step: 6 steps took 10 s to compile, 8 never ended.
+# The bundled kernels' largest lazy values cost 3-42 ops (the layernorm's 42).
+RECOMPUTE_LIMIT = 24
+LAZY_LIMIT = 128
+
+
+def _lazy_ok(cg, op, ops, inputs) -> bool:
     """May ``op``'s results (computed by ``ops`` per element) stay lazy?  When every
     reader can read them in place, and the work is cheap or done once: each result read
-    once, in the block that computes it (not every iteration of a loop inside it)."""
-    return all(_result_lazy_ok(op, r, ops) for r in op.results)
+    once, in the block that computes it (not every iteration of a loop inside it); and
+    the work stays under ``LAZY_LIMIT`` / ``RECOMPUTE_LIMIT``."""
+    return all(_result_lazy_ok(cg, op, r, ops, inputs) for r in op.results)
 
 
-def _result_lazy_ok(op, r, ops) -> bool:
+def _result_lazy_ok(cg, op, r, ops, inputs) -> bool:
     """``_lazy_ok`` for the one result ``r`` of ``op``, computed by ``ops``."""
-    cheap = len(ops) <= 8 and all(o.kind in CHEAP for o in ops)
     uses = r.uses
     if not uses or any(u.kind not in LAZY_READERS for u, _ in uses):
         return False
-    return cheap or (len(uses) == 1 and uses[0][0].parent is op.parent
-                     and not _read_broadcast(r))
+    if len(uses) == 1 and uses[0][0].parent is op.parent and not _read_broadcast(r):
+        return _cost(cg, ops, inputs) <= LAZY_LIMIT
+    return (len(ops) <= 8 and all(o.kind in CHEAP for o in ops)
+            and _cost(cg, ops, inputs) <= RECOMPUTE_LIMIT)
+
+
+def _cost(cg, ops, inputs: dict) -> int:
+    """Ops one element of ``ops``' results takes to compute: theirs, and those of the
+    lazy values they read (``Lazy.cost``; a tile or a scalar costs nothing more)."""
+    inner = {id(x) for o in ops for x in o.results}
+    total, seen = len(ops), set()
+    for o in ops:
+        for v in o.operands:
+            if id(v) in inner or id(v) in seen:
+                continue
+            seen.add(id(v))
+            got = inputs[id(v)] if id(v) in inputs else cg.env.get(id(v))
+            if isinstance(got, Lazy):
+                total += got.cost
+    return total
 
 
 def _needed(ops, values) -> list:
@@ -157,7 +187,7 @@ def _lazy(cg, shape, ops, inputs: dict, value, dtype) -> Lazy:
             known, factors = _all_on(cg, shape, ops, inputs, value, form_of)
     return Lazy(tuple(shape), dtype,
                 lambda w, index: evaluate(cg, shape, ops, inputs, index, [value], known)[0],
-                flat, form, known.get(id(value)), factors, step)
+                flat, form, known.get(id(value)), factors, step, _cost(cg, ops, inputs))
 
 
 # an integer compare of exact (i64) forms whose every lane holds: the difference's
@@ -360,7 +390,7 @@ def elementwise_op(cg, op) -> None:
         cg.bind(op.result, Scalar(cg.scalar_op(op, [cg.val(v).ref for v in op.operands]),
                                   t.dtype))
         return
-    if id(op.result) not in cg.out_hint and _lazy_ok(op, [op]):
+    if id(op.result) not in cg.out_hint and _lazy_ok(cg, op, [op], {}):
         cg.bind(op.result, _lazy(cg, t.shape, [op], {}, op.result, t.dtype))
         return
     out = cg.result_tile(op.result)
@@ -375,7 +405,7 @@ def fused(cg, op) -> None:
     *ops, term = body.ops
     inputs = {id(a): cg.lazy(v) for a, v in zip(body.args, op.operands)}
     shape = op.results[0].type.shape
-    if not any(id(r) in cg.out_hint for r in op.results) and _lazy_ok(op, ops):
+    if not any(id(r) in cg.out_hint for r in op.results) and _lazy_ok(cg, op, ops, inputs):
         for r, v in zip(op.results, term.operands):
             cg.bind(r, _lazy(cg, shape, ops, inputs, v, r.type.dtype))
         return
@@ -385,7 +415,7 @@ def fused(cg, op) -> None:
     lazy, stored = [], []
     for r, v in zip(op.results, term.operands):
         alone = _needed(ops, [v])
-        ok = id(r) not in cg.out_hint and _result_lazy_ok(op, r, alone)
+        ok = id(r) not in cg.out_hint and _result_lazy_ok(cg, op, r, alone, inputs)
         (lazy if ok else stored).append((r, v, alone))
     outs = [(v, cg.result_tile(r)) for r, v, _ in stored]
     if outs:

@@ -110,6 +110,9 @@ class Lazy:
     # an integer or bool tile whose every row (last axis) is an arithmetic progression:
     # the step (an i64 operand; "0" for a tile constant along its rows), else None
     step: str | None = None
+    # ops one element's ``gen`` writes, its lazy inputs' included (lower_tile._cost):
+    # what each extra reader of the value costs again
+    cost: int = 1
 
     @property
     def contiguous(self) -> bool:    # for ``nest``: a flat loop may run it
@@ -136,7 +139,7 @@ class Lazy:
                     tuple(Factor(f.on, (False,) * lead + tuple(
                         v and n != 1 for v, n in zip(f.varies, self.shape)))
                           for f in self.factors),
-                    "0" if self.shape[-1:] in ((), (1,)) else self.step)
+                    "0" if self.shape[-1:] in ((), (1,)) else self.step, self.cost)
 
     def reshaped(self, shape, w: Writer) -> "Lazy":
         """The same elements in another row-major shape (needs ``flat``)."""
@@ -154,7 +157,7 @@ class Lazy:
                     affine.reshape(w, self.affine, self.shape, tuple(shape)), self.all_on,
                     tuple(Factor(f.on, tuple(n != 1 for n in shape)) for f in self.factors),
                     "0" if shape[-1:] in ((), (1,)) else
-                    self.step if shape[-1:] == self.shape[-1:] else None)
+                    self.step if shape[-1:] == self.shape[-1:] else None, self.cost)
 
     def permuted(self, perm) -> "Lazy":
         inverse = [perm.index(k) for k in range(len(perm))]
@@ -165,7 +168,7 @@ class Lazy:
                     affine.permute(self.affine, perm), self.all_on,
                     tuple(Factor(f.on, tuple(f.varies[p] for p in perm))
                           for f in self.factors),
-                    self.step if perm[-1] == len(perm) - 1 else None)
+                    self.step if perm[-1] == len(perm) - 1 else None, self.cost)
 
 
 class Index:
