@@ -48,8 +48,10 @@ def own_branch_buffers(fn: Function) -> bool:
             if scope is Scope.L0C:
                 raise CompilationError(
                     "an if on a run-time condition cannot yield a Cube accumulator (an "
-                    "nl.dot result in L0C) yet: compute the dot outside the if and choose "
-                    "between values with nl.where", op.loc, fn.name)
+                    "nl.dot result in L0C, or a value computed from one only in a branch) "
+                    "yet: compute the dot and what follows from it outside the if, and pick "
+                    "the result with nl.where(cond, a, b) instead of assigning it in a "
+                    "branch", op.loc, fn.name)
             for region in op.regions:
                 if _needs_copy(region, i, scope):
                     v = region.terminator.operands[i]

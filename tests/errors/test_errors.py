@@ -144,6 +144,25 @@ def test_dot_accumulator_dtype():
     assert "accumulator must be nl.float32" in msg and "acc = nl.dot" in msg
 
 
+
+def test_a_dot_result_chosen_in_a_branch_says_to_pick_it_with_where():
+    @npu_kernel
+    def k(x_ptr, out_ptr, mode):
+        r = nl.arange(0, 16)
+        a = nl.load(x_ptr + r[:, None] * 16 + r[None, :])
+        d = nl.dot(a, a)
+        if mode == 0:
+            c = d
+        else:
+            c = d * 0.0
+        nl.store(out_ptr + r[:, None] * 16 + r[None, :], c)
+    a = np.eye(16, dtype=np.float32).ravel()
+    msg = _compile_error(k, a, np.zeros(256, np.float32), 0)
+    assert "if mode == 0:" in msg and "nl.where(cond, a, b) instead of assigning" in msg
+    out = np.zeros(256, np.float32)
+    _pick_with_where.with_options(backend="reference")[(1,)](a, out, 0)
+    np.testing.assert_array_equal(out, a)
+
 def test_topk_k_too_large():
     @npu_kernel
     def k(x_ptr):
@@ -413,3 +432,11 @@ def test_a_store_wider_than_its_pointer_tile_is_refused():
     assert "the mask's shape [2, 8] is wider" in _compile_error(wide_mask, X)
     assert "the value's shape [4] is wider than the pointer tile's []" in \
         _compile_error(tile_into_scalar, X)
+
+
+@npu_kernel
+def _pick_with_where(x_ptr, out_ptr, mode):
+    r = nl.arange(0, 16)
+    a = nl.load(x_ptr + r[:, None] * 16 + r[None, :])
+    d = nl.dot(a, a)
+    nl.store(out_ptr + r[:, None] * 16 + r[None, :], nl.where(mode == 0, d, d * 0.0))
