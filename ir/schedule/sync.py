@@ -15,7 +15,9 @@ the destination pipe).  From the buffers each op reads and writes on its pipe(s)
   iteration i waits for the reads of iteration i - N (TQue's FreeTensor/AllocTensor, §A7).
   A dot split into L0 K-chunks (``L0_BLOCK_K``) cycles its L0 slots chunk by chunk inside
   the op, so the flag releasing its slots is its own (set and waited by it), not merged
-  with another dot's.  Two buffers the allocator placed on the same bytes get the same
+  with another dot's.  A one-slot flag the scalar unit sets is pre-set and drained
+  around the outermost loop instead (``_presetting``): pre-set at every outer iteration,
+  the scalar unit, running ahead, could set it again before the last drain.  Two buffers the allocator placed on the same bytes get the same
   kind of flag from the last access of the first to the writer of the second.  An accumulator carried by an
   inner loop and re-initialised in an outer loop's body (a persistent matmul's L0C) is
   such a buffer of the outer loop: its init waits for the previous tile's FixPipe read.
@@ -55,8 +57,8 @@ from dataclasses import dataclass
 from ..core import Function, Op, ancestor_in, loop_carried, loop_init_index
 from ..ops import LOOPS, Kind
 from .event_ids import EventIds, PlannedFlag
-from .model import (Positions, common_block, home_block, is_folded_cast, is_tile,
-                    loop_stages, scheduled_ops)
+from .model import (Positions, common_block, enclosing_loop, home_block, is_folded_cast,
+                    is_tile, loop_stages, scheduled_ops)
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,8 @@ class InsertSync:
             for a in by_buffer.get(a_name, ()):
                 for w in (x for x in by_buffer.get(b_name, ()) if x.write and x.pipe != a.pipe):
                     _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None)
-        planned = [PlannedFlag(src, dst, n, [setter], [waiter], loop=loop, anchor=loop)
+        planned = [PlannedFlag(src, dst, n, [setter], [waiter], loop=_presetting(loop, src, n),
+                               anchor=loop)
                    for loop, setter, waiter, src, dst, n in (
                        _slot_reuse(by_buffer, stages, home, pos)
                        + _back_edges(by_buffer, carriers, pos))]
@@ -217,6 +220,22 @@ class InsertSync:
         ids.plan(planned)
         ids.write()
         return True
+
+
+def _presetting(loop: Op, src: str, slots: int) -> Op:
+    """The loop that pre-sets and drains a one-slot loop flag set on ``src``: the flag's
+    own loop, but the outermost loop around it when the setter is the scalar unit.  A
+    loop inside another one pre-sets its flag at every outer iteration, on the setting
+    pipe, and the waiting pipe drains it after the inner loop; the scalar unit runs ahead
+    of the pipes it feeds, so the next outer iteration's pre-set could find the last one
+    not yet drained (a persistent matmul's ``S_V`` flag: ``FlagStillSetError`` in the
+    simulator).  Pre-set once around the outermost loop, the flag's last set in one
+    inner loop is what the first wait of the next takes, and nothing sets it twice."""
+    if slots != 1 or src != "SCALAR":
+        return loop
+    while (outer := enclosing_loop(loop)) is not None:
+        loop = outer
+    return loop
 
 
 def _buffer_facts(fn: Function) -> tuple[dict, dict]:

@@ -228,6 +228,44 @@ def test_a_zero_trip_k_loop_still_writes_the_accumulator(spec):
     _clean(report)
 
 
+
+# --- a persistent matmul: the scalar unit's loop flag in a loop inside a loop --------------
+
+@npu_kernel
+def persistent_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, NUM_PROGRAMS: nl.constexpr,
+                             BM: nl.constexpr, BN: nl.constexpr, BK: nl.constexpr):
+    """Triton's persistent form: each program strides over output tiles; the offsets of
+    every tile come from the scalar unit, the K loop's index tiles from the Vector."""
+    tiles_n = nl.cdiv(N, BN)
+    for tile in nl.range(nl.program_id(0), nl.cdiv(M, BM) * tiles_n, NUM_PROGRAMS):
+        rm = (tile // tiles_n) * BM + nl.arange(0, BM)
+        rn = (tile % tiles_n) * BN + nl.arange(0, BN)
+        rk = nl.arange(0, BK)
+        acc = nl.zeros((BM, BN), dtype=nl.float32)
+        for k0 in range(0, K, BK):
+            a = nl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :])
+            b = nl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :])
+            acc = nl.dot(a, b, acc)
+        nl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("programs", [1, 2])
+def test_a_loop_flag_of_the_scalar_unit_inside_an_outer_loop_is_set_once_at_a_time(programs):
+    """The K loop's one-slot SCALAR -> VECTOR flag was pre-set at every tile (outer
+    iteration) while the Vector had not yet drained the last one: FlagStillSetError.
+    It is now pre-set around the outer loop (sync._presetting)."""
+    rng = np.random.default_rng(11)
+    M, N, K = 64, 48, 64
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    report = persistent_matmul_kernel.with_options(backend="reference").simulate(
+        a, b, c, M, N, K, grid=(programs,), spec=ASCEND_910B_LIKE, debug=FULL,
+        NUM_PROGRAMS=programs, BM=16, BN=16, BK=32)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
+                               atol=1e-3)
+    _clean(report)
+
 # --- the checks that keep these fixed ---------------------------------------------------------
 
 @pytest.mark.parametrize("stages", [1, 2])
