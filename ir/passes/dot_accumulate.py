@@ -8,6 +8,15 @@ reference semantics are ``acc + a @ b`` in the result type (``backends/reference
 semantics_cube.py``), exactly the add's, so when the dot's result feeds nothing but that
 add, the add folds into the dot and ``acc`` stays in L0C (as with ``nl.dot(a, b, acc)``).
 
+The accumulator must be one the Cube can hold in L0C: a value carried from the last
+step, a dot's result, a fill.  An accumulator the Vector computes each step -- flash
+attention's ``acc = acc * alpha[:, None]`` before ``tl.dot(p, v, acc)``, or
+``acc * 0.5 + tl.dot(a, b)`` -- cannot reach L0C on the Ascend parts (no path from UB
+into L0C; on the 910B-like part the Vector is another core): there the add is kept, or
+made from a dot written with that accumulator, ``dot(a, b, c) -> c + dot(a, b)``, so the
+dot's fresh result crosses to the Vector (split-cores' hand-off) and the sum stays there.
+The same reference semantics, so the CPU tiers give the same numbers.
+
 Example::
 
     %2 = "npu.dot"(%a, %b) : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf32>
@@ -17,7 +26,14 @@ Example::
 from __future__ import annotations
 
 from ..core import Block, Function, Op
-from ..ops import Kind
+from ..ops import ELEMENTWISE, Kind
+
+
+def vector_made(v) -> bool:
+    """Is ``v`` computed by elementwise (Vector) work, so no L0C accumulator?"""
+    op = v.op
+    return op is not None and (op.kind in ELEMENTWISE or op.kind is Kind.FUSED) \
+        and op.kind not in (Kind.SPLAT, Kind.BROADCAST)
 
 
 class DotAccumulate:
@@ -50,7 +66,21 @@ class DotAccumulate:
                 changed |= self._block(region)
             if op.kind is Kind.ADD:
                 changed |= self._fold(block, op)
+            elif op.kind is Kind.DOT and len(op.operands) == 3 and vector_made(op.operands[2]):
+                self._unfold(block, op)
+                changed = True
         return changed
+
+    @staticmethod
+    def _unfold(block: Block, dot: Op) -> None:
+        """``dot(a, b, c)`` -> ``c + dot(a, b)`` (``c`` made on the Vector)."""
+        a, b, acc = dot.operands
+        fresh = Op(Kind.DOT, [a, b], [dot.result.type], dict(dot.attrs), loc=dot.loc)
+        block.insert(block.ops.index(dot), fresh)
+        add = Op(Kind.ADD, [acc, fresh.result], [dot.result.type], loc=dot.loc)
+        block.insert(block.ops.index(dot), add)
+        dot.result.replace_all_uses_with(add.result)
+        dot.erase()
 
     @staticmethod
     def _fold(block: Block, add: Op) -> bool:
@@ -60,7 +90,7 @@ class DotAccumulate:
                     or len(dot.operands) != 2 or len(d.uses) != 1):
                 continue
             acc = add.operands[1 - i]
-            if acc.type != d.type or add.result.type != d.type:
+            if acc.type != d.type or add.result.type != d.type or vector_made(acc):
                 continue
             # The dot moves to the add's place: its operands are defined before the dot,
             # the accumulator before the add, so both are defined there.

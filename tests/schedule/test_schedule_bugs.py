@@ -266,6 +266,74 @@ def test_a_loop_flag_of_the_scalar_unit_inside_an_outer_loop_is_set_once_at_a_ti
                                atol=1e-3)
     _clean(report)
 
+
+# --- a Cube accumulator the Vector rescales: flash attention -------------------------------
+
+@npu_kernel
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, S, D: nl.constexpr, BM: nl.constexpr,
+                     BN: nl.constexpr):
+    """Triton's flash-attention forward: the accumulator is rescaled on the Vector
+    (``acc * alpha``) and then given to the dot as its accumulator."""
+    rm = nl.program_id(0) * BM + nl.arange(0, BM)
+    rd = nl.arange(0, D)
+    q = nl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    m_i = nl.full((BM,), float("-inf"), nl.float32)
+    l_i = nl.zeros((BM,), nl.float32)
+    acc = nl.zeros((BM, D), nl.float32)
+    for start in range(0, S, BN):
+        rn = start + nl.arange(0, BN)
+        k = nl.load(k_ptr + rn[None, :] * D + rd[:, None])
+        s = nl.dot(q, k)
+        m_new = nl.maximum(m_i, nl.max(s, axis=1))
+        p = nl.exp(s - m_new[:, None])
+        alpha = nl.exp(m_i - m_new)
+        l_i = l_i * alpha + nl.sum(p, axis=1)
+        acc = acc * alpha[:, None]
+        v = nl.load(v_ptr + rn[:, None] * D + rd[None, :])
+        acc = nl.dot(p.to(nl.float16), v, acc)
+        m_i = m_new
+    nl.store(o_ptr + rm[:, None] * D + rd[None, :], acc / l_i[:, None])
+
+
+@npu_kernel
+def decayed_dot_kernel(a_ptr, b_ptr, c_ptr, K, BM: nl.constexpr, BK: nl.constexpr):
+    r = nl.arange(0, BM)
+    rk = nl.arange(0, BK)
+    acc = nl.zeros((BM, BM), nl.float32)
+    for k0 in range(0, K, BK):
+        a = nl.load(a_ptr + r[:, None] * K + (k0 + rk)[None, :])
+        b = nl.load(b_ptr + (k0 + rk)[:, None] * BM + r[None, :])
+        acc = acc * 0.5 + nl.dot(a, b)
+    nl.store(c_ptr + r[:, None] * BM + r[None, :], acc)
+
+
+@pytest.mark.parametrize("spec", PRESETS, ids=lambda s: s.name)
+def test_an_accumulator_the_vector_rescales_stays_on_the_vector(spec):
+    """``dot(p, v, acc * alpha)`` and ``acc * 0.5 + dot(a, b)``: the Vector's value cannot
+    reach L0C, so the dot runs without it and the Vector adds (dot_accumulate.py); the
+    910B-like part's simulation refused both before (the Vector core read L0C)."""
+    rng = np.random.default_rng(12)
+    S, D, BM, BN = 64, 16, 16, 16
+    q, k, v = (rng.standard_normal((S, D)).astype(np.float16) for _ in range(3))
+    o = np.zeros((S, D), np.float32)
+    report = attention_kernel.with_options(backend="reference").simulate(
+        q, k, v, o, S, grid=(S // BM,), spec=spec, debug=FULL, D=D, BM=BM, BN=BN)
+    s = q.astype(np.float32) @ k.astype(np.float32).T
+    p = np.exp(s - s.max(1, keepdims=True))
+    want = (p / p.sum(1, keepdims=True)) @ v.astype(np.float32)
+    np.testing.assert_allclose(o, want, rtol=2e-2, atol=2e-2)     # p rounded to f16
+    _clean(report)
+    K = 64
+    a = rng.standard_normal((16, K)).astype(np.float16)
+    b = rng.standard_normal((K, 16)).astype(np.float16)
+    c = np.zeros((16, 16), np.float32)
+    report = decayed_dot_kernel.with_options(backend="reference").simulate(
+        a, b, c, K, grid=(1,), spec=spec, debug=FULL, BM=16, BK=32)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    want = (a32[:, :32] @ b32[:32]) * 0.5 + a32[:, 32:] @ b32[32:]
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    _clean(report)
+
 # --- the checks that keep these fixed ---------------------------------------------------------
 
 @pytest.mark.parametrize("stages", [1, 2])
