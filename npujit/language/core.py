@@ -209,7 +209,11 @@ class tensor:
         raise _sem().error("a traced tensor cannot be converted to a Python float")
 
     def __iter__(self):
-        raise _sem().error("cannot iterate over a traced tensor; use nl.range or index math")
+        raise _sem().error(
+            f"cannot iterate over or unpack a traced tensor ({self.handle.type}); use "
+            "nl.range or index math to walk it.  Unpacking 'a, b = f(...)' needs f to return "
+            "a tuple: nl.topk returns (values, indices), but Triton's tl.topk "
+            "(npujit.triton.language) returns the values alone")
 
     def __len__(self):
         raise _sem().error("len() of a traced tensor is not defined; use .shape")

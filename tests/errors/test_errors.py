@@ -440,3 +440,14 @@ def _pick_with_where(x_ptr, out_ptr, mode):
     a = nl.load(x_ptr + r[:, None] * 16 + r[None, :])
     d = nl.dot(a, a)
     nl.store(out_ptr + r[:, None] * 16 + r[None, :], nl.where(mode == 0, d, d * 0.0))
+
+
+def test_unpacking_a_tensor_says_which_functions_return_tuples():
+    import npujit.triton.language as tl
+
+    @npu_kernel
+    def k(x_ptr):
+        v, i = tl.topk(nl.load(x_ptr + nl.arange(0, 16)), 4)
+    msg = _compile_error(k, X)
+    assert "v, i = tl.topk" in msg and "unpack a traced tensor (tensor<4xf32>)" in msg
+    assert "Triton's tl.topk (npujit.triton.language) returns the values alone" in msg
