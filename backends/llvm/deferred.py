@@ -24,7 +24,7 @@ GM write between the two:
   (backends/numba/deferred_load.py), cost the vector add's cold compile 41 -> 66 ms.
 
 ``Lowering.gm_reads`` holds the lazy values that read GM (``note`` adds one as it is
-bound), until they are settled or no reader is left ahead.
+bound) until the next op that may write GM settles them.
 """
 from __future__ import annotations
 
@@ -59,30 +59,20 @@ def note(cg, v, val) -> None:
 def settle(cg, op) -> None:
     """Before ``op``, which may write GM: copy into tiles the lazy values that read GM
     and have a reader at or after ``op`` in its block (a store's own operands excepted:
-    ``store_reads`` and ``disjoint`` handle those); forget those with none left."""
+    ``store_reads`` and ``assume_apart`` handle those).  Every value is then done with:
+    copied, or read by nothing after ``op`` (a reader outside the block was settled
+    before the op holding the block)."""
     block = op.parent
     at = {id(o): k for k, o in enumerate(block.ops)}
     here = at[id(op)]
     for key, v in list(cg.gm_reads.items()):
         got = cg.env.get(key)
-        if not isinstance(got, Lazy):
-            del cg.gm_reads[key]
-            continue
-        ahead = False
-        for user in v.users:
-            a = ancestor_in(user, block)
-            if a is None:       # read outside this block: settled where it lies, or done
-                continue
-            k = at[id(a)]
-            if k > here or (k == here and not (user is op and op.kind is Kind.STORE)):
-                ahead = True
-                break
-        if ahead:
+        if isinstance(got, Lazy) and any(
+                at[id(a)] >= here for u in v.users
+                if (a := ancestor_in(u, block)) is not None
+                and not (u is op and op.kind is Kind.STORE)):
             cg.env[key] = cg.materialise(got)
-            del cg.gm_reads[key]
-        elif all((a := ancestor_in(u, block)) is None or at[id(a)] < here
-                 for u in v.users):
-            del cg.gm_reads[key]        # every reader is behind: nothing will read it
+        del cg.gm_reads[key]
 
 
 def store_reads(cg, operands) -> list:

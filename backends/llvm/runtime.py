@@ -169,10 +169,8 @@ def _check_array_layout() -> None:
                            "backend='numba'")
 
 
-_print_lock = threading.Lock()
-
-
-_rebuild_lock = threading.Lock()
+_print_lock = threading.Lock()      # device_print's lines (_print_line)
+_rebuild_lock = threading.Lock()    # a Launcher's alias-safe build (Launcher._alias_safe)
 
 
 class _Aliased(Exception):
