@@ -46,6 +46,7 @@ from .passes.index_checks import IndexChecks
 from .passes.strided_views import CheckStridedViews
 from .printer import print_function
 from .schedule.allocate import AllocateBuffers
+from .schedule.load_order import GroupLoads
 from .schedule.model import CORE_ATTR, clear_schedule
 from .schedule.placement import PlaceAndAssignPipes
 from .schedule.split_cores import SplitCores
@@ -99,8 +100,8 @@ IR_END = "dce"
 
 def schedule_steps() -> list:
     """The scheduling steps of the pipeline, in order."""
-    return [ClearSchedule(), PlaceAndAssignPipes(), SplitCores(), AllocateBuffers(),
-            InsertSync(), VerifySchedule()]
+    return [ClearSchedule(), PlaceAndAssignPipes(), SplitCores(), GroupLoads(),
+            AllocateBuffers(), InsertSync(), VerifySchedule()]
 
 
 def pipeline(ctx: CompileContext) -> list:

@@ -29,6 +29,10 @@ the destination pipe).  From the buffers each op reads and writes on its pipe(s)
   load of the same argument gets a ``MTE3_MTE2`` (``FIX_MTE2``) flag, also across loops
   and on the back edge (conservatively per argument; a load then a store of one argument
   is ordered only through the data it computes).
+* **a run of GM loads** in a loop body with ``num_stages >= 2`` (group-loads put a K
+  step's loads together, ``load_order.py``) gets its flags set after the last load of the
+  run (``_LoadRuns``): one ``MTE2_MTE1`` for a row tile and two weight tiles read by two
+  dots, where a flag between two loads would hold the second back by a GM round trip.
 * Flags into a buffer with N slots rotate over N ids (one per slot).  A flag implied by
   another one of the same pipes (set later, waited earlier: pipes are in order) is dropped.
 * Event ids come from ``event_ids.py``: by liveness, an id passing to a later flag only
@@ -207,12 +211,14 @@ class InsertSync:
             for a in by_buffer.get(a_name, ()):
                 for w in (x for x in by_buffer.get(b_name, ()) if x.write and x.pipe != a.pipe):
                     _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None)
+        kept = _prune(edges, pos)
+        runs = _LoadRuns(kept)
         planned = [PlannedFlag(src, dst, n, [setter], [waiter], loop=_presetting(loop, src, n),
                                anchor=loop)
                    for loop, setter, waiter, src, dst, n in (
-                       _slot_reuse(by_buffer, stages, home, pos)
+                       runs.loop_flags(_slot_reuse(by_buffer, stages, home, pos))
                        + _back_edges(by_buffer, carriers, pos))]
-        for e in _prune(edges, pos):
+        for e in runs.edges(kept, pos):
             anchor = e.block.parent_op if e.rotate > 1 else e.waiter
             planned.append(PlannedFlag(e.src, e.dst, e.rotate, [e.setter], [e.waiter],
                                        block=e.block, anchor=anchor))
@@ -293,6 +299,55 @@ def _prune(edges, pos) -> list[_Edge]:
         if not implied:
             kept.append(e)
     return kept
+
+
+class _LoadRuns:
+    """Where a flag set after a GM load in a multi-buffered loop is set: after the last
+    GM load of the run of loads it starts (group-loads, ``load_order.py``, made the run).  ``load x; load g; load u`` read by MTE1 get
+    one ``MTE2_MTE1`` flag set after ``u``, as a hand-written kernel's one ``SetFlag``
+    after loading A and B; a slot another pipe may rewrite is released there too.  A set
+    waits until the loads before it have landed (docs/npu-facts.md §A1) and the loading
+    pipe is in order, so a flag between two loads holds the next load back by a GM round
+    trip; with several slots the loads run a stage ahead of their reader, which the later
+    set does not slow.  A run ends at a loop or branch, at an op of the loading pipe that
+    is not a GM load, or that waits for a flag of this iteration or from the other core
+    (such a wait could need the reader's pipe past the set it now waits for: a deadlock).
+    Sets and waits stay paired and ordered as before: a set only moves later on its own
+    pipe."""
+
+    def __init__(self, kept: list[_Edge]):
+        self.waiting = {id(e.waiter) for e in kept}
+
+    def setter(self, op: Op, before: Op | None = None) -> Op:
+        """The op to set ``op``'s flag after; ``before``: the flag's waiter in the same
+        block, which the set does not pass (group-loads, load_order.py, puts a loop's
+        loads ahead of their readers)."""
+        block = op.parent
+        if (op.kind not in _GM_READS or op.attrs.get("pipe") != "MTE2" or block is None
+                or block.parent_op is None or block.parent_op.kind not in LOOPS
+                or int(block.parent_op.attrs.get("num_stages", 1)) < 2):
+            return op
+        last = op
+        for nxt in block.ops[block.ops.index(op) + 1:]:
+            if nxt is before or nxt.kind in LOOPS or nxt.kind is Kind.IF:
+                break
+            if nxt.attrs.get("pipe") != "MTE2":
+                continue
+            if (nxt.kind not in _GM_READS or id(nxt) in self.waiting
+                    or "cross_flags" in nxt.attrs):
+                break
+            last = nxt
+        return last
+
+    def edges(self, kept: list[_Edge], pos) -> list[_Edge]:
+        moved = {_Edge(e.block, self.setter(e.setter, e.waiter), e.waiter, e.src, e.dst,
+                       e.rotate)
+                 if e.setter.parent is e.block else e for e in kept}
+        return _prune(moved, pos)
+
+    def loop_flags(self, flags: list[tuple]) -> list[tuple]:
+        return [(loop, self.setter(setter) if setter.parent is loop.body else setter,
+                 waiter, src, dst, n) for loop, setter, waiter, src, dst, n in flags]
 
 
 def _slot_reuse(by_buffer, stages, home, pos):

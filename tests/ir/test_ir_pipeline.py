@@ -27,7 +27,8 @@ def test_one_pipeline_list_holds_every_step():
     names = [p.name for p in pipeline(CompileContext(spec=ASCEND_910B_LIKE, debug=True))]
     assert names == ["verify", "check-strided-views", "index-checks", "fold", "cse", "dce",
                      "affine-access", "cse", "dot-accumulate", "fuse-elementwise", "dce", "clear-schedule", "place-and-assign-pipes",
-                     "split-cores", "allocate-buffers", "insert-sync", "verify-schedule"]
+                     "split-cores", "group-loads", "allocate-buffers", "insert-sync",
+                     "verify-schedule"]
 
 
 @pytest.mark.parametrize("step", ["index-checks", "split-cores", "insert-sync",

@@ -1,6 +1,6 @@
 """Small kernels the schedule tests need beyond the bundled ones (the pipelined streaming
 add is kernels/elementwise.add_stream_kernel): one whose trip count is read from GM, and
-one with more loads than a part has event ids."""
+one with more loads than a part has event ids, and two dots sharing a row tile."""
 import npujit.language as nl
 from npujit import npu_kernel
 
@@ -71,3 +71,28 @@ def shifted_pointer_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, a_off, stride_am
         b_ptrs += BLOCK_K * stride_bk
     nl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc,
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@npu_kernel(backend="reference")
+def two_dots_kernel(a_ptr, b_ptr, c_ptr, o1_ptr, o2_ptr, M, N, K,
+                    BM: nl.constexpr, BN: nl.constexpr, BK: nl.constexpr,
+                    NUM_STAGES: nl.constexpr, L0_BLOCK_K: nl.constexpr):
+    a_blk = nl.make_block_ptr(a_ptr, shape=(M, K), strides=(K, 1), offsets=(0, 0),
+                              block_shape=(BM, BK))
+    b_blk = nl.make_block_ptr(b_ptr, shape=(K, N), strides=(N, 1), offsets=(0, 0),
+                              block_shape=(BK, BN))
+    c_blk = nl.make_block_ptr(c_ptr, shape=(K, N), strides=(N, 1), offsets=(0, 0),
+                              block_shape=(BK, BN))
+    # Two dots reading one row tile per K step, as an MoE expert's gate and up.
+    acc1 = nl.zeros((BM, BN), dtype=nl.float32)
+    acc2 = nl.zeros((BM, BN), dtype=nl.float32)
+    for k in nl.range(0, K, BK, num_stages=NUM_STAGES):
+        a = nl.load(a_blk)
+        acc1 = nl.dot(a, nl.load(b_blk), acc1)
+        acc2 = nl.dot(a, nl.load(c_blk), acc2)
+        a_blk = nl.advance(a_blk, (0, BK))
+        b_blk = nl.advance(b_blk, (BK, 0))
+        c_blk = nl.advance(c_blk, (BK, 0))
+    r = nl.arange(0, BM)[:, None] * N + nl.arange(0, BN)[None, :]
+    nl.store(o1_ptr + r, acc1)
+    nl.store(o2_ptr + r, acc2)

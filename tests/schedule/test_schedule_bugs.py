@@ -12,6 +12,8 @@ from npujit.sim import ASCEND_910_LIKE, ASCEND_910B_LIKE, DebugOptions
 from npujit.sim.debug import find_races
 from npujit.sim.isa import CoreProgram
 
+from .kernels_for_tests import two_dots_kernel
+
 FULL = DebugOptions.full()
 PRESETS = [ASCEND_910B_LIKE, ASCEND_910_LIKE]
 
@@ -358,30 +360,6 @@ def test_verify_schedule_refuses_a_carried_buffer_holding_two_live_values(stages
     assert copy.kind is Kind.SPLAT
 
 
-@npu_kernel(backend="reference")
-def _two_chunked_dots(a_ptr, b_ptr, c_ptr, o1_ptr, o2_ptr, M, N, K,
-                      BM: nl.constexpr, BN: nl.constexpr, BK: nl.constexpr,
-                      NUM_STAGES: nl.constexpr, L0_BLOCK_K: nl.constexpr):
-    a_blk = nl.make_block_ptr(a_ptr, shape=(M, K), strides=(K, 1), offsets=(0, 0),
-                              block_shape=(BM, BK))
-    b_blk = nl.make_block_ptr(b_ptr, shape=(K, N), strides=(N, 1), offsets=(0, 0),
-                              block_shape=(BK, BN))
-    c_blk = nl.make_block_ptr(c_ptr, shape=(K, N), strides=(N, 1), offsets=(0, 0),
-                              block_shape=(BK, BN))
-    acc1 = nl.zeros((BM, BN), dtype=nl.float32)
-    acc2 = nl.zeros((BM, BN), dtype=nl.float32)
-    for k in nl.range(0, K, BK, num_stages=NUM_STAGES):
-        a = nl.load(a_blk)
-        acc1 = nl.dot(a, nl.load(b_blk), acc1)
-        acc2 = nl.dot(a, nl.load(c_blk), acc2)
-        a_blk = nl.advance(a_blk, (0, BK))
-        b_blk = nl.advance(b_blk, (BK, 0))
-        c_blk = nl.advance(c_blk, (BK, 0))
-    r = nl.arange(0, BM)[:, None] * N + nl.arange(0, BN)[None, :]
-    nl.store(o1_ptr + r, acc1)
-    nl.store(o2_ptr + r, acc2)
-
-
 @pytest.mark.parametrize("stages", [1, 2])
 def test_two_dots_split_into_l0_chunks_in_one_loop(stages):
     # Each dot cycles its own L0 slots chunk by chunk; the slot-release flag of the loop
@@ -393,7 +371,7 @@ def test_two_dots_split_into_l0_chunks_in_one_loop(stages):
     b = rng.standard_normal((K, N)).astype(np.float16)
     c = rng.standard_normal((K, N)).astype(np.float16)
     o1, o2 = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
-    report = _two_chunked_dots.simulate(a, b, c, o1, o2, M, N, K, grid=(1,),
+    report = two_dots_kernel.simulate(a, b, c, o1, o2, M, N, K, grid=(1,),
                                         spec=ASCEND_910B_LIKE, debug=FULL, BM=M, BN=N,
                                         BK=128, NUM_STAGES=stages, L0_BLOCK_K=32)
     a32 = a.astype(np.float32)

@@ -1,0 +1,79 @@
+"""group-loads: a multi-buffered loop's GM loads move up together, ahead of the work
+that does not feed them.
+
+A hand-written Cube loop loads every tile of a K step, then sets one ``MTE2_MTE1``
+flag for all of them (docs/npu-facts.md §A1, a ``SetFlag`` fires once the copies before
+it have landed).  Traced from ``gate = dot(x, load(g), gate); up = dot(x, load(u), up)``
+the body reads ``load x; load g; dot; load u; dot``, and a flag after ``g`` for the first
+dot holds ``u`` back on the in-order MTE2 pipe by a GM round trip every step.  This step
+moves each GM load into L1 of a loop body with ``num_stages >= 2`` up past the ops before
+it that it does not read and that touch no memory, so the body becomes ``load x; load g;
+load u; dot; dot``, and insert-sync (``sync.py`` ``_LoadRuns``) sets one flag after the
+run.  Loads into UB stay where they are: a Vector body's loads moved up would hold their
+UB slots longer, and a kernel near the 192 KB budget could stop fitting.
+
+What does not change: the order of the MTE2 pipe's own work (a load never passes another
+MTE2 op), the order of a load and any store, branch or loop, and what each op computes
+(the ops passed are pure), so every tier runs the same values.  It runs before
+allocate-buffers, so buffer lifetimes are those of the new order.
+
+Example (a body, before -> after)::
+
+    %x = npu.load ...; %g = npu.block_load ...; %a = npu.dot(%x, %g, ...)
+    %u = npu.block_load ...; %b = npu.dot(%x, %u, ...)
+    ->
+    %x = npu.load ...; %g = npu.block_load ...; %u = npu.block_load ...
+    %a = npu.dot(%x, %g, ...); %b = npu.dot(%x, %u, ...)
+"""
+from __future__ import annotations
+
+from ..core import Block, Function, Op
+from ..ops import LOOPS, Kind
+from .model import CORE_ATTR, scheduled_ops
+
+_GM_LOADS = (Kind.LOAD, Kind.BLOCK_LOAD)
+
+
+class GroupLoads:
+    """Moves the GM loads of each multi-buffered loop body up together (module doc).
+
+    Example::
+
+        >>> GroupLoads().run(fn, CompileContext(spec=ASCEND_910B_LIKE))   # doctest: +SKIP
+        True
+    """
+
+    name = "group-loads"
+
+    def run(self, fn: Function, ctx) -> bool:
+        changed = False
+        for op in list(scheduled_ops(fn.body)):
+            if op.kind in LOOPS and int(op.attrs.get("num_stages", 1)) >= 2:
+                changed |= _group(op.body)
+        return changed
+
+
+def _group(block: Block) -> bool:
+    ops = block.ops
+    changed = False
+    for i in range(len(ops)):
+        load = ops[i]
+        if (load.kind not in _GM_LOADS or load.attrs.get("pipe") != "MTE2"
+                or load.attrs.get("scope") != "L1"):
+            continue
+        j = i
+        while j > 0 and _passable(ops[j - 1], load):
+            j -= 1
+        if j < i:
+            ops.insert(j, ops.pop(i))
+            changed = True
+    return changed
+
+
+def _passable(op: Op, load: Op) -> bool:
+    """Whether ``load`` may run before ``op``: ``op`` is pure, has no regions, is not on
+    the MTE2 pipe, sits on the load's core, and makes nothing the load reads."""
+    return (op.info.pure and not op.regions and not op.info.terminator
+            and op.attrs.get("pipe") != "MTE2"
+            and op.attrs.get(CORE_ATTR) == load.attrs.get(CORE_ATTR)
+            and not any(v.op is op for v in load.operands))
