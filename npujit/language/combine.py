@@ -26,7 +26,7 @@ from npujit.ir import types as T
 from npujit.ir.ops import reduce_result_dtype
 
 from . import semantic as sem
-from .core import builtin, constexpr, tensor
+from .core import builtin, tensor, unwrap_constexpr
 from .tracing import current
 
 
@@ -89,8 +89,7 @@ def _takes(fn, n: int) -> bool:
 
 def _axis(tiles: list, axis, what: str):
     """``tiles`` flattened when ``axis`` is None, and the normalised axis."""
-    if isinstance(axis, constexpr):
-        axis = axis.value
+    axis = unwrap_constexpr(axis)
     if axis is None:
         return [sem.reshape(t, (t.numel,)) for t in tiles], 0
     return tiles, sem.normalize_axis(tiles[0], axis, what)
@@ -143,8 +142,7 @@ def associative_scan(input, axis, combine_fn, reverse: bool = False):
         m = nl.associative_scan(x, 0, running_max)
     """
     tiles, many = _tiles(input, "associative_scan")
-    if isinstance(axis, constexpr):
-        axis = axis.value
+    axis = unwrap_constexpr(axis)
     axis = sem.normalize_axis(tiles[0], axis, "associative_scan")
     outs = combine_op(Kind.SCAN_COMBINE, tiles, axis, combine_fn, "associative_scan",
                       {"reverse": bool(reverse)})
@@ -169,8 +167,7 @@ def map_elementwise(scalar_fn, *args, pack: int = 1):
 
         r = nl.map_elementwise(clipped_ratio, x, y)
     """
-    if isinstance(pack, constexpr):
-        pack = pack.value
+    pack = unwrap_constexpr(pack)
     if not callable(scalar_fn):
         raise sem.error(f"map_elementwise: scalar_fn must be a function, got {scalar_fn!r}")
     if not args:

@@ -62,16 +62,29 @@ class constexpr:
     """
 
     def __init__(self, value):
-        self.value = value.value if isinstance(value, constexpr) else value
+        self.value = unwrap_constexpr(value)
 
     def __repr__(self) -> str:
         return f"constexpr({self.value!r})"
 
     def __eq__(self, other):  # Triton's: constexprs compare (and hash) by value
-        return self.value == (other.value if isinstance(other, constexpr) else other)
+        return self.value == unwrap_constexpr(other)
 
     def __hash__(self):
         return hash(self.value)
+
+
+def unwrap_constexpr(value):
+    """``value``'s value if it is a :class:`constexpr`, else ``value`` itself (Triton's
+    ``_unwrap_if_constexpr``): what a builtin does first with an argument that may come
+    from a ``constexpr`` parameter.
+
+    Example::
+
+        >>> unwrap_constexpr(constexpr(4)), unwrap_constexpr(4)
+        (4, 4)
+    """
+    return value.value if isinstance(value, constexpr) else value
 
 
 class Shape(tuple):
@@ -361,12 +374,10 @@ class tensor:
         """Cast to ``dtype`` (round to nearest even for floats, truncation float->int);
         with ``bitcast=True`` the same bits read as ``dtype`` (of the same bit width);
         ``fp_downcast_rounding="rtz"`` rounds an f32/f64 -> f16/bf16 cast toward zero."""
-        if isinstance(dtype, constexpr):
-            dtype = dtype.value
+        dtype = unwrap_constexpr(dtype)
         if not isinstance(dtype, T.DType):
             raise _sem().error(f".to() needs an nl dtype such as nl.float16, got {dtype!r}")
-        if isinstance(fp_downcast_rounding, constexpr):
-            fp_downcast_rounding = fp_downcast_rounding.value
+        fp_downcast_rounding = unwrap_constexpr(fp_downcast_rounding)
         if fp_downcast_rounding not in (None, "rtne", "rtz"):
             raise _sem().error(f".to(): fp_downcast_rounding={fp_downcast_rounding!r} is not "
                                "supported; float casts round to nearest even (None or 'rtne') "

@@ -6,12 +6,11 @@ from npujit.ir import Kind
 from npujit.ir import types as T
 
 from . import semantic as sem
-from .core import builtin, constexpr, tensor
+from .core import builtin, constexpr, tensor, unwrap_constexpr
 
 
 def _const_int(x, what: str) -> int:
-    if isinstance(x, constexpr):
-        x = x.value
+    x = unwrap_constexpr(x)
     if isinstance(x, bool) or not isinstance(x, int):
         raise sem.error(f"{what} must be a constant int (a literal or a constexpr parameter), "
                         f"got {x!r}")
@@ -30,8 +29,7 @@ def _shape(shape, what: str) -> tuple:
 
 
 def _dtype(d, what: str) -> T.DType:
-    if isinstance(d, constexpr):
-        d = d.value
+    d = unwrap_constexpr(d)
     if not isinstance(d, T.DType):
         raise sem.error(f"{what}: dtype must be an nl dtype such as nl.float32, got {d!r}")
     return d
@@ -136,8 +134,6 @@ def cdiv(a, b):
 
         grid = (nl.cdiv(n, BLOCK),)
     """
-    if isinstance(a, constexpr):
-        a = a.value
-    if isinstance(b, constexpr):
-        b = b.value
+    a = unwrap_constexpr(a)
+    b = unwrap_constexpr(b)
     return (a + b - 1) // b

@@ -5,7 +5,7 @@ from npujit.ir import Kind
 from npujit.ir import types as T
 
 from . import semantic as sem
-from .core import builtin, constexpr, tensor
+from .core import builtin, tensor, unwrap_constexpr
 
 
 @builtin
@@ -27,8 +27,7 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
     if input_precision not in (None, "tf32", "tf32x3", "ieee", "bf16x3", "bf16x6"):
         raise sem.error(f"dot input_precision must be 'tf32', 'tf32x3' or 'ieee', got "
                         f"{input_precision!r}")
-    if isinstance(out_dtype, constexpr):
-        out_dtype = out_dtype.value
+    out_dtype = unwrap_constexpr(out_dtype)
     a, b = sem.to_tensor(a), sem.to_tensor(b)
     if a.ndim != b.ndim or a.ndim < 2:
         raise sem.error(f"dot needs two 2-D tiles (or two batched tiles of one rank), got "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from npujit.ir import Kind
 
 from . import semantic as sem
-from .core import builtin, constexpr, tensor
+from .core import builtin, tensor, unwrap_constexpr
 from .tracing import current
 
 
@@ -31,8 +31,7 @@ def static_assert(cond, msg: str = "") -> None:
 
         nl.static_assert(BLOCK % 16 == 0, "BLOCK must be a multiple of 16")
     """
-    if isinstance(cond, constexpr):
-        cond = cond.value
+    cond = unwrap_constexpr(cond)
     if isinstance(cond, tensor):
         raise sem.error("static_assert needs a compile-time condition (constexprs and "
                         "shapes), got a traced tensor")
@@ -49,7 +48,7 @@ def static_print(*values) -> None:
 
         nl.static_print("BLOCK =", BLOCK, x.shape)
     """
-    print(*(v.value if isinstance(v, constexpr) else v for v in values))
+    print(*(unwrap_constexpr(v) for v in values))
 
 
 @builtin
@@ -80,8 +79,7 @@ def device_assert(cond, msg: str = "") -> None:
     """
     if not isinstance(msg, str):
         raise sem.error(f"device_assert: the message must be a string, got {msg!r}")
-    if isinstance(cond, constexpr):
-        cond = cond.value
+    cond = unwrap_constexpr(cond)
     if not isinstance(cond, tensor):
         if not cond:
             raise sem.error(f"device_assert on a constant that is false: {msg}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from . import memory
 from . import semantic as sem
-from .core import builtin, constexpr, pointer
+from .core import builtin, constexpr, pointer, unwrap_constexpr
 
 
 class tensor_descriptor:
@@ -95,7 +95,7 @@ def make_tensor_descriptor(base, shape, strides, block_shape,
         if len(seq) != r:
             raise sem.error(f"make_tensor_descriptor: {name} has {len(seq)} entries but "
                             f"block_shape has {r}; give one per axis")
-    last = strides[-1].value if isinstance(strides[-1], constexpr) else strides[-1]
+    last = unwrap_constexpr(strides[-1])
     if not (isinstance(last, int) and last == 1):
         raise sem.error(f"make_tensor_descriptor: the last stride must be the constant 1 "
                         f"(a row-contiguous array), got {strides[-1]!r}; use "
@@ -104,11 +104,11 @@ def make_tensor_descriptor(base, shape, strides, block_shape,
         raise sem.error(f"make_tensor_descriptor: padding_option must be 'zero' or 'nan', "
                         f"got {padding_option!r}")
     for b in block_shape:
-        b = b.value if isinstance(b, constexpr) else b
+        b = unwrap_constexpr(b)
         if isinstance(b, bool) or not isinstance(b, int) or b <= 0:
             raise sem.error(f"make_tensor_descriptor: block_shape entries must be positive "
                             f"constant ints, got {b!r}")
-    block_shape = [b.value if isinstance(b, constexpr) else b for b in block_shape]
+    block_shape = [unwrap_constexpr(b) for b in block_shape]
     row = block_shape[-1] * base.element_ty.itemsize
     if row < 16:        # Triton's rule (a ValueError, the compile error's cause, as there)
         raise ValueError(f"Descriptor block shape must have at least 16 bytes in the last "

@@ -7,14 +7,13 @@ instead of trusted.
 from __future__ import annotations
 
 from . import semantic as sem
-from .core import builtin, constexpr, tensor
+from .core import builtin, tensor, unwrap_constexpr
 from .debug import device_assert
 from .tracing import current
 
 
 def _values(values, what: str) -> tuple:
-    if isinstance(values, constexpr):
-        values = values.value
+    values = unwrap_constexpr(values)
     values = tuple(values) if isinstance(values, (tuple, list)) else (values,)
     if not all(isinstance(v, int) and v > 0 for v in values):
         raise sem.error(f"{what}: the hint values must be positive constant ints, got {values!r}")

@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 from . import semantic as sem
-from .core import constexpr
+from .core import unwrap_constexpr
 from .tracing import current
 
 
@@ -37,10 +37,10 @@ class range:
             start, end = 0, arg1
         else:
             start, end = arg1, arg2
-        self.start = start.value if isinstance(start, constexpr) else start
-        self.end = end.value if isinstance(end, constexpr) else end
+        self.start = unwrap_constexpr(start)
+        self.end = unwrap_constexpr(end)
         step = 1 if step is None else step
-        self.step = step.value if isinstance(step, constexpr) else step
+        self.step = unwrap_constexpr(step)
         self.num_stages = num_stages
 
     def __iter__(self):
@@ -75,7 +75,7 @@ class static_range:
     def __init__(self, arg1, arg2=None, step=1):
         if arg2 is None:
             arg1, arg2 = 0, arg1
-        vals = [v.value if isinstance(v, constexpr) else v for v in (arg1, arg2, step)]
+        vals = [unwrap_constexpr(v) for v in (arg1, arg2, step)]
         for v in vals:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise sem.error(f"nl.static_range bounds must be constant ints, got {v!r}; "

@@ -12,7 +12,7 @@ from npujit.ir import Kind
 from npujit.ir import types as T
 
 from . import semantic as sem
-from .core import builtin, constexpr, tensor
+from .core import builtin, tensor, unwrap_constexpr
 
 
 def _unary(kind: Kind, doc: str):
@@ -67,8 +67,7 @@ class PropagateNan(enum.Enum):
 
 
 def _extremum(kind: Kind, a, b, propagate_nan) -> tensor:
-    if isinstance(propagate_nan, constexpr):
-        propagate_nan = propagate_nan.value
+    propagate_nan = unwrap_constexpr(propagate_nan)
     if propagate_nan not in (None, PropagateNan.NONE, PropagateNan.ALL):
         raise sem.error(f"propagate_nan must be nl.PropagateNan.NONE or .ALL, got {propagate_nan!r}")
     a, b = sem.promote_pair(a, b)

@@ -9,7 +9,7 @@ from npujit.ir import Kind
 from npujit.ir import types as T
 
 from . import semantic as sem
-from .core import block_ptr, builtin, constexpr, pointer, tensor
+from .core import block_ptr, builtin, pointer, tensor, unwrap_constexpr
 from .tracing import current
 
 
@@ -165,8 +165,7 @@ def atomic_rmw(combine: str, ptr, value, mask, what: str, cmp=None) -> tensor:
 
 
 def _index_scalar(x, what: str) -> tensor:
-    if isinstance(x, constexpr):
-        x = x.value
+    x = unwrap_constexpr(x)
     t = sem.to_tensor(x, T.int64)
     if t.shape != () or not (t.dtype.is_int or t.dtype.is_bool):
         raise sem.error(f"make_block_ptr: {what} entries must be integer scalars, got {t!r}")
@@ -195,7 +194,7 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order=None) -> bl
                             f"has {r}; give one per axis")
     bs = []
     for b in block_shape:
-        b = b.value if isinstance(b, constexpr) else b
+        b = unwrap_constexpr(b)
         if isinstance(b, bool) or not isinstance(b, int) or b <= 0:
             raise sem.error(f"make_block_ptr: block_shape entries must be positive constant "
                             f"ints, got {b!r}")
@@ -221,7 +220,7 @@ def advance(ptr: block_ptr, offsets) -> block_ptr:
                         "block pointer")
     new = []
     for o, d in zip(ptr.offsets, offsets):
-        d = d.value if isinstance(d, constexpr) else d
+        d = unwrap_constexpr(d)
         new.append(o if isinstance(d, int) and not isinstance(d, bool) and d == 0
                    else sem.binary(Kind.ADD, o, _index_scalar(d, "advance offsets")))
     return block_ptr(ptr.base, ptr.shape, ptr.strides, new, ptr.block_shape, ptr.order)

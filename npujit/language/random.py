@@ -22,7 +22,7 @@ from __future__ import annotations
 from npujit.ir import types as T
 
 from . import semantic as sem
-from .core import builtin, constexpr
+from .core import builtin, unwrap_constexpr
 from .math import cos, log, maximum, sin, sqrt, umulhi, where
 
 N_ROUNDS = 10
@@ -34,7 +34,7 @@ _INT32_SCALE = 4.6566127342e-10
 
 
 def _rounds(n_rounds) -> int:
-    n = n_rounds.value if isinstance(n_rounds, constexpr) else n_rounds
+    n = unwrap_constexpr(n_rounds)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise sem.error(f"n_rounds must be a positive constant int, got {n!r}")
     return n

@@ -11,13 +11,12 @@ from npujit.ir import Kind
 from npujit.ir import types as T
 
 from . import semantic as sem
-from .core import builtin, constexpr, tensor
+from .core import builtin, tensor, unwrap_constexpr
 
 
 def _reduce(kind: str, x, axis, keep_dims: bool, what: str) -> tensor:
     x = sem.to_tensor(x)
-    if isinstance(axis, constexpr):
-        axis = axis.value
+    axis = unwrap_constexpr(axis)
     if x.ndim == 0:
         raise sem.error(f"{what} needs a tile, got a scalar")
     if axis is None:
@@ -43,8 +42,7 @@ def sum(x, axis=None, keep_dims: bool = False, dtype=None) -> tensor:
 
         row_sum = nl.sum(e, axis=1)
     """
-    if isinstance(dtype, constexpr):
-        dtype = dtype.value
+    dtype = unwrap_constexpr(dtype)
     if dtype is None:
         return _reduce("sum", x, axis, keep_dims, "sum")
     x = sem.cast(sem.to_tensor(x), dtype)
@@ -144,8 +142,7 @@ def cumsum(x, axis: int = 0, reverse: bool = False) -> tensor:
     x = sem.to_tensor(x)
     if x.ndim == 0:
         raise sem.error("cumsum needs a tile, got a scalar")
-    if isinstance(axis, constexpr):
-        axis = axis.value
+    axis = unwrap_constexpr(axis)
     axis = sem.normalize_axis(x, axis, "cumsum")
     if reverse:
         from .combine import reverse_cumsum
@@ -178,8 +175,7 @@ def topk(x, k: int, axis: int = -1):
         w, idx = nl.topk(logits, 2, axis=1)
     """
     x = sem.to_tensor(x)
-    if isinstance(k, constexpr):
-        k = k.value
+    k = unwrap_constexpr(k)
     if isinstance(k, bool) or not isinstance(k, int):
         raise sem.error(f"topk: k must be a constant int, got {k!r}")
     if x.ndim == 0:
@@ -204,8 +200,7 @@ def gather(src, index, axis: int) -> tensor:
         picked = nl.gather(scores, ids, axis=1)      # [T, E], [T, K] -> [T, K]
     """
     src, index = sem.to_tensor(src), sem.to_tensor(index)
-    if isinstance(axis, constexpr):
-        axis = axis.value
+    axis = unwrap_constexpr(axis)
     if src.ndim == 0:
         raise sem.error("gather needs a source tile, got a scalar")
     if not index.dtype.is_int:
@@ -231,8 +226,7 @@ def histogram(x, num_bins, mask=None) -> tensor:
     """
     from .creation import arange
     x = sem.to_tensor(x)
-    if isinstance(num_bins, constexpr):
-        num_bins = num_bins.value
+    num_bins = unwrap_constexpr(num_bins)
     if x.ndim != 1 or not x.dtype.is_int:
         raise sem.error(f"histogram needs a 1-D int tile, got {x.dtype} {list(x.shape)}")
     if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins <= 0:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from npujit.ir import types as T
 
 from . import semantic as sem
-from .core import builtin, constexpr
+from .core import builtin, unwrap_constexpr
 from .cube import dot
 from .math import where
 from .shape import interleave, reshape, trans, broadcast_to, expand_dims
@@ -44,7 +44,7 @@ SCALE_BLOCK = 32            # elements along K sharing one scale (OCP MX)
 
 
 def _value(v):
-    return v.value if isinstance(v, constexpr) else v
+    return unwrap_constexpr(v)
 
 
 def _e2m1(n):

@@ -15,7 +15,7 @@ from npujit.ir import Kind, TypeRuleError
 from npujit.ir.ops import FLOAT, INFO, INT, INT_OR_BOOL, NUMBER
 from npujit.ir import types as T
 
-from .core import constexpr, tensor
+from .core import tensor, unwrap_constexpr
 from .tracing import current
 
 _INT_RANGE = {T.int8: (-2**7, 2**7 - 1), T.int16: (-2**15, 2**15 - 1),
@@ -106,8 +106,7 @@ def to_tensor(x, like: T.DType | None = None) -> tensor:
     """A tensor for ``x`` (a tensor already, or a Python number as a scalar constant)."""
     if isinstance(x, tensor):
         return x
-    if isinstance(x, constexpr):
-        x = x.value
+    x = unwrap_constexpr(x)
     if hasattr(x, "dtype") and hasattr(x, "item") and getattr(x, "shape", None) == ():
         x = x.item()  # numpy scalar
     return constant(x, literal_dtype(x, like))

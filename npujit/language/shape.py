@@ -6,14 +6,14 @@ from __future__ import annotations
 from npujit.ir import Kind
 
 from . import semantic as sem
-from .core import builtin, constexpr, pointer, tensor
+from .core import builtin, pointer, tensor, unwrap_constexpr
 
 
 def _shape_args(shape: tuple) -> tuple:
     """A shape given as one tuple/list or as separate ints (Triton takes both)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(s.value if isinstance(s, constexpr) else s for s in shape)
+    return tuple(unwrap_constexpr(s) for s in shape)
 
 
 @builtin
@@ -69,7 +69,7 @@ def expand_dims(x: tensor, axis) -> tensor:
 def _new_axis(a, rank: int) -> int:
     """Axis ``a`` of ``expand_dims``'s result (rank ``rank``), counted from 0.  A value out
     of range is a ``ValueError``, as in Triton: the trace reports it at the user's line."""
-    a = a.value if isinstance(a, constexpr) else a
+    a = unwrap_constexpr(a)
     if isinstance(a, bool) or not isinstance(a, int):
         raise sem.error(f"expand_dims: an axis must be a constant int, got {a!r}")
     if not -rank <= a < rank:

@@ -13,6 +13,7 @@ import types as _types
 from npujit.language import *  # noqa: F401,F403 - the whole language, re-exported
 from npujit.language import __all__ as _nl_all
 from npujit import language as _nl
+from npujit.language.core import unwrap_constexpr as _unwrap
 
 from .libdevice import extra  # noqa: F401 - tl.extra.libdevice, tl.extra.cuda.libdevice
 
@@ -28,16 +29,12 @@ def _fdiv(x, y, ieee_rounding=False):
     return _nl.semantic.to_tensor(x) / y
 
 
-def _const(v):
-    return v.value if isinstance(v, _nl.constexpr) else v
-
-
 @_nl.core.builtin
 def sort(x, dim=None, descending=False):
     """Triton's ``tl.sort(x, dim=None, descending=False)``: ``nl.sort`` with ``dim`` for
     its ``axis`` (None: the last)."""
-    dim = _const(dim)
-    return _nl.sort(x, axis=-1 if dim is None else dim, descending=bool(_const(descending)))
+    dim = _unwrap(dim)
+    return _nl.sort(x, axis=-1 if dim is None else dim, descending=bool(_unwrap(descending)))
 
 
 @_nl.core.builtin
@@ -45,10 +42,10 @@ def topk(x, k, dim=None, descending=True):
     """Triton's ``tl.topk(x, k, dim=None, descending=True)``: the ``k`` largest values along
     ``dim`` (the smallest with ``descending=False``), sorted, the values alone
     (``nl.topk`` returns their indices too)."""
-    dim = _const(dim)
+    dim = _unwrap(dim)
     axis = -1 if dim is None else dim
     x = _nl.semantic.to_tensor(x)
-    if bool(_const(descending)):
+    if bool(_unwrap(descending)):
         return _nl.topk(x, k, axis=axis)[0]
     if x.dtype.is_float:                        # the largest of -x, negated back: exact
         return -(_nl.topk(-x, k, axis=axis)[0])
