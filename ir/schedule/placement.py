@@ -11,6 +11,9 @@ The model (docs/npu-facts.md §A1 dataflows, §A7 positions, §A8 Cube path):
   ["UB"]`` stage moves L0C to UB on the VECTOR pipe first.
   A zero-filled accumulator is ``Mmad``'s ``cmatrixInitVal`` (CUBE, no instruction) and a
   cast of a dot result that is only stored is FixPipe's on-the-fly quantisation (§A8).
+* What the Cube and the Vector unit would share gets one per side first: a load read
+  as a dot operand and by other work is loaded twice (L1 and UB), and a dot
+  accumulator's zero init that CSE shared with a Vector value gets its own splat.
 * Scalar math (program ids, constants, loop bounds) is SCALAR, and so are affine address
   tiles (``base + arange`` offsets and ``offs < n`` masks used only by loads/stores): the
   scalar unit computes DataCopy(Pad) parameters from them (§A6), nothing goes to UB.
@@ -26,8 +29,8 @@ from __future__ import annotations
 
 from npujit.target import Pipe, Scope
 
-from ..core import Function, Op, loop_carried
-from ..ops import CONTROL, Kind
+from ..core import Function, Op, loop_carried, loop_init_index
+from ..ops import CONTROL, LOOPS, Kind
 from .model import CORE_ATTR, is_tile, scheduled_ops
 
 # (scf.if / scf.while: the scalar unit evaluates the condition and branches.)
@@ -51,6 +54,8 @@ class PlaceAndAssignPipes:
 
     def run(self, fn: Function, ctx) -> bool:
         spec = ctx.spec
+        _own_accumulator_inits(fn)
+        _own_vector_loads(fn)
         ops = list(scheduled_ops(fn.body))
         l1, l0c = _cube_values(ops)
         producer_pipe: dict[int, str] = {}
@@ -160,6 +165,49 @@ def _address_ops(ops: list[Op]) -> set:
                 for u, i in uses):
             addresses.add(id(op))
     return addresses
+
+
+def _own_accumulator_inits(fn: Function) -> None:
+    """A dot accumulator carried by a loop gets a zero init of its own when CSE made its
+    ``zeros`` one value with another's: ``acc = zeros(...); acc2 = zeros(...)`` of one
+    shape and dtype, ``acc`` fed to ``dot`` and ``acc2`` to Vector work.  The shared
+    splat would join both into L0C (``_cube_values`` follows an init to every loop that
+    carries it), and the Vector unit cannot read L0C on a separated part.  (A zero init
+    shared with other Vector work, ``maximum(acc + bias, 0.0)``, is left to allocate-
+    buffers, which folds it into that work: carried.py ``_unstrand_l0c_splats``.)"""
+    for loop in [op for op in scheduled_ops(fn.body) if op.kind in LOOPS]:
+        dot_accs = {id(op.operands[2]) for op in loop.body.ops
+                    if op.kind is Kind.DOT and len(op.operands) > 2}
+        for j, (init, arg, _, _) in enumerate(loop_carried(loop)):
+            index = loop_init_index(loop) + j
+            if (id(arg) in dot_accs and init.op is not None and init.op.kind is Kind.SPLAT
+                    and any(u.kind in LOOPS and i >= loop_init_index(u)
+                            and (u, i) != (loop, index) for u, i in init.uses)):
+                own = Op(Kind.SPLAT, list(init.op.operands), [init.type],
+                         dict(init.op.attrs), loc=init.op.loc)
+                loop.parent.insert(loop.parent.ops.index(loop), own)
+                loop.set_operand(index, own.result)
+
+
+def _own_vector_loads(fn: Function) -> None:
+    """A load read both as a dot operand and by other work (``rs += sum(x, 1)`` beside
+    ``acc = dot(x, w, acc)``) is loaded twice: into L1 for the Cube and into UB for the
+    rest, as a hand-written kernel copies the tile into both.  The Vector unit cannot
+    read L1 on a separated part; sharing the one L1 tile left its Vector readers with
+    nothing handed over (the simulator's race check saw them read a buffer nothing wrote).
+    The second load goes right after the first, so it reads the same memory."""
+    for op in list(scheduled_ops(fn.body)):
+        if op.kind not in _LOADS:
+            continue
+        uses = op.result.uses
+        cube = [(u, i) for u, i in uses if u.kind is Kind.DOT and i < 2]
+        rest = [(u, i) for u, i in uses if not (u.kind is Kind.DOT and i < 2)]
+        if cube and rest:
+            again = Op(op.kind, list(op.operands), [op.result.type], dict(op.attrs),
+                       loc=op.loc)
+            op.parent.insert(op.parent.ops.index(op) + 1, again)
+            for u, i in rest:
+                u.set_operand(i, again.result)
 
 
 def _cube_values(ops: list[Op]) -> tuple[set, set]:
