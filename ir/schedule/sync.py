@@ -33,6 +33,10 @@ the destination pipe).  From the buffers each op reads and writes on its pipe(s)
   step's loads together, ``load_order.py``) gets its flags set after the last load of the
   run (``_LoadRuns``): one ``MTE2_MTE1`` for a row tile and two weight tiles read by two
   dots, where a flag between two loads would hold the second back by a GM round trip.
+* **a slot released by its data flag**: when the ids run out, a slot-reuse flag is
+  dropped if the releasing pipe, at or after the release, sets a data flag the
+  rewriting pipe waits for in the same iteration (``_released_by_data``: a masked load
+  with a non-zero ``other``, whose slot the Vector fills).
 * Flags into a buffer with N slots rotate over N ids (one per slot).  A flag implied by
   another one of the same pipes (set later, waited earlier: pipes are in order) is dropped.
 * Event ids come from ``event_ids.py``: by liveness, an id passing to a later flag only
@@ -57,6 +61,8 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from npujit.errors import OutOfResources
 
 from ..core import Function, Op, ancestor_in, loop_carried, loop_init_index
 from ..ops import LOOPS, Kind
@@ -213,19 +219,35 @@ class InsertSync:
                     _add_edge(edges, a.op, w.op, a.pipe, w.pipe, pos, 1, None)
         kept = _prune(edges, pos)
         runs = _LoadRuns(kept)
-        planned = [PlannedFlag(src, dst, n, [setter], [waiter], loop=_presetting(loop, src, n),
-                               anchor=loop)
-                   for loop, setter, waiter, src, dst, n in (
-                       runs.loop_flags(_slot_reuse(by_buffer, stages, home, pos))
-                       + _back_edges(by_buffer, carriers, pos))]
-        for e in runs.edges(kept, pos):
-            anchor = e.block.parent_op if e.rotate > 1 else e.waiter
-            planned.append(PlannedFlag(e.src, e.dst, e.rotate, [e.setter], [e.waiter],
-                                       block=e.block, anchor=anchor))
-        ids = EventIds(fn, spec, pos)
-        ids.plan(planned)
+        raw = runs.edges(kept, pos)
+        slots = runs.loop_flags(_slot_reuse(by_buffer, stages, home, pos))
+        back = _back_edges(by_buffer, carriers, pos)
+        try:
+            ids = _plan(fn, spec, pos, slots + back, raw)
+        except OutOfResources:
+            # Fewer flags only when the ids run out: a flag dropped can also be what
+            # lets a later flag reuse an id, so the schedules that fit keep theirs.
+            fewer = _released_by_data(slots, raw, pos)
+            if len(fewer) == len(slots):
+                raise
+            ids = _plan(fn, spec, pos, fewer + back, raw)
         ids.write()
         return True
+
+
+def _plan(fn: Function, spec, pos, loop_flags: list[tuple], raw: list[_Edge]) -> EventIds:
+    """Event ids for the loop flags and the data flags (``OutOfResources`` when the
+    part has too few)."""
+    planned = [PlannedFlag(src, dst, n, [setter], [waiter], loop=_presetting(loop, src, n),
+                           anchor=loop)
+               for loop, setter, waiter, src, dst, n in loop_flags]
+    for e in raw:
+        anchor = e.block.parent_op if e.rotate > 1 else e.waiter
+        planned.append(PlannedFlag(e.src, e.dst, e.rotate, [e.setter], [e.waiter],
+                                   block=e.block, anchor=anchor))
+    ids = EventIds(fn, spec, pos)
+    ids.plan(planned)
+    return ids
 
 
 def _presetting(loop: Op, src: str, slots: int) -> Op:
@@ -348,6 +370,27 @@ class _LoadRuns:
     def loop_flags(self, flags: list[tuple]) -> list[tuple]:
         return [(loop, self.setter(setter) if setter.parent is loop.body else setter,
                  waiter, src, dst, n) for loop, setter, waiter, src, dst, n in flags]
+
+
+def _released_by_data(flags: list[tuple], raw: list[_Edge], pos) -> list[tuple]:
+    """The slot-reuse flags not implied by a data flag: a slot released on ``src`` to a
+    rewrite on ``dst`` needs no flag of its own when, in the same iteration, an op on
+    ``src`` at or after the release sets a data flag that ``dst`` waits for in that
+    iteration.  ``dst`` is in order, so its rewrite of the slot ``n >= 1`` iterations
+    later comes after that wait, which came after the release.  (A masked load with a
+    non-zero ``other``: the Vector fills the slot, MTE2 loads into it and tells the
+    Vector its data is there; the release back to the next fill was a second MTE2_V
+    flag, and at 3 stages the two needed more ids than the part has.)  Used only when
+    the ids run out with every flag: a dropped flag can also be what lets a later flag
+    reuse an id (``event_ids.py`` orders ids by the schedule's flags), so the schedules
+    that fit keep all of theirs."""
+    kept = []
+    for flag in flags:
+        loop, setter, _, src, dst, _ = flag
+        if not any(e.block is loop.body and e.src == src and e.dst == dst
+                   and pos.start[id(e.setter)] >= pos.start[id(setter)] for e in raw):
+            kept.append(flag)
+    return kept
 
 
 def _slot_reuse(by_buffer, stages, home, pos):

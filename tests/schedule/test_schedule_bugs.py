@@ -378,3 +378,39 @@ def test_two_dots_split_into_l0_chunks_in_one_loop(stages):
     np.testing.assert_allclose(o1, a32 @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(o2, a32 @ c.astype(np.float32), rtol=1e-3, atol=1e-3)
     _clean(report)
+
+
+# --- bug 7: a masked load with a non-zero `other`, three or four stages ----------------------
+
+@npu_kernel
+def sum_and_max_kernel(a_ptr, b_ptr, out_ptr, R, C, BR: nl.constexpr, BC: nl.constexpr,
+                       STAGES: nl.constexpr):
+    rows = nl.program_id(0) * BR + nl.arange(0, BR)
+    s = nl.zeros((BR,), dtype=nl.float32)
+    mx = nl.full((BR,), float("-inf"), nl.float32)
+    for c0 in nl.range(0, C, BC, num_stages=STAGES):
+        cols = c0 + nl.arange(0, BC)
+        m = (rows[:, None] < R) & (cols[None, :] < C)
+        a = nl.load(a_ptr + rows[:, None] * C + cols[None, :], mask=m, other=0.0)
+        b = nl.load(b_ptr + rows[:, None] * C + cols[None, :], mask=m, other=-1e4)
+        s += nl.sum(a, axis=1)
+        mx = nl.maximum(mx, nl.max(b, axis=1))
+    nl.store(out_ptr + rows, s, mask=rows < R)
+    nl.store(out_ptr + R + rows, mx, mask=rows < R)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_bug7_a_filled_slot_is_released_by_its_data_flag(stages):
+    # The Vector fills b's slot with -1e4, MTE2 loads into it, and its MTE2_V data flag
+    # also says the slot is free for the next fill: one MTE2_V flag, not two.  With two
+    # (and a's), 3 stages needed 9 ids of the 8 (OutOfResources).
+    R, C = 20, 300
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((R, C)).astype(np.float32)
+    b = rng.standard_normal((R, C)).astype(np.float32)
+    out = np.zeros(2 * R, np.float32)
+    report = sum_and_max_kernel.simulate(a, b, out, R, C, grid=(1,), spec=ASCEND_910B_LIKE,
+                                         debug=FULL, BR=32, BC=64, STAGES=stages)
+    np.testing.assert_allclose(out[:R], a.sum(axis=1), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(out[R:], b.max(axis=1))
+    _clean(report)
