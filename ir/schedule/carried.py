@@ -37,7 +37,7 @@ from npujit.target import Pipe, Scope
 from ..core import (Function, Op, Value, ancestor_in, loop_arg_index, loop_carried,
                     loop_init_index, loop_yield_index)
 from ..ops import LOOPS, Kind
-from .model import Positions, is_tile
+from .model import Positions, clone_op, is_tile
 
 
 def _carried(fn: Function):
@@ -124,13 +124,6 @@ def _copy(value: Value, loc) -> Op:
                                    "scope": Scope.UB}, loc=loc)
 
 
-def _clone(op: Op) -> Op:
-    """Another splat like ``op`` (a fill of a constant costs no more than a copy of it;
-    an L0C zero init is Mmad's cmatrixInitVal, no instruction)."""
-    return Op(op.kind, list(op.operands), [r.type for r in op.results], dict(op.attrs),
-              loc=op.loc)
-
-
 def _unstrand_l0c_splats(fn: Function) -> None:
     """A zero splat placed in L0C as an accumulator's init that, once the accumulators
     have their own, feeds only Vector work (``maximum(acc + bias, 0.0)`` after CSE) goes
@@ -179,7 +172,9 @@ def own_carried_buffers(fn: Function) -> bool:
         loop, j, side, _ = found
         if side == "init":
             init = loop.operands[loop_init_index(loop) + j]
-            op = _clone(init.op) if init.op is not None and init.op.kind is Kind.SPLAT \
+            # another splat: a fill of a constant costs no more than a copy of it (an L0C
+            # zero init is Mmad's cmatrixInitVal, no instruction)
+            op = clone_op(init.op) if init.op is not None and init.op.kind is Kind.SPLAT \
                 else _copy(init, loop.loc)
             block = loop.parent
             block.insert(block.ops.index(loop), op)

@@ -28,10 +28,8 @@ Example (a body, before -> after)::
 from __future__ import annotations
 
 from ..core import Block, Function, Op
-from ..ops import LOOPS, Kind
-from .model import CORE_ATTR, scheduled_ops
-
-_GM_LOADS = (Kind.LOAD, Kind.BLOCK_LOAD)
+from ..ops import LOOPS
+from .model import CORE_ATTR, GM_LOADS, scheduled_ops
 
 
 class GroupLoads:
@@ -58,7 +56,7 @@ def _group(block: Block) -> bool:
     changed = False
     for i in range(len(ops)):
         load = ops[i]
-        if (load.kind not in _GM_LOADS or load.attrs.get("pipe") != "MTE2"
+        if (load.kind not in GM_LOADS or load.attrs.get("pipe") != "MTE2"
                 or load.attrs.get("scope") != "L1"):
             continue
         j = i
@@ -73,7 +71,6 @@ def _group(block: Block) -> bool:
 def _passable(op: Op, load: Op) -> bool:
     """Whether ``load`` may run before ``op``: ``op`` is pure, has no regions, is not on
     the MTE2 pipe, sits on the load's core, and makes nothing the load reads."""
-    return (op.info.pure and not op.regions and not op.info.terminator
-            and op.attrs.get("pipe") != "MTE2"
+    return (op.info.pure and not op.regions and op.attrs.get("pipe") != "MTE2"
             and op.attrs.get(CORE_ATTR) == load.attrs.get(CORE_ATTR)
             and not any(v.op is op for v in load.operands))

@@ -73,6 +73,8 @@ SCHEDULE_ATTRS = ("pipe", "scope", "buffer", "offset", "bytes", "stages", "opera
 
 # The op attributes that hold flags (lists of ``Flag``).
 FLAG_ATTRS = ("wait_flags", "set_flags", "pre_set_flags", "post_wait_flags")
+# The ops that read GM into a tile (MTE2 copies once placed).
+GM_LOADS = (Kind.LOAD, Kind.BLOCK_LOAD)
 
 
 class Flag(NamedTuple):
@@ -127,6 +129,13 @@ class Flag(NamedTuple):
                 first = int(first)
                 return cls(pipe, dst, first, (int(last) - first + 1) if last else 1)
         raise ValueError(f"not a flag: {text!r} (expected e.g. 'MTE2_V:0' or 'MTE2_V:0..1')")
+
+
+def clone_op(op: Op) -> Op:
+    """Another op like ``op``: its kind, operands, result types, attributes and location
+    (not inserted anywhere; no regions)."""
+    return Op(op.kind, list(op.operands), [r.type for r in op.results], dict(op.attrs),
+              loc=op.loc)
 
 
 def decode_schedule_attrs(attrs: dict) -> dict:

@@ -31,12 +31,11 @@ from npujit.target import Pipe, Scope
 
 from ..core import Function, Op, loop_carried, loop_init_index
 from ..ops import CONTROL, LOOPS, Kind
-from .model import CORE_ATTR, is_tile, scheduled_ops
+from .model import CORE_ATTR, GM_LOADS, clone_op, is_tile, scheduled_ops
 
 # (scf.if / scf.while: the scalar unit evaluates the condition and branches.)
 _SCALAR_KINDS = (Kind.CONSTANT, Kind.PROGRAM_ID, Kind.NUM_PROGRAMS, Kind.PRINT, Kind.ASSERT,
                  Kind.FOR, Kind.WHILE, Kind.IF)
-_LOADS = (Kind.LOAD, Kind.BLOCK_LOAD)
 _STORES = (Kind.STORE, Kind.BLOCK_STORE)
 
 
@@ -183,8 +182,7 @@ def _own_accumulator_inits(fn: Function) -> None:
             if (id(arg) in dot_accs and init.op is not None and init.op.kind is Kind.SPLAT
                     and any(u.kind in LOOPS and i >= loop_init_index(u)
                             and (u, i) != (loop, index) for u, i in init.uses)):
-                own = Op(Kind.SPLAT, list(init.op.operands), [init.type],
-                         dict(init.op.attrs), loc=init.op.loc)
+                own = clone_op(init.op)
                 loop.parent.insert(loop.parent.ops.index(loop), own)
                 loop.set_operand(index, own.result)
 
@@ -197,14 +195,13 @@ def _own_vector_loads(fn: Function) -> None:
     nothing handed over (the simulator's race check saw them read a buffer nothing wrote).
     The second load goes right after the first, so it reads the same memory."""
     for op in list(scheduled_ops(fn.body)):
-        if op.kind not in _LOADS:
+        if op.kind not in GM_LOADS:
             continue
         uses = op.result.uses
         cube = [(u, i) for u, i in uses if u.kind is Kind.DOT and i < 2]
         rest = [(u, i) for u, i in uses if not (u.kind is Kind.DOT and i < 2)]
         if cube and rest:
-            again = Op(op.kind, list(op.operands), [op.result.type], dict(op.attrs),
-                       loc=op.loc)
+            again = clone_op(op)
             op.parent.insert(op.parent.ops.index(op) + 1, again)
             for u, i in rest:
                 u.set_operand(i, again.result)
@@ -256,7 +253,7 @@ def _place(op: Op, l1: set, l0c: set, producer_pipe: dict,
     k = op.kind
     if k in _SCALAR_KINDS:
         return "SCALAR", None
-    if k in _LOADS:
+    if k in GM_LOADS:
         return "MTE2", "L1" if id(op.result) in l1 else "UB"
     if k in _STORES:
         return ("FIXP" if id(_stored(op)) in l0c and out_pipe == "FIXP" else "MTE3"), None

@@ -17,10 +17,11 @@ the destination pipe).  From the buffers each op reads and writes on its pipe(s)
   the op, so the flag releasing its slots is its own (set and waited by it), not merged
   with another dot's.  A one-slot flag the scalar unit sets is pre-set and drained
   around the outermost loop instead (``_presetting``): pre-set at every outer iteration,
-  the scalar unit, running ahead, could set it again before the last drain.  Two buffers the allocator placed on the same bytes get the same
-  kind of flag from the last access of the first to the writer of the second.  An accumulator carried by an
-  inner loop and re-initialised in an outer loop's body (a persistent matmul's L0C) is
-  such a buffer of the outer loop: its init waits for the previous tile's FixPipe read.
+  the scalar unit, running ahead, could set it again before the last drain.  Two buffers
+  the allocator placed on the same bytes get the same kind of flag from the last access
+  of the first to the writer of the second.  An accumulator carried by an inner loop and
+  re-initialised in an outer loop's body (a persistent matmul's L0C) is such a buffer of
+  the outer loop: its init waits for the previous tile's FixPipe read.
 * **carried across iterations**: a loop-carried tile touched by two pipes (software
   prefetch: ``store(out, y); y = load(...)``) gets the read -> rewrite flag inside the
   body and a back-edge flag from the last access of iteration i to the first of i + 1,
@@ -67,8 +68,8 @@ from npujit.errors import OutOfResources
 from ..core import Function, Op, ancestor_in, loop_carried, loop_init_index
 from ..ops import LOOPS, Kind
 from .event_ids import EventIds, PlannedFlag
-from .model import (Positions, common_block, enclosing_loop, home_block, is_folded_cast,
-                    is_tile, loop_stages, scheduled_ops)
+from .model import (GM_LOADS, Positions, common_block, enclosing_loop, home_block,
+                    is_folded_cast, is_tile, loop_stages, scheduled_ops)
 
 
 @dataclass(frozen=True)
@@ -149,12 +150,11 @@ def accesses(fn: Function, buffers: dict[int, str]) -> list[Access]:
         for v in writes:
             if id(v) in buffers:
                 out.append(Access(op, pipe, buffers[id(v)], True))
-        if k in _GM_READS or k in _GM_WRITES:
+        if k in GM_LOADS or k in _GM_WRITES:
             out.append(Access(op, pipe, gm_buffer(op.operands[0]), k in _GM_WRITES))
     return out
 
 
-_GM_READS = (Kind.LOAD, Kind.BLOCK_LOAD)
 _GM_WRITES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
 
 
@@ -325,8 +325,9 @@ def _prune(edges, pos) -> list[_Edge]:
 
 class _LoadRuns:
     """Where a flag set after a GM load in a multi-buffered loop is set: after the last
-    GM load of the run of loads it starts (group-loads, ``load_order.py``, made the run).  ``load x; load g; load u`` read by MTE1 get
-    one ``MTE2_MTE1`` flag set after ``u``, as a hand-written kernel's one ``SetFlag``
+    GM load of the run of loads it starts (group-loads, ``load_order.py``, made the
+    run).  ``load x; load g; load u`` read by MTE1 get one ``MTE2_MTE1`` flag set after
+    ``u``, as a hand-written kernel's one ``SetFlag``
     after loading A and B; a slot another pipe may rewrite is released there too.  A set
     waits until the loads before it have landed (docs/npu-facts.md §A1) and the loading
     pipe is in order, so a flag between two loads holds the next load back by a GM round
@@ -345,9 +346,9 @@ class _LoadRuns:
         block, which the set does not pass (group-loads, load_order.py, puts a loop's
         loads ahead of their readers)."""
         block = op.parent
-        if (op.kind not in _GM_READS or op.attrs.get("pipe") != "MTE2" or block is None
+        if (op.kind not in GM_LOADS or op.attrs.get("pipe") != "MTE2" or block is None
                 or block.parent_op is None or block.parent_op.kind not in LOOPS
-                or int(block.parent_op.attrs.get("num_stages", 1)) < 2):
+                or loop_stages(op) < 2):
             return op
         last = op
         for nxt in block.ops[block.ops.index(op) + 1:]:
@@ -355,7 +356,7 @@ class _LoadRuns:
                 break
             if nxt.attrs.get("pipe") != "MTE2":
                 continue
-            if (nxt.kind not in _GM_READS or id(nxt) in self.waiting
+            if (nxt.kind not in GM_LOADS or id(nxt) in self.waiting
                     or "cross_flags" in nxt.attrs):
                 break
             last = nxt
