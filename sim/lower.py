@@ -57,7 +57,7 @@ import os
 from npujit.ir.ops import CONTROL, LOOPS, OWN_REGION, Kind, vec_op_name
 from npujit.ir.schedule import CORE_ATTR, value_buffers
 from npujit.ir.schedule.model import (LoopIterations, enclosing_loop, is_folded_cast,
-                                      loop_stages)
+                                      operand_stages)
 from npujit.target import Pipe, Scope
 
 from .gm_access import _Access, _active_offsets, _moved
@@ -354,7 +354,7 @@ class StreamRecorder:
         k0 = int(op.attrs["k_chunk"])
         chunks = k // k0
         l0a, l0b = op.attrs["operand_buffers"]
-        stages = loop_stages(op)
+        stages = operand_stages(op)
         it = self.loops.current
         l0_pairs = {("CUBE", "MTE1"), ("MTE1", "CUBE")}
         waits = op.attrs.get("wait_flags", ())
@@ -462,10 +462,10 @@ class StreamRecorder:
                                     writes=[(name, self.slots.get(name, 0))]))
             self.zeroed.discard(name)
 
-    def _loop_slot(self, op) -> int:
+    def _operand_slot(self, op) -> int:
         """The slot of an op's staging buffers in this iteration of its loop."""
         it = self.loops.current
-        return it % loop_stages(op)
+        return it % operand_stages(op)
 
     def _emit(self, program, op, operands, results) -> None:
         k, pipe, tag = op.kind, op.attrs["pipe"], self._tag(op)
@@ -487,7 +487,7 @@ class StreamRecorder:
             reads = self._refs(op, op.operands, False)
             if "operand_buffers" in op.attrs:   # no FixPipe: L0C -> UB on VECTOR first
                 staging = [(op.attrs["operand_buffers"][0],
-                            self._loop_slot(op))]
+                            self._operand_slot(op))]
                 out.append(copy("L0C_to_UB", nbytes, tag=tag, reads=reads, writes=staging))
                 reads = staging
             path = "L0C_to_GM" if pipe == "FIXP" else "UB_to_GM"
@@ -501,7 +501,7 @@ class StreamRecorder:
         elif k is Kind.DOT:
             a, b = op.operands[0].type, op.operands[1].type
             l0a, l0b = op.attrs["operand_buffers"]
-            slot = self._loop_slot(op)
+            slot = self._operand_slot(op)
             out.append(copy("L1_to_L0A", a.nbytes, tag=tag, writes=[(l0a, slot)],
                             reads=self._refs(op, op.operands[:1], False)))
             out.append(copy("L1_to_L0B", b.nbytes, tag=tag, writes=[(l0b, slot)],

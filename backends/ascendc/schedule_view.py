@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from npujit.ir.schedule.model import CORE_ATTR, Flag
-from npujit.ir.schedule.model import loop_stages as enclosing_stages
+from npujit.ir.schedule.model import operand_stages
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,12 @@ def buffers(op) -> list[BufferRef]:
 
 
 def operand_buffers(op) -> list[BufferRef]:
-    """A dot's staging buffers for its operands (L0A for a, L0B for b); they have the
-    stages of the loop around the dot."""
+    """A dot's staging buffers for its operands (L0A for a, L0B for b), or a coupled
+    store's UB one: ``operand_stages`` slots (the loop's stages, at most two)."""
     names = op.attrs.get("operand_buffers", ())
     offsets = list(op.attrs.get("operand_offsets", ()))
     sizes = list(op.attrs.get("operand_bytes", ()))
-    stages = enclosing_stages(op)
+    stages = operand_stages(op)
     return [BufferRef(n, n.split(".")[0], offsets[i], sizes[i], stages) for i, n in enumerate(names)]
 
 

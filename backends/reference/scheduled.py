@@ -36,7 +36,8 @@ import numpy as np
 
 from npujit.ir.core import loop_carried
 from npujit.ir.ops import CONTROL, Kind
-from npujit.ir.schedule.model import LoopIterations, is_folded_cast, is_tile, loop_stages
+from npujit.ir.schedule.model import (LoopIterations, is_folded_cast, is_tile,
+                                      operand_stages)
 
 _GM_COPY_PIPES = ("MTE2",)
 _GM_STORES = (Kind.STORE, Kind.BLOCK_STORE)
@@ -117,7 +118,7 @@ class BufferedExecution:
                         op.attrs["operand_scopes"], op.attrs["operand_offsets"],
                         op.attrs["operand_bytes"]):
                     self.by_name.setdefault(name, _Place(name, scope, off, nb,
-                                                         loop_stages(op), v.type))
+                                                         operand_stages(op), v.type))
         for op in block.ops:                      # loop-carried values share one buffer
             for init, arg, nxt, res in loop_carried(op):
                 place = self.places.get(id(init)) or self.places.get(id(nxt))
@@ -161,7 +162,7 @@ class BufferedExecution:
             if place is not None:
                 operands[i] = self._read(place, self.slots.get(place.name, 0))
         if op.kind is Kind.DOT and "operand_buffers" in op.attrs and "k_chunk" not in op.attrs:
-            slot = self._iteration() % loop_stages(op)
+            slot = self._iteration() % operand_stages(op)
             for i, name in enumerate(op.attrs["operand_buffers"]):
                 place = self.by_name[name]
                 self._write(place, slot, operands[i])

@@ -46,7 +46,8 @@ from ..core import Function, Op, Value, loop_carried
 from ..ops import CONTROL, Kind
 from .branches import own_branch_buffers
 from .carried import own_carried_buffers
-from .model import Positions, enclosing_loop, is_folded_cast, is_tile, loop_stages, scheduled_ops
+from .model import (Positions, enclosing_loop, is_folded_cast, is_tile, loop_stages,
+                    operand_stages, scheduled_ops)
 
 TRANSFER_PIPES = ("MTE2", "MTE3", "FIXP")
 # The constexpr that splits dots into L0 K-chunks (see the module doc).
@@ -218,7 +219,7 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
     for op in ops:
         if "operand_scopes" in op.attrs:
             start, end = _span(op, pos)
-            n = loop_stages(op)
+            n = operand_stages(op)
             for scope, (shape, itemsize) in zip(op.attrs["operand_scopes"], staged(op)):
                 buffers.append(Buffer(scope, shape, itemsize, n, start, end, op, []))
     return buffers

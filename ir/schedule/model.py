@@ -20,7 +20,8 @@ attribute          meaning
 ``operand_scopes`` dot: where its MTE1 stage puts operands a, b (``L0A``, ``L0B``);
                    an L0C store on a part without FixPipe: ``UB``, where its VECTOR
                    stage puts the tile before MTE3 writes it out
-``operand_buffers`` / ``operand_offsets`` / ``operand_bytes``: those staging buffers
+``operand_buffers`` / ``operand_offsets`` / ``operand_bytes``: those staging buffers,
+                   ``operand_stages(op)`` slots each (at most two: ping-pong)
 ``k_chunk``        dot: K of one L0 chunk when the kernel's ``L0_BLOCK_K`` splits it; the
                    MTE1 copies and Mmads run per chunk, rotating the L0 slots and the
                    dot's ``M_MTE1`` / ``MTE1_M`` flag ids per chunk
@@ -225,6 +226,21 @@ def loop_stages(op: Op) -> int:
     if loop is None or under_if(op, loop):
         return 1
     return max(1, int(loop.attrs.get("num_stages", 1)))
+
+
+# Slots of an op's staging buffers (a dot's L0A / L0B, a coupled store's UB): ping-pong,
+# whatever the loop's num_stages.  The deep pipeline is GM -> L1, where a copy waits
+# hundreds of cycles for HBM; L1 -> L0 takes tens (MTE1, npujit/target.py), so a second
+# slot already lets MTE1 fill one while the Cube reads the other, as Ascend's matmuls
+# double-buffer L0A / L0B (docs/schedule.md).  With num_stages slots, a 128x256 B tile of
+# K 64 at num_stages=3 needed 96 KB of the 64 KB L0B.
+OPERAND_SLOTS = 2
+
+
+def operand_stages(op: Op) -> int:
+    """Slots of ``op``'s staging buffers (``operand_buffers``): ``loop_stages(op)``, at
+    most ``OPERAND_SLOTS``."""
+    return min(loop_stages(op), OPERAND_SLOTS)
 
 
 def under_if(op: Op, upto: Op | None = None) -> bool:

@@ -69,7 +69,8 @@ from ..core import Function, Op, ancestor_in, loop_carried, loop_init_index
 from ..ops import LOOPS, Kind
 from .event_ids import EventIds, PlannedFlag
 from .model import (GM_LOADS, Positions, common_block, enclosing_loop, home_block,
-                    is_folded_cast, is_tile, loop_stages, scheduled_ops)
+                    is_folded_cast, is_tile, loop_stages, operand_stages,
+                    scheduled_ops)
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,7 @@ def _buffer_facts(fn: Function) -> tuple[dict, dict]:
         for name in op.attrs.get("buffer", ()):
             stages[name] = op.attrs.get("stages", 1)
         for name in op.attrs.get("operand_buffers", ()):
-            stages[name] = loop_stages(op)
+            stages[name] = operand_stages(op)
             home[name] = home_block(op)
     for op in scheduled_ops(fn.body):
         tiles = [r for r in op.results if is_tile(r)]
@@ -487,7 +488,7 @@ def _sharing_pairs(fn: Function) -> list[tuple[str, str]]:
                                    op.attrs.get("bytes", ())):
             spans.setdefault(name, (scope, off, off + size * op.attrs.get("stages", 1)))
         if "operand_buffers" in op.attrs:
-            n = loop_stages(op)
+            n = operand_stages(op)
             for sc, name, off, size in zip(op.attrs["operand_scopes"],
                                            op.attrs["operand_buffers"],
                                            op.attrs["operand_offsets"], op.attrs["operand_bytes"]):

@@ -78,3 +78,34 @@ def test_copies_landing_at_their_wait_give_the_right_sums(spec):
                                          compiled.signature.bind(args, META))
     run_buffered(fn, GRID, rt, poison=True, on_wait=True)
     np.testing.assert_array_equal(c, want)
+
+
+@pytest.mark.parametrize("spec", [ASCEND_910B_LIKE, ASCEND_910_LIKE], ids=lambda s: s.name)
+@pytest.mark.parametrize("stages", [3, 4])
+def test_deep_pipelines_keep_two_l0_slots(spec, stages):
+    """Triton's autotune configs pair num_stages 3-4 with 128x256 tiles of K 64: the L1
+    copies get a slot per stage, L0A / L0B two (ping-pong).  A slot per stage asked 96 or
+    128 KB of the 64 KB L0B (OutOfResources)."""
+    m, n, k = 40, 200, 4 * 64
+    rng = np.random.default_rng(3)
+    a = rng.integers(-4, 5, (m, k)).astype(np.float16)
+    b = rng.integers(-4, 5, (k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    meta = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_STAGES": stages}
+    args = (a, b, c, m, n, k, k, 1, n, 1, n, 1)
+    fn = parse_function(pointer_matmul_kernel.with_options(spec=spec)
+                        .compile(*args, **meta).ir_text)
+    (dot,) = [op for op in fn.walk() if op.kind is Kind.DOT]
+    slots = {op.attrs["buffer"][0]: op.attrs["stages"] for op in fn.walk()
+             if op.attrs.get("scope") == "L1" and op.kind in (Kind.LOAD, Kind.BLOCK_LOAD)}
+    assert sorted(slots.values()) == [stages, stages]
+    l0b = dot.attrs["operand_bytes"][1]
+    assert l0b == 64 * 256 * 2 and 2 * l0b <= spec.capacity["L0B"]
+    # the flags between MTE1 and the Cube rotate over the two L0 slots
+    l0_flags = [f for key in ("wait_flags", "set_flags") for f in dot.attrs.get(key, ())
+                if {f.src, f.dst} == {"MTE1", "CUBE"}]
+    assert l0_flags and all(f.count == 2 for f in l0_flags)
+    report = pointer_matmul_kernel.simulate(*args, grid=(1, 1), spec=spec, debug=FULL,
+                                            backend="reference", **meta)
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+    assert report.races == [] and report.flag_issues == []
