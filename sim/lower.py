@@ -52,6 +52,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 import os
 
 from npujit.ir.ops import CONTROL, LOOPS, OWN_REGION, Kind, vec_op_name
@@ -462,6 +463,20 @@ class StreamRecorder:
                                     writes=[(name, self.slots.get(name, 0))]))
             self.zeroed.discard(name)
 
+    def _fill(self, op, tag: str, nbytes: int) -> None:
+        """A masked load into L1 whose ``other=`` is a fill value, not a tile
+        (ir/schedule/placement.py ``_address_ops``): MTE2 writes the value over the
+        ``nbytes`` its mask leaves off (Ascend's ``InitConstValue``: pad rows or tail
+        columns are runs of 32-byte blocks in the NZ layout), assumed at the GM -> L1
+        port's rate."""
+        other = op.operand("other")
+        if (other is None or op.attrs.get("scope") != "L1" or self.spec is None
+                or self.buffers.get(id(other)) is not None):
+            return
+        rate = self.spec.paths["GM_to_L1"].bytes_per_cycle
+        self.instrs.append(scalar(math.ceil(nbytes / rate), pipe="MTE2",
+                                  tag=tag, writes=self._refs(op, op.results, True)))
+
     def _operand_slot(self, op) -> int:
         """The slot of an op's staging buffers in this iteration of its loop."""
         it = self.loops.current
@@ -476,6 +491,8 @@ class StreamRecorder:
         out = self.instrs
         if k in (Kind.LOAD, Kind.BLOCK_LOAD):
             nbytes = _moved(op, operands) * op.result.type.dtype.itemsize
+            if k is Kind.LOAD and nbytes < op.result.type.nbytes:
+                self._fill(op, tag, op.result.type.nbytes - nbytes)
             self._mark(program, op, nbytes)
             region, burst = self._place(op, operands, nbytes)
             out.append(copy(f"GM_to_{op.attrs['scope']}", nbytes, tag=tag,

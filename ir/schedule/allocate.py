@@ -99,6 +99,7 @@ class AllocateBuffers:
         spec = ctx.spec
         own_branch_buffers(fn)
         own_carried_buffers(fn)
+        split_l0_k(fn, spec)
         pos = Positions(fn)
         buffers = collect_buffers(fn, pos)
         peaks = {}
@@ -112,6 +113,30 @@ class AllocateBuffers:
                 raise _over_budget(fn, spec, scope, mine, peak)
         _write_attrs(fn, buffers)
         return True
+
+
+def split_l0_k(fn: Function, spec) -> None:
+    """A dot whose A or B tile does not fit its L0 slots (``operand_stages``) runs in L0
+    K-chunks (``k_chunk``, as the kernel's ``L0_BLOCK_K`` asks for): K halved until both
+    fit, down to one Cube fractal.  An L1 tile of K 128 beside a 256-wide other side
+    (128x256 f16: 64 KB, all of L0B) is then two chunks of K 64, as Ascend's matmuls
+    take an L1 step in several L0 steps (baseK < stepK).  A kernel's own ``L0_BLOCK_K``
+    wins (``collect_buffers``); a tile still too big is left to the over-budget error."""
+    for op in scheduled_ops(fn.body):
+        if (op.kind is not Kind.DOT or "k_chunk" in op.attrs
+                or op.operands[0].type.rank != 2):
+            continue
+        a, b = op.operands[0].type, op.operands[1].type
+        (m, k), n, slots = a.shape, b.shape[1], operand_stages(op)
+
+        def fits(kc: int) -> bool:
+            return (slots * m * kc * a.dtype.itemsize <= spec.capacity["L0A"]
+                    and slots * kc * n * b.dtype.itemsize <= spec.capacity["L0B"])
+        kc = k
+        while not fits(kc) and kc % 2 == 0 and kc // 2 >= spec.cube_fractal:
+            kc //= 2
+        if kc < k and fits(kc):
+            op.attrs["k_chunk"] = kc
 
 
 def _align(n: int, a: int) -> int:
@@ -306,10 +331,14 @@ def _suggestion(fn, spec, scope, buffers, worst, cap) -> str:
     """A constexpr tile size that fits (found by re-running the allocator with the tiles'
     dims equal to that constexpr scaled down), else an element budget for the worst tile."""
     align = spec.alignment[scope]
-    for name, value in fn.attrs.items():
-        if (not isinstance(value, int) or isinstance(value, bool) or value < 2
-                or value not in worst.shape):
+    sizes = {name: value for name, value in fn.attrs.items()
+             if isinstance(value, int) and not isinstance(value, bool) and value >= 2}
+    for name, value in sizes.items():
+        if value not in worst.shape:
             continue
+        # constexprs of one value cannot be told apart by the tile's dims: name them all
+        same = [n for n, v in sizes.items() if v == value]
+        name = ", ".join(same[:-1]) + " or " + same[-1] if len(same) > 1 else name
         p = 1 << (value.bit_length() - 1)
         p = p if p < value else p // 2
         while p >= 1:

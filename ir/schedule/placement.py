@@ -61,7 +61,7 @@ class PlaceAndAssignPipes:
         has_dot = False
         # No FixPipe on a coupled part: L0C leaves through the Vector unit into UB (§A2).
         out_pipe = "FIXP" if "FIXP" in spec.pipes.get("AIC", ()) else "VECTOR"
-        addresses = _address_ops(ops)
+        addresses = _address_ops(ops, l1)
         for op in ops:
             for v in op.operands:     # an if's result made on a tile pipe is a tile's
                 if v.op is not None and v.op.kind is Kind.IF:
@@ -94,6 +94,11 @@ class PlaceAndAssignPipes:
 # Ops an affine address or bound mask is made of (base + arange, offs < n).
 _AFFINE_KINDS = frozenset({Kind.ARANGE, Kind.SPLAT, Kind.BROADCAST, Kind.RESHAPE, Kind.ADD,
                            Kind.SUB, Kind.MUL, Kind.CAST, Kind.CMP, Kind.AND})
+# Integer ops the scalar unit computes on scalars (``pid % num_pid_in_group``,
+# ``min(num_pid_m - first_pid_m, GROUP_SIZE_M)``): with scalar operands, a scalar result.
+_SCALAR_MATH = _AFFINE_KINDS | {Kind.IDIV, Kind.REM, Kind.MAXIMUM, Kind.MINIMUM, Kind.OR,
+                                Kind.XOR, Kind.SHL, Kind.SHR, Kind.SELECT, Kind.NEG,
+                                Kind.NOT, Kind.ABS}
 # (op kind, operand index) uses that only address memory: the offsets and mask of a load,
 # a store and an atomic.
 _ADDRESS_USES = {(Kind.LOAD, 1), (Kind.LOAD, 2), (Kind.STORE, 1), (Kind.STORE, 3),
@@ -122,11 +127,13 @@ def _uniform(v, outer: dict) -> bool:
         _uniform(owner.operands[0], outer)
 
 
-def _address_ops(ops: list[Op]) -> set:
+def _address_ops(ops: list[Op], l1: set) -> set:
     """Ids of ops whose tiles are affine in ``arange`` and scalars and only address memory
     (``offs = base + nl.arange(0, B)``, ``mask = offs < n``).  The scalar unit turns them
     into DataCopy/DataCopyPad parameters (docs/npu-facts.md §A6, §A7), so they are SCALAR
-    work with no tile in UB and the loads do not wait for the Vector unit.
+    work with no tile in UB and the loads do not wait for the Vector unit.  So is the
+    ``other=`` splat of a load into L1 (``l1``): MTE2 fills the L1 slot with that value
+    before the copy (``InitConstValue``, sim/lower.py), no Vector tile.
 
     A 2-D tile made of such parts and of per-row values (``[M, 1]`` tiles, e.g. gathered
     token rows ``tok[:, None] * stride + cols[None, :]`` and ``valid[:, None] & (cols <
@@ -139,12 +146,12 @@ def _address_ops(ops: list[Op]) -> set:
     def scalar(v) -> bool:
         return is_tile(v) and v.type.rank == 0 and (v.op is None or id(v) in scalar_ok)
 
-    def per_row(v) -> bool:
-        return is_tile(v) and v.type.rank == 2 and v.type.shape[-1] == 1
+    def per_row(v) -> bool:      # or per column: a run of one element per row
+        return is_tile(v) and v.type.rank == 2 and 1 in v.type.shape
 
     for op in ops:
         ins = op.operands
-        if op.kind in _SCALAR_KINDS or (op.kind in _AFFINE_KINDS and all(
+        if op.kind in _SCALAR_KINDS or (op.kind in _SCALAR_MATH and all(
                 scalar(v) for v in ins) and all(r.type.rank == 0 for r in op.results)):
             scalar_ok.update(id(r) for r in op.results)
         kinds_ok = _address_kind(op, {}) or (op.kind is Kind.FUSED and all(
@@ -154,13 +161,16 @@ def _address_ops(ops: list[Op]) -> set:
             affine.update(id(r) for r in op.results if is_tile(r) and r.type.rank > 0)
         elif kinds_ok and all(scalar(v) or id(v) in affine or per_row(v) for v in ins):
             affine.update(id(r) for r in op.results if is_tile(r) and r.type.rank == 2
-                          and r.type.shape[-1] > 1)
+                          and 1 not in r.type.shape)
     addresses: set = set()
     for op in reversed(ops):
         results = [r for r in op.results if is_tile(r) and r.type.rank > 0]
         uses = [use for r in results for use in r.uses]
+        fill = all(_uniform(r, {}) for r in results)      # a fill value, for MTE2 into L1
         if results and uses and all(id(r) in affine for r in results) and all(
-                u is not None and ((u.kind, i) in _ADDRESS_USES or id(u) in addresses)
+                u is not None and ((u.kind, i) in _ADDRESS_USES or id(u) in addresses
+                                   or (fill and (u.kind, i) == (Kind.LOAD, 3)
+                                       and id(u.result) in l1))
                 for u, i in uses):
             addresses.add(id(op))
     return addresses

@@ -393,19 +393,24 @@ def test_tiles_over_the_ub_budget():
     assert "v = nl.load(x_ptr + offs)" in msg and "UB holds" in msg and "try BLOCK <=" in msg
 
 
-@pytest.mark.parametrize("m,k,n,scope", [(256, 256, 16, "L0A"), (16, 256, 256, "L0B"),
-                                         (128, 32, 512, "L0C")])
-def test_dot_tiles_over_the_l0_budgets(m, k, n, scope):
+@pytest.mark.parametrize("batch,m,k,n,scope", [(2, 256, 256, 16, "L0A"),
+                                               (2, 16, 256, 256, "L0B"),
+                                               (1, 128, 32, 512, "L0C")])
+def test_dot_tiles_over_the_l0_budgets(batch, m, k, n, scope):
+    """(A 2-D dot whose A or B tile is too big runs in L0 K-chunks, allocate.py
+    ``split_l0_k``; a batched one's tiles and any dot's L0C accumulator are not split.)"""
     from npujit import OutOfResources
 
     @npu_kernel
-    def mm(c_ptr, M: nl.constexpr, K: nl.constexpr, N: nl.constexpr):
-        a = nl.zeros((M, K), nl.float16)
-        b = nl.zeros((K, N), nl.float16)
+    def mm(c_ptr, B: nl.constexpr, M: nl.constexpr, K: nl.constexpr, N: nl.constexpr):
+        a = nl.zeros((B, M, K), nl.float16)
+        b = nl.zeros((B, K, N), nl.float16)
         c = nl.dot(a, b)
-        nl.store(c_ptr + nl.arange(0, M)[:, None] * N + nl.arange(0, N)[None, :], c)
+        nl.store(c_ptr + nl.arange(0, B)[:, None, None] * (M * N)
+                 + nl.arange(0, M)[None, :, None] * N + nl.arange(0, N)[None, None, :], c)
     with pytest.raises(OutOfResources) as e:
-        mm.with_options(backend="reference")[(1,)](np.zeros(m * n, np.float32), M=m, K=k, N=n)
+        mm.with_options(backend="reference")[(1,)](np.zeros(batch * m * n, np.float32),
+                                                   B=batch, M=m, K=k, N=n)
     msg = str(e.value)
     assert "c = nl.dot(a, b)" in msg and f"but {scope} holds" in msg and "try " in msg
 

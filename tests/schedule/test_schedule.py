@@ -163,10 +163,10 @@ def test_over_budget_names_stages_and_the_cube_scopes():
     msg = str(info.value)
     assert "x 2 stages" in msg and str(TINY.capacity["UB"]) in msg and "try BLOCK <=" in msg
     a = np.ones((128, 128), np.float16)
-    with pytest.raises(npujit.OutOfResources, match="L0A"):
+    with pytest.raises(npujit.OutOfResources, match="L0C"):
         matmul_kernel.with_options(spec=TINY)[(1, 1)](
             a, a, np.zeros((128, 128), np.float32), 128, 128, 128, 128, 1, 128, 1, 128, 1,
-            BLOCK_M=64, BLOCK_N=32, BLOCK_K=64, NUM_STAGES=2)
+            BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, NUM_STAGES=2)
 
 
 def test_schedule_is_the_same_whatever_the_backend(backend):
