@@ -28,7 +28,7 @@ Example (a body, before -> after)::
 from __future__ import annotations
 
 from ..core import Block, Function, Op
-from ..ops import LOOPS
+from ..ops import LOOPS, Kind
 from .model import CORE_ATTR, GM_LOADS, scheduled_ops
 
 
@@ -69,8 +69,10 @@ def _group(block: Block) -> bool:
 
 
 def _passable(op: Op, load: Op) -> bool:
-    """Whether ``load`` may run before ``op``: ``op`` is pure, has no regions, is not on
+    """Whether ``load`` may run before ``op``: ``op`` is pure, has no regions but a fused
+    elementwise body (flash attention's softmax between the K and V loads), is not on
     the MTE2 pipe, sits on the load's core, and makes nothing the load reads."""
-    return (op.info.pure and not op.regions and op.attrs.get("pipe") != "MTE2"
+    return (op.info.pure and (not op.regions or op.kind is Kind.FUSED)
+            and op.attrs.get("pipe") != "MTE2"
             and op.attrs.get(CORE_ATTR) == load.attrs.get(CORE_ATTR)
             and not any(v.op is op for v in load.operands))

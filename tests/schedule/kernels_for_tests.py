@@ -96,3 +96,34 @@ def two_dots_kernel(a_ptr, b_ptr, c_ptr, o1_ptr, o2_ptr, M, N, K,
     r = nl.arange(0, BM)[:, None] * N + nl.arange(0, BN)[None, :]
     nl.store(o1_ptr + r, acc1)
     nl.store(o2_ptr + r, acc2)
+
+
+@npu_kernel(backend="reference")
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, n, D: nl.constexpr, BM: nl.constexpr,
+                     BN: nl.constexpr, NUM_STAGES: nl.constexpr):
+    # Flash attention's forward as Triton's tutorial writes it: pointer tiles advanced per
+    # step, the softmax between the K load's dot and the V load.
+    offs_m = nl.program_id(0) * BM + nl.arange(0, BM)
+    offs_n = nl.arange(0, BN)
+    offs_d = nl.arange(0, D)
+    q = nl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :], mask=offs_m[:, None] < n,
+                other=0.0)
+    k_ptrs = k_ptr + offs_n[None, :] * D + offs_d[:, None]
+    v_ptrs = v_ptr + offs_n[:, None] * D + offs_d[None, :]
+    m_i = nl.full((BM,), float("-inf"), nl.float32)
+    l_i = nl.zeros((BM,), nl.float32)
+    acc = nl.zeros((BM, D), nl.float32)
+    for start in nl.range(0, n, BN, num_stages=NUM_STAGES):
+        kt = nl.load(k_ptrs, mask=(start + offs_n)[None, :] < n, other=0.0)
+        s = nl.where((start + offs_n)[None, :] < n, nl.dot(q, kt), float("-inf"))
+        m_new = nl.maximum(m_i, nl.max(s, 1))
+        alpha = nl.exp(m_i - m_new)
+        p = nl.exp(s - m_new[:, None])
+        l_i = l_i * alpha + nl.sum(p, 1)
+        v = nl.load(v_ptrs, mask=(start + offs_n)[:, None] < n, other=0.0)
+        acc = acc * alpha[:, None] + nl.dot(p.to(nl.float16), v)
+        m_i = m_new
+        k_ptrs += BN * D
+        v_ptrs += BN * D
+    nl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None],
+             mask=offs_m[:, None] < n)

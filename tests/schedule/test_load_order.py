@@ -67,3 +67,32 @@ def test_grouped_loads_simulate_right_and_race_free(stages):
     np.testing.assert_allclose(o1, a32 @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(o2, a32 @ c.astype(np.float32), rtol=1e-3, atol=1e-3)
     assert report.races == [] and report.flag_issues == []
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_the_v_load_moves_past_the_softmax(stages):
+    """Flash attention's V load moves up past the fused softmax to the K load, so the two
+    share one MTE2 -> MTE1 flag per step: the 910-like part's 4 ids held 2 stages of two
+    flags, and 3 or 4 stages raised OutOfResources."""
+    from npujit.sim import ASCEND_910_LIKE
+
+    from .kernels_for_tests import attention_kernel
+    rng = np.random.default_rng(4)
+    n, d = 100, 32
+    q, k, v = (rng.standard_normal((n, d)).astype(np.float16) for _ in range(3))
+    o = np.zeros((n, d), np.float32)
+    meta = dict(D=d, BM=32, BN=32, NUM_STAGES=stages)
+    fn = parse_function(attention_kernel.with_options(spec=ASCEND_910_LIKE)
+                        .inspect(q, k, v, o, n, **meta)["schedule"])
+    (loop,) = [op for op in fn.walk() if op.kind is Kind.FOR]
+    kinds = [op.kind for op in loop.body.ops if op.kind in (Kind.BLOCK_LOAD, Kind.LOAD,
+                                                            Kind.DOT)]
+    assert kinds[:2] in ([Kind.BLOCK_LOAD] * 2, [Kind.LOAD] * 2) and len(kinds) == 4
+    assert len(_mte2_mte1_sets(loop.body.ops)) == 1
+    report = attention_kernel.simulate(q, k, v, o, n, grid=(4,), spec=ASCEND_910_LIKE,
+                                       debug=FULL, **meta)
+    s = q.astype(np.float32) @ k.astype(np.float32).T
+    p = np.exp(s - s.max(1, keepdims=True))
+    want = (p / p.sum(1, keepdims=True)) @ v.astype(np.float32)
+    np.testing.assert_allclose(o, want, atol=2e-2)
+    assert report.races == [] and report.flag_issues == []
