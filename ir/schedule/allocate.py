@@ -46,8 +46,8 @@ from ..core import Function, Op, Value, loop_carried
 from ..ops import CONTROL, Kind
 from .branches import own_branch_buffers
 from .carried import own_carried_buffers
-from .model import (Positions, enclosing_loop, is_folded_cast, is_tile, loop_stages,
-                    operand_stages, scheduled_ops)
+from .model import (OPERAND_SLOTS, Positions, enclosing_loop, is_folded_cast, is_tile,
+                    loop_stages, operand_stages, scheduled_ops)
 
 TRANSFER_PIPES = ("MTE2", "MTE3", "FIXP")
 # The constexpr that splits dots into L0 K-chunks (see the module doc).
@@ -284,12 +284,20 @@ def _interval(values: list[Value], pos: Positions) -> tuple[int, int]:
 
 
 def _stages(op: Op, values: list[Value]) -> int:
-    """num_stages of the loop around a transfer buffer; 1 for everything else."""
+    """num_stages of the loop around a transfer buffer; 1 for everything else.  A Cube
+    result in L0C and an AIC/AIV hand-off are ping-pong (at most ``OPERAND_SLOTS``):
+    the FixPipe drains L0C and the other core reads the L2 in hundreds of cycles, not an
+    HBM round trip, so two slots keep both sides busy; at num_stages 3-4 flash
+    attention's scores in L0C and hand-off tiles in UB overflowed both."""
     transfer = op.attrs.get("pipe") in TRANSFER_PIPES
     if not transfer:
         for v in values:
             transfer |= any(u.attrs.get("pipe") in TRANSFER_PIPES for u in v.users)
-    return loop_stages(op) if transfer else 1
+    if not transfer:
+        return 1
+    if op.attrs.get("scope") == "L0C" or op.kind is Kind.HANDOFF:
+        return min(loop_stages(op), OPERAND_SLOTS)
+    return loop_stages(op)
 
 
 def _write_attrs(fn: Function, buffers: list[Buffer]) -> None:

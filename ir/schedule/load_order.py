@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from ..core import Block, Function, Op
 from ..ops import LOOPS, Kind
-from .model import CORE_ATTR, GM_LOADS, scheduled_ops
+from .model import GM_LOADS, SIDES_ATTR, scheduled_ops
+from .split_cores import op_side
 
 
 class GroupLoads:
@@ -45,13 +46,14 @@ class GroupLoads:
 
     def run(self, fn: Function, ctx) -> bool:
         changed = False
+        split = SIDES_ATTR in fn.attrs
         for op in list(scheduled_ops(fn.body)):
             if op.kind in LOOPS and int(op.attrs.get("num_stages", 1)) >= 2:
-                changed |= _group(op.body)
+                changed |= _group(op.body, split)
         return changed
 
 
-def _group(block: Block) -> bool:
+def _group(block: Block, split: bool) -> bool:
     ops = block.ops
     changed = False
     for i in range(len(ops)):
@@ -60,7 +62,7 @@ def _group(block: Block) -> bool:
                 or load.attrs.get("scope") != "L1"):
             continue
         j = i
-        while j > 0 and _passable(ops[j - 1], load):
+        while j > 0 and _passable(ops[j - 1], load, split):
             j -= 1
         if j < i:
             ops.insert(j, ops.pop(i))
@@ -68,11 +70,16 @@ def _group(block: Block) -> bool:
     return changed
 
 
-def _passable(op: Op, load: Op) -> bool:
-    """Whether ``load`` may run before ``op``: ``op`` is pure, has no regions but a fused
-    elementwise body (flash attention's softmax between the K and V loads), is not on
-    the MTE2 pipe, sits on the load's core, and makes nothing the load reads."""
-    return (op.info.pure and (not op.regions or op.kind is Kind.FUSED)
-            and op.attrs.get("pipe") != "MTE2"
-            and op.attrs.get(CORE_ATTR) == load.attrs.get(CORE_ATTR)
-            and not any(v.op is op for v in load.operands))
+def _passable(op: Op, load: Op, split: bool) -> bool:
+    """Whether ``load`` may run before ``op``: ``op`` makes nothing the load reads, has no
+    regions but a fused elementwise body (flash attention's softmax between the K and V
+    loads), and is pure and not on the MTE2 pipe -- or, on a kernel split between the
+    AIC and the AIV, is the other core's work or hand-off (in the other core's stream,
+    so what it does is ordered only by flags; passing it too keeps a rescheduled kernel,
+    whose hand-offs split-cores places anew, in the same order)."""
+    if any(v.op is op for v in load.operands) or (op.regions and op.kind is not Kind.FUSED):
+        return False
+    side = op_side(op) if split else None
+    if side is not None and side != op_side(load):
+        return op.info.pure or op.kind is Kind.HANDOFF
+    return op.info.pure and op.attrs.get("pipe") != "MTE2"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from npujit.ir import Kind, parse_function
-from npujit.sim import ASCEND_910B_LIKE, DebugOptions
+from npujit.sim import ASCEND_910_LIKE, ASCEND_910B_LIKE, DebugOptions
 
 from .kernels_for_tests import two_dots_kernel
 
@@ -69,27 +69,35 @@ def test_grouped_loads_simulate_right_and_race_free(stages):
     assert report.races == [] and report.flag_issues == []
 
 
+@pytest.mark.parametrize("spec", [ASCEND_910_LIKE, ASCEND_910B_LIKE], ids=lambda s: s.name)
 @pytest.mark.parametrize("stages", [2, 3, 4])
-def test_the_v_load_moves_past_the_softmax(stages):
-    """Flash attention's V load moves up past the fused softmax to the K load, so the two
-    share one MTE2 -> MTE1 flag per step: the 910-like part's 4 ids held 2 stages of two
-    flags, and 3 or 4 stages raised OutOfResources."""
-    from npujit.sim import ASCEND_910_LIKE
-
+def test_the_v_load_moves_past_the_softmax(spec, stages):
+    """Flash attention's V load moves up past the fused softmax (on the 910B-like part:
+    the AIV's softmax and the hand-offs, the other core's stream) to the K load, so the
+    two share one MTE2 -> MTE1 flag per step.  The 910-like part's 4 ids held 2 stages of
+    two flags, and at 3-4 stages the 910B-like part's 8 did not hold K's, V's and the
+    hand-off's; its scores in L0C and hand-off tiles in UB are ping-pong (allocate.py
+    ``_stages``): a slot per stage overflowed L0C at head dim 128 and UB at 4 stages."""
     from .kernels_for_tests import attention_kernel
     rng = np.random.default_rng(4)
     n, d = 100, 32
     q, k, v = (rng.standard_normal((n, d)).astype(np.float16) for _ in range(3))
     o = np.zeros((n, d), np.float32)
     meta = dict(D=d, BM=32, BN=32, NUM_STAGES=stages)
-    fn = parse_function(attention_kernel.with_options(spec=ASCEND_910_LIKE)
+    fn = parse_function(attention_kernel.with_options(spec=spec)
                         .inspect(q, k, v, o, n, **meta)["schedule"])
     (loop,) = [op for op in fn.walk() if op.kind is Kind.FOR]
     kinds = [op.kind for op in loop.body.ops if op.kind in (Kind.BLOCK_LOAD, Kind.LOAD,
                                                             Kind.DOT)]
     assert kinds[:2] in ([Kind.BLOCK_LOAD] * 2, [Kind.LOAD] * 2) and len(kinds) == 4
-    assert len(_mte2_mte1_sets(loop.body.ops)) == 1
-    report = attention_kernel.simulate(q, k, v, o, n, grid=(4,), spec=ASCEND_910_LIKE,
+    loads = [op for op in loop.body.ops if op.kind in (Kind.BLOCK_LOAD, Kind.LOAD)]
+    assert len(_mte2_mte1_sets(loads)) == 1
+    staged = [op.attrs["stages"] for op in loop.body.ops if op.kind is Kind.HANDOFF
+              or (op.kind is Kind.DOT and op.attrs["scope"] == "L0C" and len(op.operands) == 2)]
+    assert staged and all(s <= 2 for s in staged)
+    if spec is ASCEND_910B_LIKE:     # handed to the AIV: a transfer, two slots
+        assert all(s == min(stages, 2) for s in staged)
+    report = attention_kernel.simulate(q, k, v, o, n, grid=(4,), spec=spec,
                                        debug=FULL, **meta)
     s = q.astype(np.float32) @ k.astype(np.float32).T
     p = np.exp(s - s.max(1, keepdims=True))
