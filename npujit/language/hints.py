@@ -7,7 +7,7 @@ instead of trusted.
 from __future__ import annotations
 
 from . import semantic as sem
-from .core import builtin, tensor, unwrap_constexpr
+from .core import builtin, pointer, tensor, unwrap_constexpr
 from .debug import device_assert
 from .tracing import current
 
@@ -30,6 +30,8 @@ def multiple_of(x, values):
         offs = nl.multiple_of(pid * BLOCK, BLOCK)
     """
     values = _values(values, "multiple_of")
+    if isinstance(x, pointer):      # a pointer tile (Triton's grouped GEMM hints its tiles)
+        return x
     x = sem.to_tensor(x)
     if current().debug and x.dtype.is_int and len(values) == 1:
         device_assert(x % values[0] == 0, f"multiple_of({values[0]}) does not hold")
@@ -40,7 +42,7 @@ def _layout_hint(name: str, doc: str):
     """A hint about the layout of ``x``'s values, returned unchanged (no effect here)."""
     def fn(x, values):
         _values(values, name)
-        return sem.to_tensor(x)
+        return x if isinstance(x, pointer) else sem.to_tensor(x)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return builtin(fn)

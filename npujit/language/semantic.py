@@ -15,7 +15,7 @@ from npujit.ir import Kind, TypeRuleError
 from npujit.ir.ops import FLOAT, INFO, INT, INT_OR_BOOL, NUMBER
 from npujit.ir import types as T
 
-from .core import tensor, unwrap_constexpr
+from .core import block_ptr, pointer, tensor, unwrap_constexpr
 from .tracing import current
 
 _INT_RANGE = {T.int8: (-2**7, 2**7 - 1), T.int16: (-2**15, 2**15 - 1),
@@ -73,6 +73,9 @@ def literal_dtype(value, like: T.DType | None = None) -> T.DType:
     if value is None:
         raise error("None cannot be used in a kernel expression; was an array argument "
                     "passed as None? (check it with `if x_ptr is not None:`)")
+    if isinstance(value, (pointer, block_ptr)):
+        raise error(f"a {type(value).__name__} (an address, {value.dtype}) cannot be used as "
+                    "a value here; read the memory it points to with nl.load")
     if _is_host_array(value):
         raise error(f"cannot use {describe_value(value)} in a kernel expression: a host "
                     "array (a global, a closure value) is not device memory; pass it as a "

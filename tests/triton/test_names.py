@@ -113,6 +113,31 @@ def test_a_false_multiple_of_hint_is_caught_in_debug_mode():
 
 
 @triton.jit
+def _hinted_pointer_tile(x_ptr, out_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    ptrs = x_ptr + offs[:, None] * B + offs[None, :]
+    ptrs = tl.multiple_of(ptrs, [16, 16])           # as Triton's grouped GEMM hints its tiles
+    ptrs = tl.max_contiguous(ptrs, [1, 16])
+    tl.store(out_ptr + offs[:, None] * B + offs[None, :], tl.load(ptrs) + 1.0)
+
+
+@triton.jit
+def _pointer_as_value(x_ptr, out_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    tl.store(out_ptr + offs, tl.sum(x_ptr + offs, 0))
+
+
+def test_hints_on_a_pointer_tile_pass_it_through():
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    out = np.zeros_like(x)
+    _hinted_pointer_tile.with_options(backend="reference")[(1,)](x, out, B=16)
+    np.testing.assert_array_equal(out, x + 1.0)
+    with pytest.raises(triton.CompilationError, match="cannot be used as a value here; read "
+                                                      "the memory it points to with nl.load"):
+        _pointer_as_value.with_options(backend="reference")[(1,)](x, out, B=16)
+
+
+@triton.jit
 def _keywords(x_ptr, out_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
     x = tl.load(x_ptr + offs, cache_modifier=".cg", eviction_policy="evict_last", volatile=True)
