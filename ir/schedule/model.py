@@ -218,6 +218,14 @@ def enclosing_loop(op: Op) -> Op | None:
     return None
 
 
+def outermost_loop(op: Op) -> Op | None:
+    """The outermost loop whose body holds ``op`` (directly or nested), or None."""
+    loop, outer = enclosing_loop(op), None
+    while loop is not None:
+        outer, loop = loop, enclosing_loop(loop)
+    return outer
+
+
 def loop_stages(op: Op) -> int:
     """The ``num_stages`` of the innermost loop around ``op`` (1 outside loops, and inside
     an ``scf.if`` of that loop, whose transfers do not run every iteration): how many

@@ -29,7 +29,8 @@ the AIC, ``MTE2 -> VECTOR`` after it on the AIV, and the slot-reuse flags back),
 from ``event_ids.py``'s allocator.  ``cross_flags`` are the hand-off's cross-core flag ids
 from their own pool (``npujit.target.CROSS_FLAG_IDS``): the first orders "written to the
 workspace" before "read from it"; inside a loop a second one runs back, so a workspace slot
-(one per buffer slot, ``stages``) is not rewritten before the other side read it.  The
+(one per buffer slot, ``stages``) is not rewritten before the other side read it; a
+loop's ids are taken again by the next loop after it (``_cross_flag_ids``).  The
 simulator's recorder lowers the op to those copies and flags, each on its side
 (``sim/lower.py``); the CPU tiers run it as the identity.
 
@@ -45,7 +46,7 @@ from npujit.target import CROSS_FLAG_IDS, Pipe, Scope
 
 from ..core import Block, Function, Op, ancestor_in, loop_carried
 from ..ops import Kind
-from .model import SIDES_ATTR, Positions, enclosing_loop, is_tile, scheduled_ops
+from .model import SIDES_ATTR, Positions, is_tile, outermost_loop, scheduled_ops
 
 _STORES = (Kind.STORE, Kind.BLOCK_STORE, Kind.ATOMIC_RMW)
 # What crosses, by the scope the value lives in: (source pipe, receiving scope).
@@ -149,13 +150,45 @@ class SplitCores:
         if not crossings:
             return False
         pos = Positions(fn)
-        ids = iter(range(CROSS_FLAG_IDS))
-        for (vid, side), reads in crossings.items():
-            _hand_off(values[vid], scopes[vid], reads, pos, ids, fn)
+        made = [_hand_off(values[vid], scopes[vid], reads, pos)
+                for (vid, side), reads in crossings.items()]
+        _cross_flag_ids(made, fn)
         return True
 
 
-def _hand_off(v, scope: Scope, reads: list, pos: Positions, ids, fn: Function) -> Op:
+def _cross_flag_ids(handoffs: list, fn: Function) -> None:
+    """``cross_flags`` of each hand-off from the ``CROSS_FLAG_IDS`` pool.  A hand-off
+    outside loops keeps its id for the whole kernel (nothing tells the sender that the
+    receiver took it).  One in a loop has two, live only in its outermost loop: after
+    the loop the sender's post-loop waits took the receiver's last "slot read" flags,
+    so both cores are done with both ids, and the next loop one after it takes them
+    again (causal flash attention's two KV loops each hand over S and P)."""
+    free = list(range(CROSS_FLAG_IDS))
+    by_loop: dict[int, list] = {}
+    for h in handoffs:
+        loop = outermost_loop(h)
+        if loop is None:
+            h.attrs["cross_flags"] = [_take(free, 1, h, fn)[0]]
+        else:
+            by_loop.setdefault(id(loop), []).append(h)
+    for group in by_loop.values():
+        pool = list(free)
+        for h in group:
+            h.attrs["cross_flags"] = _take(pool, 2, h, fn)
+
+
+def _take(pool: list, n: int, h: Op, fn: Function) -> list:
+    if len(pool) < n:
+        raise OutOfResources(
+            f"at {h.loc} in kernel '{fn.name}': the AIC <-> AIV hand-offs need more "
+            f"than the {CROSS_FLAG_IDS} cross-core flag ids; hand fewer tiles between the "
+            "Cube and the Vector core (or split the kernel in two)")
+    taken = pool[:n]
+    del pool[:n]
+    return taken
+
+
+def _hand_off(v, scope: Scope, reads: list, pos: Positions) -> Op:
     """Insert the hand-off of ``v`` before the first of ``reads`` in ``v``'s block and
     make those reads read it."""
     block: Block = v.owner if v.op is None else v.op.parent
@@ -166,15 +199,5 @@ def _hand_off(v, scope: Scope, reads: list, pos: Positions, ids, fn: Function) -
     block.insert(block.ops.index(first), h)
     for op, i in reads:
         op.set_operand(i, h.result)
-    try:
-        flags = [next(ids)]
-        if enclosing_loop(h) is not None:       # the workspace slots' way back
-            flags.append(next(ids))
-    except StopIteration:
-        raise OutOfResources(
-            f"at {first.loc} in kernel '{fn.name}': the AIC <-> AIV hand-offs need more "
-            f"than the {CROSS_FLAG_IDS} cross-core flag ids; hand fewer tiles between the "
-            "Cube and the Vector core (or split the kernel in two)") from None
-    h.attrs["cross_flags"] = flags
     return h
 

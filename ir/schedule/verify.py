@@ -29,7 +29,7 @@ from ..core import Function
 from ..ops import Kind
 from .allocate import Buffer, collect_buffers
 from .carried import carried_conflicts
-from .model import FLAG_ATTRS, Positions, scheduled_ops
+from .model import FLAG_ATTRS, Positions, outermost_loop, scheduled_ops
 
 _SETS = ("set_flags", "pre_set_flags")
 
@@ -121,19 +121,27 @@ class VerifySchedule:
 
 
 def _check_handoffs(fn: Function, spec) -> None:
-    taken: set = set()
-    for op in scheduled_ops(fn.body):
-        if op.kind is not Kind.HANDOFF:
-            continue
+    """Each hand-off's cross-core flag ids are its own: a hand-off outside loops shares
+    its id with no other, one in a loop with none in the same outermost loop (the next
+    loop may take them again, split_cores.py ``_cross_flag_ids``)."""
+    handoffs = [op for op in scheduled_ops(fn.body) if op.kind is Kind.HANDOFF]
+    kernel_wide = {i for op in handoffs if outermost_loop(op) is None
+                   for i in op.attrs.get("cross_flags", ())}
+    taken: dict = {}
+    for op in handoffs:
         ids = [int(i) for i in op.attrs.get("cross_flags", ())]
+        loop = outermost_loop(op)
+        mine = taken.setdefault(id(loop), set())
+        others = kernel_wide - set(ids) if loop is None else kernel_wide
         why = None
         if spec.arch != "separated":
             why = f"a hand-off on {spec.name}, which is not a separated part"
         elif not op.attrs.get("buffer") or "src_pipe" not in op.attrs:
             why = "a hand-off without a buffer or a sending pipe"
-        elif not ids or any(not 0 <= i < CROSS_FLAG_IDS or i in taken for i in ids):
+        elif not ids or any(not 0 <= i < CROSS_FLAG_IDS or i in mine or i in others
+                            for i in ids):
             why = f"a hand-off whose cross-core flags {ids} are not its own ids below " \
                   f"{CROSS_FLAG_IDS}"
         if why:
             raise ScheduleError(why, op.loc, fn.name)
-        taken.update(ids)
+        mine.update(ids)
