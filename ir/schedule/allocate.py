@@ -46,8 +46,8 @@ from ..core import Function, Op, Value, loop_carried
 from ..ops import CONTROL, Kind
 from .branches import own_branch_buffers
 from .carried import own_carried_buffers
-from .model import (OPERAND_SLOTS, Positions, enclosing_loop, is_folded_cast, is_tile,
-                    loop_stages, operand_stages, scheduled_ops)
+from .model import (OPERAND_SLOTS, Positions, clone_op, enclosing_loop, is_folded_cast,
+                    is_tile, loop_stages, operand_stages, scheduled_ops)
 
 TRANSFER_PIPES = ("MTE2", "MTE3", "FIXP")
 # The constexpr that splits dots into L0 K-chunks (see the module doc).
@@ -99,6 +99,7 @@ class AllocateBuffers:
         spec = ctx.spec
         own_branch_buffers(fn)
         own_carried_buffers(fn)
+        own_fills(fn)
         split_l0_k(fn, spec)
         pos = Positions(fn)
         buffers = collect_buffers(fn, pos)
@@ -113,6 +114,41 @@ class AllocateBuffers:
                 raise _over_budget(fn, spec, scope, mine, peak)
         _write_attrs(fn, buffers)
         return True
+
+
+def _fill_of(op: Op) -> Value | None:
+    """The ``other=`` fill a load into UB writes over its own slot: a Vector splat in the
+    load's block read by nothing else (``own_fills`` makes it so), else None."""
+    if op.kind is not Kind.LOAD or op.attrs.get("scope") != "UB":
+        return None
+    other = op.operand("other")
+    if other is None or other.op is None or other.op.kind is not Kind.SPLAT:
+        return None
+    fill = other.op
+    if (fill.attrs.get("pipe") != "VECTOR" or fill.attrs.get("scope") != "UB"
+            or fill.parent is not op.parent or len(other.uses) != 1):
+        return None
+    return other
+
+
+def own_fills(fn: Function) -> None:
+    """A masked load into UB with ``other=`` a value gets a fill of its own right before
+    it, which shares the load's buffer (``collect_buffers``): the Vector ``Duplicate``s
+    the value over the slot, MTE2's copy lands the masked-in lanes on top, as the emitted
+    Ascend C does (backends/ascendc/emit_memory.py).  A separate fill tile cost a second
+    UB buffer per stage and a second ``V_MTE2`` flag per slot (softmax's ``other=-inf``
+    at num_stages 3 ran out of the 910-like part's 4 ids).  A fill CSE shared between
+    loads, or made outside the load's loop, is cloned."""
+    for op in list(scheduled_ops(fn.body)):
+        if op.kind is not Kind.LOAD or op.attrs.get("scope") != "UB":
+            continue
+        other = op.operand("other")
+        if (other is None or other.op is None or other.op.kind is not Kind.SPLAT
+                or other.op.attrs.get("pipe") != "VECTOR" or _fill_of(op) is not None):
+            continue
+        own = clone_op(other.op)
+        op.parent.insert(op.parent.ops.index(op), own)
+        op.set_operand(op.info.operand_index("other", len(op.operands)), own.result)
 
 
 def split_l0_k(fn: Function, spec) -> None:
@@ -207,6 +243,9 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
                     members.setdefault(id(r), [r])
         if is_folded_cast(op):
             groups.union(id(op.operands[0]), id(op.result))
+        fill = _fill_of(op)
+        if fill is not None:           # the fill and the load share one slot
+            groups.union(id(fill), id(op.result))
     for op in ops:
         for init, arg, nxt, res in loop_carried(op):
             if id(init) in producer or id(nxt) in producer:

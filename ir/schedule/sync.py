@@ -382,15 +382,20 @@ def _released_by_data(flags: list[tuple], raw: list[_Edge], pos) -> list[tuple]:
     later comes after that wait, which came after the release.  (A masked load with a
     non-zero ``other``: the Vector fills the slot, MTE2 loads into it and tells the
     Vector its data is there; the release back to the next fill was a second MTE2_V
-    flag, and at 3 stages the two needed more ids than the part has.)  Used only when
+    flag, and at 3 stages the two needed more ids than the part has.)  Also when the data
+    flag is set earlier in the iteration but waited at or before the rewrite: the rewrite
+    comes ``n`` iterations later, after that wait, whose set ``src`` made after every op of
+    the release's iteration (the Vector's fill of a load's slot, set before its last read
+    of the slot, released that read for the load ``n`` iterations on).  Used only when
     the ids run out with every flag: a dropped flag can also be what lets a later flag
     reuse an id (``event_ids.py`` orders ids by the schedule's flags), so the schedules
     that fit keep all of theirs."""
     kept = []
     for flag in flags:
-        loop, setter, _, src, dst, _ = flag
+        loop, setter, waiter, src, dst, _ = flag
         if not any(e.block is loop.body and e.src == src and e.dst == dst
-                   and pos.start[id(e.setter)] >= pos.start[id(setter)] for e in raw):
+                   and (pos.start[id(e.setter)] >= pos.start[id(setter)]
+                        or pos.start[id(e.waiter)] <= pos.start[id(waiter)]) for e in raw):
             kept.append(flag)
     return kept
 

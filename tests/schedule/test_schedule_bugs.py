@@ -414,3 +414,40 @@ def test_bug7_a_filled_slot_is_released_by_its_data_flag(stages):
     np.testing.assert_allclose(out[:R], a.sum(axis=1), rtol=1e-5, atol=1e-4)
     np.testing.assert_array_equal(out[R:], b.max(axis=1))
     _clean(report)
+
+
+# --- bug 8: a masked load's fill in a slot of its own ---------------------------------------
+
+@npu_kernel
+def row_softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK: nl.constexpr,
+                       STAGES: nl.constexpr):
+    cols = nl.arange(0, BLOCK)
+    for r in nl.range(nl.program_id(0), n_rows, nl.num_programs(0), num_stages=STAGES):
+        x = nl.load(x_ptr + r * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+        e = nl.exp(x - nl.max(x, 0))
+        nl.store(out_ptr + r * n_cols + cols, e / nl.sum(e, 0), mask=cols < n_cols)
+
+
+@pytest.mark.parametrize("spec", [ASCEND_910_LIKE, ASCEND_910B_LIKE], ids=lambda s: s.name)
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_bug8_a_masked_load_is_filled_in_its_own_slot(spec, stages):
+    # Triton's softmax tutorial loads with other=-inf.  The fill was a UB tile of its own
+    # (a second buffer per stage) and a second V_MTE2 flag per slot: at 3 and 4 stages the
+    # 910-like part's 4 ids ran out (OutOfResources).  Now the Vector fills the load's
+    # slot, MTE2 lands the masked-in lanes on top, as the emitted Ascend C does.
+    from npujit.ir import Kind, parse_function
+    n_rows, n_cols = 13, 300
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((n_rows, n_cols)).astype(np.float32)
+    out = np.zeros_like(x)
+    meta = dict(BLOCK=512, STAGES=stages)
+    fn = parse_function(row_softmax_kernel.with_options(spec=spec)
+                        .inspect(x, out, n_rows, n_cols, **meta)["schedule"])
+    (load,) = [op for op in fn.walk() if op.kind is Kind.LOAD]
+    fill = load.operand("other").op
+    assert fill.kind is Kind.SPLAT and fill.attrs["buffer"] == load.attrs["buffer"]
+    report = row_softmax_kernel.simulate(x, out, n_rows, n_cols, grid=(4,), spec=spec,
+                                         debug=FULL, **meta)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-6, atol=1e-7)
+    _clean(report)
