@@ -467,6 +467,15 @@ class pointer:
     def __bool__(self):
         raise _sem().error("a pointer cannot be used as a Python bool")
 
+    def _no_arithmetic(self, *_):
+        raise _sem().error("a pointer takes only + and - of an integer offset (ptr + offs); "
+                           "compute on the offsets instead, e.g. ptr + offs * 2, or load the "
+                           "values first with nl.load")
+
+    __mul__ = __rmul__ = __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = \
+        __mod__ = __rmod__ = __neg__ = __rsub__ = __pow__ = __and__ = __or__ = \
+        __lshift__ = __rshift__ = _no_arithmetic
+
     def to(self, dtype, bitcast: bool = False) -> "pointer":
         """``ptr.to(nl.pointer_type(T))`` (Triton's pointer cast): only to the pointer's
         own type here, since an argument's element type is its array's dtype."""

@@ -456,3 +456,12 @@ def test_unpacking_a_tensor_says_which_functions_return_tuples():
     msg = _compile_error(k, X)
     assert "v, i = tl.topk" in msg and "unpack a traced tensor (tensor<4xf32>)" in msg
     assert "Triton's tl.topk (npujit.triton.language) returns the values alone" in msg
+
+
+def test_pointer_arithmetic_other_than_an_offset_names_the_line():
+    @npu_kernel
+    def k(x_ptr, out_ptr, BLOCK: nl.constexpr):
+        offs = nl.arange(0, BLOCK)
+        nl.store(out_ptr + offs, nl.load((x_ptr + offs) * 2))
+    msg = _compile_error(k, X, X.copy(), BLOCK=16)
+    assert "nl.load((x_ptr + offs) * 2)" in msg and "ptr + offs * 2" in msg
