@@ -271,8 +271,11 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
         carried = len(values) > 1 and any(v.op is None or v.op.kind in CONTROL for v in values)
         stages = 1 if carried else _stages(first, values)
         t = next(v for v in values if producer.get(id(v)) is first).type
+        # a load's fill: the buffer is the load's (its line in an over-budget message)
+        owner = next((d for d in defs if d.kind is Kind.LOAD and _fill_of(d) is not None
+                      and any(v is _fill_of(d) for v in values)), first)
         buffers.append(Buffer(first.attrs["scope"], tuple(t.shape), t.dtype.itemsize, stages,
-                              start, end, first, values))
+                              start, end, owner, values))
     k0 = fn.attrs.get(L0_K_ATTR)
     for op in ops:
         if (op.kind is Kind.DOT and isinstance(k0, int) and not isinstance(k0, bool)
