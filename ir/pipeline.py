@@ -2,9 +2,8 @@
 
 ``pipeline(ctx)`` is the list (DESIGN.md, "Data flow")::
 
-    verify → check-strided-views → [index-checks] → fold → cse → dce → affine-access →
-    carried-addresses → cse → dot-accumulate → fuse-elementwise → dce →
-    place-and-assign-pipes → [split-cores] →
+    verify → check-strided-views → [index-checks] → fold → cse → dce → affine-access → cse →
+    dot-accumulate → fuse-elementwise → dce → place-and-assign-pipes → [split-cores] →
     allocate-buffers → insert-sync → verify-schedule
 
 Every step is a small object with a ``name`` and ``run(fn, ctx) -> bool`` (did it change
@@ -39,7 +38,6 @@ from . import verifier
 from .core import Function
 from .passes.cse import CSE
 from .passes.affine_access import AffineAccess
-from .passes.carried_addresses import CarriedAddresses
 from .passes.dce import DCE
 from .passes.dot_accumulate import DotAccumulate
 from .passes.fold import Fold
@@ -112,8 +110,8 @@ def pipeline(ctx: CompileContext) -> list:
     if ctx.debug:      # int32 address arithmetic that wraps raises IndexOverflowError
         steps.append(IndexChecks())
     # cse again after affine-access: the block copies' scalars reuse the kernel's own
-    steps += [Fold(), CSE(), DCE(), AffineAccess(), CarriedAddresses(), CSE(), DotAccumulate(),
-              FuseElementwise(), DCE()]
+    steps += [Fold(), CSE(), DCE(), AffineAccess(), CSE(), DotAccumulate(), FuseElementwise(),
+              DCE()]
     if ctx.spec is not None:
         steps += schedule_steps()
     return steps

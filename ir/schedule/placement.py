@@ -139,7 +139,62 @@ def _address_ops(ops: list[Op], l1: set) -> set:
     token rows ``tok[:, None] * stride + cols[None, :]`` and ``valid[:, None] & (cols <
     H)[None, :]``) is one descriptor per row: a row's base and a run along the row, what
     a DataCopy per row takes.  It is SCALAR work too; the ``[M, 1]`` values stay where
-    they are made (the copy's per-row reads, sim/split.py)."""
+    they are made (the copy's per-row reads, sim/split.py).  So is a pointer tile a loop
+    carries and advances (``a_ptrs += BLOCK_K * stride_ak`` over Triton's wrapped ``% M``
+    rows): the scalar unit moves each row's descriptor by the step.  The CPU tiers run
+    the same IR, the advance as they always did."""
+    candidates = {id(arg): (loop, j) for loop in ops if loop.kind is Kind.FOR
+                  for j, (_, arg, _, _) in enumerate(loop_carried(loop))
+                  if is_tile(arg) and arg.type.rank > 0 and arg.type.dtype.is_int}
+    while True:
+        addresses, bad = _addresses(ops, l1, candidates)
+        if not bad:
+            return addresses
+        for a in bad:
+            del candidates[a]
+
+
+def _addresses(ops: list[Op], l1: set, candidates: dict) -> tuple[set, set]:
+    """``_address_ops`` with ``candidates`` (loop-carried tiles) taken as address work;
+    also the candidates that are not (their init, next value or a reader is not)."""
+    scalar_ok, affine = _affine_values(ops, candidates)
+    bad = {a for a, (loop, j) in candidates.items()
+           if not all(id(v) in affine for v in loop_carried(loop)[j][::2])}
+    # a carried address tile's init and next value feed only it (the loop, the yield)
+    carried_uses = set()
+    for a, (loop, j) in candidates.items():
+        res = loop_carried(loop)[j][3]
+        if a in bad or not all((u.kind, i) in _ADDRESS_USES for u, i in res.uses):
+            bad.add(a)
+            continue
+        carried_uses.add((id(loop), loop_init_index(loop) + j))
+        carried_uses.add((id(loop.body.terminator), j))
+    addresses: set = set()
+    for op in reversed(ops):
+        results = [r for r in op.results if is_tile(r) and r.type.rank > 0]
+        uses = [use for r in results for use in r.uses]
+        fill = all(_uniform(r, {}) for r in results)      # a fill value, for MTE2 into L1
+        if results and uses and all(id(r) in affine for r in results) and all(
+                u is not None and ((u.kind, i) in _ADDRESS_USES or id(u) in addresses
+                                   or (id(u), i) in carried_uses
+                                   or (fill and (u.kind, i) == (Kind.LOAD, 3)
+                                       and id(u.result) in l1))
+                for u, i in uses):
+            addresses.add(id(op))
+    for a, (loop, j) in candidates.items():
+        init, arg, nxt, _ = loop_carried(loop)[j]
+        if a not in bad and not (
+                init.op is not None and id(init.op) in addresses and nxt.op is not None
+                and id(nxt.op) in addresses and all(
+                    (u.kind, i) in _ADDRESS_USES or id(u) in addresses for u, i in arg.uses)):
+            bad.add(a)
+    return addresses, bad
+
+
+def _affine_values(ops: list[Op], carried: dict) -> tuple[set, set]:
+    """The forward half of ``_address_ops``: ids of scalar values the scalar unit makes,
+    and of tiles of address kinds made from them (``carried``: loop-carried tiles taken
+    as address work when their init is, as a pointer tile the loop advances is)."""
     scalar_ok: set = set()
     affine: set = set()
 
@@ -154,6 +209,9 @@ def _address_ops(ops: list[Op], l1: set) -> set:
         if op.kind in _SCALAR_KINDS or (op.kind in _SCALAR_MATH and all(
                 scalar(v) for v in ins) and all(r.type.rank == 0 for r in op.results)):
             scalar_ok.update(id(r) for r in op.results)
+        if op.kind is Kind.FOR:
+            affine.update(id(arg) for init, arg, _, _ in loop_carried(op)
+                          if id(arg) in carried and id(init) in affine)
         kinds_ok = _address_kind(op, {}) or (op.kind is Kind.FUSED and all(
             _address_kind(inner, dict(zip(map(id, op.body.args), op.operands)))
             for inner in op.body.ops[:-1]))
@@ -162,18 +220,7 @@ def _address_ops(ops: list[Op], l1: set) -> set:
         elif kinds_ok and all(scalar(v) or id(v) in affine or per_row(v) for v in ins):
             affine.update(id(r) for r in op.results if is_tile(r) and r.type.rank == 2
                           and 1 not in r.type.shape)
-    addresses: set = set()
-    for op in reversed(ops):
-        results = [r for r in op.results if is_tile(r) and r.type.rank > 0]
-        uses = [use for r in results for use in r.uses]
-        fill = all(_uniform(r, {}) for r in results)      # a fill value, for MTE2 into L1
-        if results and uses and all(id(r) in affine for r in results) and all(
-                u is not None and ((u.kind, i) in _ADDRESS_USES or id(u) in addresses
-                                   or (fill and (u.kind, i) == (Kind.LOAD, 3)
-                                       and id(u.result) in l1))
-                for u, i in uses):
-            addresses.add(id(op))
-    return addresses
+    return scalar_ok, affine
 
 
 def _own_accumulator_inits(fn: Function) -> None:

@@ -17,9 +17,8 @@ T = "tensor<4xf32>"
 
 def test_default_pipeline_order():
     assert [p.name for p in DEFAULT_PASSES] == ["verify", "check-strided-views", "fold", "cse",
-                                                "dce", "affine-access", "carried-addresses",
-                                                "cse", "dot-accumulate", "fuse-elementwise",
-                                                "dce"]
+                                                "dce", "affine-access", "cse",
+                                                "dot-accumulate", "fuse-elementwise", "dce"]
 
 
 def test_one_pipeline_list_holds_every_step():
@@ -27,7 +26,7 @@ def test_one_pipeline_list_holds_every_step():
     schedule verifier: one list, so a dump can follow any step."""
     names = [p.name for p in pipeline(CompileContext(spec=ASCEND_910B_LIKE, debug=True))]
     assert names == ["verify", "check-strided-views", "index-checks", "fold", "cse", "dce",
-                     "affine-access", "carried-addresses", "cse", "dot-accumulate",
+                     "affine-access", "cse", "dot-accumulate",
                      "fuse-elementwise", "dce", "clear-schedule", "place-and-assign-pipes",
                      "split-cores", "group-loads", "allocate-buffers", "insert-sync",
                      "verify-schedule"]

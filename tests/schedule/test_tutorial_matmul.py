@@ -46,15 +46,17 @@ def test_tutorial_configs_simulate_with_numpys_numbers(spec, bm, bn, bk, stages)
 
 
 def test_the_k_loop_has_no_vector_work_and_big_tiles_run_in_l0_chunks():
-    """The pointer tiles are recomputed from the induction variable (carried-addresses),
-    their rows and columns are per-row / per-column descriptors and the ``other=0.0``
-    fill is MTE2's: nothing in the loop runs on the Vector, so the 910B-like launch is
-    Cube-only; a K-128 step beside a 256-wide B runs as two L0 chunks of K 64."""
+    """The pointer tiles the loop advances are address work (the scalar unit moves each
+    row's descriptor), their rows and columns are per-row / per-column descriptors and
+    the ``other=0.0`` fill is MTE2's: nothing in the loop runs on the Vector, so the
+    910B-like launch is Cube-only; a K-128 step beside a 256-wide B runs as two L0
+    chunks of K 64."""
     args, _ = _args()
     fn = parse_function(matmul_kernel.with_options(spec=ASCEND_910B_LIKE, num_stages=3)
                         .compile(*args, **_meta(128, 256, 128)).ir_text)
     (loop,) = [op for op in fn.walk() if op.kind is Kind.FOR]
-    assert [str(a.type) for a in loop.body.args[1:]] == ["tensor<128x256xf32>"]  # acc only
+    carried = [str(a.type) for a in loop.body.args[1:]]
+    assert carried == ["tensor<128x256xf32>", "tensor<128x128xi32>", "tensor<128x256xi32>"]
     pipes = {op.attrs["pipe"] for op in loop.body.ops if "pipe" in op.attrs}
     assert pipes == {Pipe.SCALAR, Pipe.MTE2, Pipe.CUBE}
     assert fn.attrs["npu.core"] == "AIC" and "npu.sides" not in fn.attrs
