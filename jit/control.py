@@ -132,11 +132,12 @@ def _merge(a, b, name: str, leaves: list):
         return lambda it: pointer(a.base, off(it))
     if isinstance(a, block_ptr) and isinstance(b, block_ptr) and a.base is b.base \
             and a.block_shape == b.block_shape and a.order == b.order \
+            and _same(a.shift, b.shift) \
             and all(_same(x, y) for x, y in zip(list(a.shape) + list(a.strides),
                                                  list(b.shape) + list(b.strides))):
         offs = [_merge(x, y, name, leaves) for x, y in zip(a.offsets, b.offsets)]
         return lambda it: block_ptr(a.base, a.shape, a.strides, [f(it) for f in offs],
-                                    a.block_shape, a.order)
+                                    a.block_shape, a.order, a.shift)
     if isinstance(a, (tuple, list)) and type(a) is type(b) and len(a) == len(b):
         items = [_merge(x, y, name, leaves) for x, y in zip(a, b)]
         return lambda it: type(a)(f(it) for f in items)

@@ -114,7 +114,7 @@ def _unflatten(spec, leaves):
         if tag == "B":
             b = s[1]
             return block_ptr(b.base, b.shape, b.strides, [build(o) for o in s[2]],
-                             b.block_shape, b.order)
+                             b.block_shape, b.order, b.shift)
         return s[1](build(c) for c in s[2])
 
     return build(spec)
@@ -163,9 +163,11 @@ def _match(spec, out, name: str, promote: list, path):
         return _match(spec[2], out.offset if out.offset is not None else 0, name, promote,
                       path + (0,))
     if tag == "B":
-        if not isinstance(out, block_ptr) or out.base is not spec[1].base:
+        if (not isinstance(out, block_ptr) or out.base is not spec[1].base
+                or out.shift is not spec[1].shift):
             raise sem.error(f"loop-carried block pointer '{name}' must stay a block pointer "
-                            "into the same array")
+                            "into the same array, from the same base (move it with "
+                            "nl.advance)")
         res = []
         for i, (s, o) in enumerate(zip(spec[2], out.offsets)):
             res += _match(s, o, name, promote, path + (i,))
@@ -194,7 +196,8 @@ def _promote_init(obj, path, out):
     if isinstance(obj, block_ptr):
         offs = list(obj.offsets)
         offs[i] = _promote_init(offs[i], rest, out)
-        return block_ptr(obj.base, obj.shape, obj.strides, offs, obj.block_shape, obj.order)
+        return block_ptr(obj.base, obj.shape, obj.strides, offs, obj.block_shape, obj.order,
+                         obj.shift)
     items = list(obj)
     items[i] = _promote_init(items[i], rest, out)
     return type(obj)(items)

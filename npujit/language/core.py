@@ -514,15 +514,16 @@ class block_ptr:
         a = nl.load(blk, boundary_check=(0, 1))
     """
 
-    __slots__ = ("base", "shape", "strides", "offsets", "block_shape", "order")
+    __slots__ = ("base", "shape", "strides", "offsets", "block_shape", "order", "shift")
 
-    def __init__(self, base, shape, strides, offsets, block_shape, order):
+    def __init__(self, base, shape, strides, offsets, block_shape, order, shift=None):
         self.base = base                  # IR Value of the kernel argument
         self.shape = tuple(shape)         # scalar i64 tensors
         self.strides = tuple(strides)     # scalar i64 tensors
         self.offsets = tuple(offsets)     # scalar i64 tensors
         self.block_shape = tuple(block_shape)  # Python ints
         self.order = tuple(order)
+        self.shift = shift                # elements the base is moved by (a scalar i64), or None
 
     @property
     def element_ty(self) -> T.DType:

@@ -175,7 +175,9 @@ def _index_scalar(x, what: str) -> tensor:
 @builtin
 def make_block_ptr(base, shape, strides, offsets, block_shape, order=None) -> block_ptr:
     """A pointer to a ``block_shape`` tile of the array ``base`` (of logical ``shape`` and
-    element ``strides``) starting at ``offsets``.
+    element ``strides``) starting at ``offsets``.  ``base`` may be an array argument moved
+    by a scalar (``base=q_ptr + z * stride_qz``, as Triton's attention tutorial writes):
+    the block is then read as the pointer access it is, with the same bounds.
 
     Example::
 
@@ -184,9 +186,12 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order=None) -> bl
     """
     if not isinstance(base, pointer):
         raise sem.error(f"make_block_ptr: base must be an array argument, got {base!r}")
-    if base.offset is not None:
-        raise sem.error("make_block_ptr: base must be the array argument itself; put the "
-                        "starting position in offsets= (shifted pointers are not supported yet)")
+    shift = None
+    if base.offset is not None:     # base=Q + off_z * stride_qz + off_h * stride_qh
+        if base.offset.shape != ():
+            raise sem.error("make_block_ptr: base must be an array argument moved by a scalar "
+                            f"offset, got a pointer tile of shape {list(base.offset.shape)}")
+        shift = _index_scalar(base.offset, "base offset")
     r = len(block_shape)
     for name, seq in (("shape", shape), ("strides", strides), ("offsets", offsets)):
         if len(seq) != r:
@@ -202,7 +207,7 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order=None) -> bl
     order = tuple(order) if order is not None else tuple(range(r - 1, -1, -1))
     return block_ptr(base.base, [_index_scalar(s, "shape") for s in shape],
                      [_index_scalar(s, "strides") for s in strides],
-                     [_index_scalar(o, "offsets") for o in offsets], bs, order)
+                     [_index_scalar(o, "offsets") for o in offsets], bs, order, shift)
 
 
 @builtin
@@ -223,7 +228,8 @@ def advance(ptr: block_ptr, offsets) -> block_ptr:
         d = unwrap_constexpr(d)
         new.append(o if isinstance(d, int) and not isinstance(d, bool) and d == 0
                    else sem.binary(Kind.ADD, o, _index_scalar(d, "advance offsets")))
-    return block_ptr(ptr.base, ptr.shape, ptr.strides, new, ptr.block_shape, ptr.order)
+    return block_ptr(ptr.base, ptr.shape, ptr.strides, new, ptr.block_shape, ptr.order,
+                     ptr.shift)
 
 
 def _block_operands(p: block_ptr):
@@ -240,18 +246,51 @@ def _boundary(p: block_ptr, boundary_check) -> tuple:
     return tuple(sorted(set(out)))
 
 
+def _shifted(p: block_ptr, boundary_check) -> tuple:
+    """A block pointer on a moved base (``base=Q + qvk_offset``) as the pointer access it
+    is: ``(pointer tile, mask)``, element ``i`` at ``shift + sum_d (offsets[d] + i_d) *
+    strides[d]``, the mask ``0 <= offsets[d] + i_d < shape[d]`` on the checked axes (None
+    without any).  A block access's operands name the array itself; the pointer access
+    takes the shift in its offsets, and affine-access makes it a strided copy again where
+    it can (ir/passes/affine_access.py)."""
+    r = len(p.block_shape)
+    offs, mask = p.shift, None
+    for d, (n, off, stride, size) in enumerate(zip(p.block_shape, p.offsets, p.strides,
+                                                    p.shape)):
+        lanes = sem.cast(sem.emit(Kind.ARANGE, [], {"start": 0, "end": n}), T.int64)
+        coord = sem.binary(Kind.ADD, sem.reshape(lanes, tuple(n if a == d else 1
+                                                              for a in range(r))), off)
+        offs = sem.binary(Kind.ADD, offs, sem.binary(Kind.MUL, coord, stride))
+        if d in boundary_check:
+            inside = sem.binary(Kind.AND, sem.compare("ge", coord, sem.to_tensor(0, T.int64)),
+                                sem.compare("lt", coord, size))
+            mask = inside if mask is None else sem.binary(Kind.AND, mask, inside)
+    offs = sem.broadcast_to(offs, p.block_shape)
+    if mask is not None:
+        mask = sem.broadcast_to(mask, p.block_shape)
+    return pointer(p.base, offs), mask
+
+
 def _block_load(p: block_ptr, boundary_check, padding_option: str) -> tensor:
     padding = {"": "zero", "zero": "zero", "nan": "nan"}.get(padding_option)
     if padding is None:
         raise sem.error(f"padding_option must be 'zero' or 'nan', got {padding_option!r}")
     if padding == "nan" and not p.element_ty.is_float:
         raise sem.error("padding_option='nan' needs a float array")
-    attrs = {"block_shape": p.block_shape, "boundary_check": _boundary(p, boundary_check),
-             "padding": padding}
+    checked = _boundary(p, boundary_check)
+    if p.shift is not None:
+        ptrs, mask = _shifted(p, checked)
+        if mask is None:
+            return load(ptrs)
+        return load(ptrs, mask=mask, other=0.0 if padding == "zero" else float("nan"))
+    attrs = {"block_shape": p.block_shape, "boundary_check": checked, "padding": padding}
     return sem.emit(Kind.BLOCK_LOAD, _block_operands(p), attrs)
 
 
 def _block_store(p: block_ptr, value, boundary_check):
+    if p.shift is not None:
+        ptrs, mask = _shifted(p, _boundary(p, boundary_check))
+        return store(ptrs, value, mask=mask)
     _check_writable(p, "store")
     v = sem.cast(sem.to_tensor(value, p.element_ty), p.element_ty)
     v = sem.broadcast_to(v, p.block_shape)
