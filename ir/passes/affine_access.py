@@ -218,7 +218,7 @@ def _rewrite(fn: Function, op: Op, plan, forms: AffineForms) -> None:
     offsets = op.operand("offsets")
     dtype = offsets.type.dtype
     scratch = Builder(Block(), loc=op.loc)
-    make = Materialise(scratch, forms, dtype)
+    make = _Materialise(scratch, forms, dtype)
     rank = len(positions)
     shape = [make(bounds[d]) if d in bounds else make(((((), UNBOUNDED),)))
              for d in range(rank)]
@@ -238,7 +238,7 @@ def _rewrite(fn: Function, op: Op, plan, forms: AffineForms) -> None:
     op.erase()
 
 
-class Materialise:
+class _Materialise:
     """Builds a ``Sym`` as scalar ops (``mul``/``add`` of its atoms and constants) in the
     access's dtype; the atoms are values the offsets were computed from, so they are
     defined where the access is."""

@@ -180,22 +180,11 @@ class AffineForms:
 
     def _carried(self, loop: Op, arg: Value) -> Form | None:
         """A loop-carried tile advanced by a loop-invariant lane-free step per iteration."""
-        init = self.of(loop.operands[3 + arg.index - 1])
-        moved = self.advance(loop, arg)
-        if init is None or moved is None:
-            return None
-        return Form(sym_add(init.base, moved), init.coefs)
-
-    def advance(self, loop: Op, arg: Value) -> Sym | None:
-        """How far the loop-carried tile ``arg`` of ``loop`` has moved from its init in the
-        current iteration, as a ``Sym``: ``(k - lb) * D / step`` when the loop adds the
-        lane-free, loop-invariant ``D`` to it per iteration (``a_ptrs += BLOCK_K *
-        stride_ak``) and ``step`` is a positive constant dividing every coefficient of
-        ``D``; else None."""
         j = arg.index - 1
+        init = self.of(loop.operands[3 + j])
         nxt = loop.body.terminator.operands[j]
         step_op = nxt.op
-        if step_op is None or step_op.kind is not Kind.ADD:
+        if init is None or step_op is None or step_op.kind is not Kind.ADD:
             return None
         a, b = step_op.operands
         delta = b if a is arg else a if b is arg else None
@@ -213,7 +202,8 @@ class AffineForms:
             return None
         per = tuple((m, coef // c) for m, coef in d.base)   # D / step
         k = self.atom(loop.body.args[0]).base
-        return sym_mul(sym_add(k, lb.base, -1), per)
+        moved = sym_mul(sym_add(k, lb.base, -1), per)
+        return Form(sym_add(init.base, moved), init.coefs)
 
     def invariant(self, s: Sym, loop: Op) -> bool:
         """Whether every atom of ``s`` is defined outside ``loop``."""

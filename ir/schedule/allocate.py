@@ -46,8 +46,8 @@ from ..core import Function, Op, Value, loop_carried
 from ..ops import CONTROL, Kind
 from .branches import own_branch_buffers
 from .carried import own_carried_buffers
-from .model import (OPERAND_SLOTS, Positions, clone_op, enclosing_loop, is_folded_cast,
-                    is_tile, loop_stages, operand_stages, scheduled_ops)
+from .model import (Positions, clone_op, enclosing_loop, is_folded_cast, is_tile,
+                    loop_stages, operand_stages, scheduled_ops)
 
 TRANSFER_PIPES = ("MTE2", "MTE3", "FIXP")
 # The constexpr that splits dots into L0 K-chunks (see the module doc).
@@ -116,19 +116,25 @@ class AllocateBuffers:
         return True
 
 
-def _fill_of(op: Op) -> Value | None:
-    """The ``other=`` fill a load into UB writes over its own slot: a Vector splat in the
-    load's block read by nothing else (``own_fills`` makes it so), else None."""
+def _splat_other(op: Op) -> Op | None:
+    """The Vector splat a load into UB takes as ``other=``, else None."""
     if op.kind is not Kind.LOAD or op.attrs.get("scope") != "UB":
         return None
     other = op.operand("other")
-    if other is None or other.op is None or other.op.kind is not Kind.SPLAT:
+    if other is None or other.op is None or other.op.kind is not Kind.SPLAT \
+            or other.op.attrs.get("pipe") != "VECTOR":
         return None
-    fill = other.op
-    if (fill.attrs.get("pipe") != "VECTOR" or fill.attrs.get("scope") != "UB"
-            or fill.parent is not op.parent or len(other.uses) != 1):
+    return other.op
+
+
+def _fill_of(op: Op) -> Value | None:
+    """The ``other=`` fill a load into UB writes over its own slot: a Vector splat in the
+    load's block read by nothing else (``own_fills`` makes it so), else None."""
+    fill = _splat_other(op)
+    if (fill is None or fill.attrs.get("scope") != "UB" or fill.parent is not op.parent
+            or len(fill.result.uses) != 1):
         return None
-    return other
+    return fill.result
 
 
 def own_fills(fn: Function) -> None:
@@ -140,13 +146,10 @@ def own_fills(fn: Function) -> None:
     at num_stages 3 ran out of the 910-like part's 4 ids).  A fill CSE shared between
     loads, or made outside the load's loop, is cloned."""
     for op in list(scheduled_ops(fn.body)):
-        if op.kind is not Kind.LOAD or op.attrs.get("scope") != "UB":
+        fill = _splat_other(op)
+        if fill is None or _fill_of(op) is not None:
             continue
-        other = op.operand("other")
-        if (other is None or other.op is None or other.op.kind is not Kind.SPLAT
-                or other.op.attrs.get("pipe") != "VECTOR" or _fill_of(op) is not None):
-            continue
-        own = clone_op(other.op)
+        own = clone_op(fill)
         op.parent.insert(op.parent.ops.index(op), own)
         op.set_operand(op.info.operand_index("other", len(op.operands)), own.result)
 
@@ -235,6 +238,7 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
     groups = _Groups()
     members: dict[int, list[Value]] = {}
     producer: dict[int, Op] = {}
+    filled: dict[int, Op] = {}      # a fill's value -> the load it fills (own_fills)
     for op in ops:
         if "scope" in op.attrs:
             for r in op.results:
@@ -246,6 +250,7 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
         fill = _fill_of(op)
         if fill is not None:           # the fill and the load share one slot
             groups.union(id(fill), id(op.result))
+            filled[id(fill)] = op
     for op in ops:
         for init, arg, nxt, res in loop_carried(op):
             if id(init) in producer or id(nxt) in producer:
@@ -272,8 +277,7 @@ def collect_buffers(fn: Function, pos: Positions) -> list[Buffer]:
         stages = 1 if carried else _stages(first, values)
         t = next(v for v in values if producer.get(id(v)) is first).type
         # a load's fill: the buffer is the load's (its line in an over-budget message)
-        owner = next((d for d in defs if d.kind is Kind.LOAD and _fill_of(d) is not None
-                      and any(v is _fill_of(d) for v in values)), first)
+        owner = next((filled[id(v)] for v in values if id(v) in filled), first)
         buffers.append(Buffer(first.attrs["scope"], tuple(t.shape), t.dtype.itemsize, stages,
                               start, end, owner, values))
     k0 = fn.attrs.get(L0_K_ATTR)
@@ -327,7 +331,7 @@ def _interval(values: list[Value], pos: Positions) -> tuple[int, int]:
 
 def _stages(op: Op, values: list[Value]) -> int:
     """num_stages of the loop around a transfer buffer; 1 for everything else.  A Cube
-    result in L0C and an AIC/AIV hand-off are ping-pong (at most ``OPERAND_SLOTS``):
+    result in L0C and an AIC/AIV hand-off are ping-pong (``operand_stages``):
     the FixPipe drains L0C and the other core reads the L2 in hundreds of cycles, not an
     HBM round trip, so two slots keep both sides busy; at num_stages 3-4 flash
     attention's scores in L0C and hand-off tiles in UB overflowed both."""
@@ -338,7 +342,7 @@ def _stages(op: Op, values: list[Value]) -> int:
     if not transfer:
         return 1
     if op.attrs.get("scope") == "L0C" or op.kind is Kind.HANDOFF:
-        return min(loop_stages(op), OPERAND_SLOTS)
+        return operand_stages(op)
     return loop_stages(op)
 
 

@@ -132,7 +132,7 @@ def _check_handoffs(fn: Function, spec) -> None:
         ids = [int(i) for i in op.attrs.get("cross_flags", ())]
         loop = outermost_loop(op)
         mine = taken.setdefault(id(loop), set())
-        others = kernel_wide - set(ids) if loop is None else kernel_wide
+        others = kernel_wide if loop is not None else ()   # kernel-wide ones: in ``mine``
         why = None
         if spec.arch != "separated":
             why = f"a hand-off on {spec.name}, which is not a separated part"
